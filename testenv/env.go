@@ -1,0 +1,270 @@
+package testenv
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/go-logr/logr"
+	"go.uber.org/zap/zapcore"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+)
+
+// Environment is a control plane for tests: etcd, kube-apiserver and,
+// with [WithControllerManager], kube-controller-manager. Make one with
+// [New]; its fields are set by [Environment.Start].
+type Environment struct {
+	// Config reaches the API server as a cluster admin.
+	Config *rest.Config
+	// Client is a direct (uncached) client with Scheme.
+	Client client.Client
+	// Scheme is the scheme of Client.
+	Scheme *runtime.Scheme
+	// Envtest is the underlying envtest environment, for what this package
+	// does not wrap (AddUser, say).
+	Envtest *envtest.Environment
+
+	opts    Options
+	mu      sync.Mutex
+	started bool
+	root    string // temporary directory for everything the control plane writes
+	reaper  *reaper
+	kcm     *controllerManager
+}
+
+// New returns an Environment configured by opts. Nothing starts until
+// [Environment.Start] or [Environment.Run].
+func New(opts ...Option) *Environment {
+	e := &Environment{}
+	for _, o := range opts {
+		o(&e.opts)
+	}
+	return e
+}
+
+// Run starts the control plane, runs the tests and stops the control
+// plane again, returning the exit code for os.Exit. It is meant for
+// TestMain:
+//
+//	func TestMain(m *testing.M) { os.Exit(env.Run(m)) }
+//
+// When the control plane cannot start, Run prints why and returns 1. Run
+// discards controller-runtime's logs unless STEADY_TESTENV_LOG is set (to
+// "debug" for verbose ones).
+func (e *Environment) Run(m *testing.M) (code int) {
+	setTestLogger()
+	if err := e.Start(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer func() {
+		if err := e.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			if code == 0 {
+				code = 1
+			}
+		}
+	}()
+	return m.Run()
+}
+
+func setTestLogger() {
+	switch os.Getenv("STEADY_TESTENV_LOG") {
+	case "":
+		logf.SetLogger(logr.Discard())
+	case "debug":
+		logf.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.UseDevMode(true), zap.Level(zapcore.DebugLevel)))
+	default:
+		logf.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.UseDevMode(true)))
+	}
+}
+
+// Start starts the control plane and sets Config, Client and Scheme. On
+// error nothing is left running.
+func (e *Environment) Start() (err error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.started {
+		return errors.New("testenv: already started")
+	}
+	var extra []string
+	if e.opts.ControllerManager {
+		extra = append(extra, ControllerManagerBinary)
+	}
+	assets, err := findAssets(e.opts.AssetsDir, extra...)
+	if err != nil {
+		return err
+	}
+	e.Scheme = e.opts.Scheme
+	if e.Scheme == nil {
+		e.Scheme = runtime.NewScheme()
+		utilruntime.Must(clientgoscheme.AddToScheme(e.Scheme))
+		utilruntime.Must(apiextensionsv1.AddToScheme(e.Scheme))
+	}
+	crds, err := readCRDs(e.opts.CRDFS, e.opts.CRDDir)
+	if err != nil {
+		return err
+	}
+
+	if e.reaper, err = startReaper(); err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			err = errors.Join(err, e.stop())
+		}
+	}()
+	if e.root, err = os.MkdirTemp("", "steady-testenv-"); err != nil {
+		return fmt.Errorf("testenv: %w", err)
+	}
+	if err := e.reaper.removeOnDeath(e.root); err != nil {
+		return fmt.Errorf("testenv: %w", err)
+	}
+	for _, d := range []string{"etcd", "apiserver"} {
+		if err := os.Mkdir(filepath.Join(e.root, d), 0o700); err != nil {
+			return fmt.Errorf("testenv: %w", err)
+		}
+	}
+
+	e.Envtest = &envtest.Environment{
+		BinaryAssetsDirectory: assets,
+		CRDDirectoryPaths:     e.opts.CRDPaths,
+		CRDs:                  crds,
+		ErrorIfCRDPathMissing: true,
+		Scheme:                e.Scheme,
+	}
+	e.Envtest.ControlPlane.Etcd = &envtest.Etcd{DataDir: filepath.Join(e.root, "etcd")}
+	e.Envtest.ControlPlane.APIServer = &envtest.APIServer{CertDir: filepath.Join(e.root, "apiserver")}
+	e.Envtest.ControlPlane.APIServer.Path = filepath.Join(assets, APIServerBinary)
+	e.Envtest.ControlPlane.Etcd.Path = filepath.Join(assets, EtcdBinary)
+	e.Envtest.ControlPlane.KubectlPath = filepath.Join(assets, KubectlBinary)
+	e.started = true
+
+	// Watch etcd and the API server before envtest may fail mid-start, and
+	// again once both run.
+	cfg, startErr := e.Envtest.Start()
+	if err := e.watchChildren(); err != nil {
+		return errors.Join(startErr, err)
+	}
+	if startErr != nil {
+		return fmt.Errorf("testenv: starting the control plane from %s: %w", assets, startErr)
+	}
+	e.Config = cfg
+	if e.Client, err = client.New(cfg, client.Options{Scheme: e.Scheme}); err != nil {
+		return fmt.Errorf("testenv: creating the client: %w", err)
+	}
+	if e.opts.ControllerManager {
+		if e.kcm, err = startControllerManager(e, filepath.Join(assets, ControllerManagerBinary)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (e *Environment) watchChildren() error {
+	pids, err := childProcesses(EtcdBinary, APIServerBinary)
+	if err != nil {
+		return fmt.Errorf("testenv: %w", err)
+	}
+	for _, pid := range pids {
+		if err := e.reaper.watch(pid); err != nil {
+			return fmt.Errorf("testenv: %w", err)
+		}
+	}
+	return nil
+}
+
+// Stop stops every process of the control plane and removes its files. It
+// is safe to call more than once.
+func (e *Environment) Stop() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.stop()
+}
+
+func (e *Environment) stop() error {
+	var errs []error
+	if e.kcm != nil {
+		errs = append(errs, e.kcm.stop())
+		e.kcm = nil
+	}
+	if e.started {
+		if err := e.Envtest.Stop(); err != nil {
+			errs = append(errs, fmt.Errorf("testenv: stopping the control plane: %w", err))
+		}
+		e.started = false
+	}
+	if e.root != "" {
+		errs = append(errs, os.RemoveAll(e.root))
+		e.root = ""
+	}
+	if e.reaper != nil {
+		errs = append(errs, e.reaper.release())
+		e.reaper = nil
+	}
+	return errors.Join(errs...)
+}
+
+// readCRDs decodes every .yaml, .yml and .json file in dir of fsys, each of
+// which may hold several documents.
+func readCRDs(fsys fs.FS, dir string) ([]*apiextensionsv1.CustomResourceDefinition, error) {
+	if fsys == nil {
+		return nil, nil
+	}
+	if dir == "" {
+		dir = "."
+	}
+	entries, err := fs.ReadDir(fsys, dir)
+	if err != nil {
+		return nil, fmt.Errorf("testenv: reading CRDs: %w", err)
+	}
+	var crds []*apiextensionsv1.CustomResourceDefinition
+	for _, ent := range entries {
+		switch path.Ext(ent.Name()) {
+		case ".yaml", ".yml", ".json":
+		default:
+			continue
+		}
+		name := path.Join(dir, ent.Name())
+		data, err := fs.ReadFile(fsys, name)
+		if err != nil {
+			return nil, fmt.Errorf("testenv: reading CRDs: %w", err)
+		}
+		dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+		for i := 0; ; i++ {
+			crd := &apiextensionsv1.CustomResourceDefinition{}
+			if err := dec.Decode(crd); errors.Is(err, io.EOF) {
+				break
+			} else if err != nil {
+				return nil, fmt.Errorf("testenv: CRD file %s, document %d: %w", name, i, err)
+			}
+			if crd.Kind == "" && crd.Name == "" {
+				continue // an empty document
+			}
+			if crd.Kind != "CustomResourceDefinition" {
+				return nil, fmt.Errorf("testenv: CRD file %s, document %d: kind is %q, not CustomResourceDefinition", name, i, crd.Kind)
+			}
+			crds = append(crds, crd)
+		}
+	}
+	if len(crds) == 0 {
+		return nil, fmt.Errorf("testenv: no CRD manifests in %s", dir)
+	}
+	return crds, nil
+}
