@@ -1,0 +1,41 @@
+package conditions
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Get returns the condition of the given type, or nil. The result points
+// into the object's conditions; copy it before changing it.
+func Get(obj Getter, conditionType string) *metav1.Condition {
+	conds := obj.GetConditions()
+	for i := range conds {
+		if conds[i].Type == conditionType {
+			return &conds[i]
+		}
+	}
+	return nil
+}
+
+// Has reports whether the object has a condition of the given type.
+func Has(obj Getter, conditionType string) bool { return Get(obj, conditionType) != nil }
+
+// IsTrue reports whether the condition is present with status True.
+func IsTrue(obj Getter, conditionType string) bool {
+	return hasStatus(obj, conditionType, metav1.ConditionTrue)
+}
+
+// IsFalse reports whether the condition is present with status False.
+func IsFalse(obj Getter, conditionType string) bool {
+	return hasStatus(obj, conditionType, metav1.ConditionFalse)
+}
+
+// IsUnknown reports whether the condition is absent or has status Unknown.
+func IsUnknown(obj Getter, conditionType string) bool {
+	c := Get(obj, conditionType)
+	return c == nil || c.Status == metav1.ConditionUnknown
+}
+
+func hasStatus(obj Getter, conditionType string, s metav1.ConditionStatus) bool {
+	c := Get(obj, conditionType)
+	return c != nil && c.Status == s
+}

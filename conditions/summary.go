@@ -1,0 +1,136 @@
+package conditions
+
+import (
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// SummaryOptions configures [NewSummary] and [SetSummary].
+type SummaryOptions struct {
+	// ConditionTypes are summarized, in this order of importance; empty
+	// means every condition on the object but the summary itself.
+	ConditionTypes []string
+	// NegativePolarity are the types for which True is bad. Reconciling and
+	// Stalled always are.
+	NegativePolarity []string
+	// IgnoreIfMissing are types that do not count while absent; other
+	// absent types make the summary Unknown.
+	IgnoreIfMissing []string
+	// TrueReason is the reason of a True summary; empty means "Succeeded".
+	TrueReason string
+}
+
+// SummaryOption configures a summary.
+type SummaryOption interface {
+	ApplyToSummary(*SummaryOptions)
+}
+
+// ForConditionTypes lists the types to summarize, most important first.
+type ForConditionTypes []string
+
+// ApplyToSummary implements [SummaryOption].
+func (t ForConditionTypes) ApplyToSummary(o *SummaryOptions) { o.ConditionTypes = t }
+
+// NegativePolarityConditionTypes lists types for which True is bad.
+type NegativePolarityConditionTypes []string
+
+// ApplyToSummary implements [SummaryOption].
+func (t NegativePolarityConditionTypes) ApplyToSummary(o *SummaryOptions) { o.NegativePolarity = t }
+
+// IgnoreTypesIfMissing lists types that do not count while absent.
+type IgnoreTypesIfMissing []string
+
+// ApplyToSummary implements [SummaryOption].
+func (t IgnoreTypesIfMissing) ApplyToSummary(o *SummaryOptions) { o.IgnoreIfMissing = t }
+
+// TrueReason is the reason of a True summary.
+type TrueReason string
+
+// ApplyToSummary implements [SummaryOption].
+func (r TrueReason) ApplyToSummary(o *SummaryOptions) { o.TrueReason = string(r) }
+
+// Reasons used by summaries.
+const (
+	// ReasonSucceeded is the default reason of a True summary.
+	ReasonSucceeded = "Succeeded"
+	// ReasonConditionMissing is the reason of an Unknown summary decided
+	// by a condition that was not reported yet.
+	ReasonConditionMissing = "ConditionMissing"
+)
+
+// NewSummary computes a condition of type targetType from the object's
+// other conditions. It is False when any summarized condition is bad (False,
+// or True for negative polarity), Unknown when none is bad but one is
+// Unknown or missing, and True otherwise. A False or Unknown summary carries
+// the reason of the first condition, in the order of ConditionTypes, that
+// decided it, and the messages of all that did, as "Type: message; ...".
+func NewSummary(obj Getter, targetType string, opts ...SummaryOption) metav1.Condition {
+	o := SummaryOptions{}
+	for _, opt := range opts {
+		opt.ApplyToSummary(&o)
+	}
+	negative := setOf(append([]string{Reconciling, Stalled}, o.NegativePolarity...))
+	ignoreMissing := setOf(o.IgnoreIfMissing)
+	types := o.ConditionTypes
+	if len(types) == 0 {
+		for _, c := range obj.GetConditions() {
+			if c.Type != targetType {
+				types = append(types, c.Type)
+			}
+		}
+	}
+
+	var bad, unknown []metav1.Condition
+	for _, t := range types {
+		c := Get(obj, t)
+		switch {
+		case c == nil && ignoreMissing[t]:
+		case c == nil:
+			unknown = append(unknown, metav1.Condition{Type: t, Reason: ReasonConditionMissing, Message: "not reported yet"})
+		case c.Status == metav1.ConditionUnknown:
+			unknown = append(unknown, *c)
+		case (c.Status == metav1.ConditionTrue) == negative[t]:
+			bad = append(bad, *c)
+		}
+	}
+	summary := metav1.Condition{Type: targetType}
+	switch {
+	case len(bad) > 0:
+		summary.Status, summary.Reason, summary.Message = metav1.ConditionFalse, bad[0].Reason, messages(bad)
+	case len(unknown) > 0:
+		summary.Status, summary.Reason, summary.Message = metav1.ConditionUnknown, unknown[0].Reason, messages(unknown)
+	default:
+		summary.Status, summary.Reason = metav1.ConditionTrue, o.TrueReason
+		if summary.Reason == "" {
+			summary.Reason = ReasonSucceeded
+		}
+	}
+	return summary
+}
+
+// SetSummary sets the summary condition computed by [NewSummary] and reports
+// whether the object changed.
+func SetSummary(obj Setter, targetType string, opts ...SummaryOption) bool {
+	return Set(obj, NewSummary(obj, targetType, opts...))
+}
+
+func messages(conds []metav1.Condition) string {
+	parts := make([]string, len(conds))
+	for i, c := range conds {
+		m := c.Message
+		if m == "" {
+			m = c.Reason
+		}
+		parts[i] = c.Type + ": " + m
+	}
+	return strings.Join(parts, "; ")
+}
+
+func setOf(s []string) map[string]bool {
+	m := make(map[string]bool, len(s))
+	for _, v := range s {
+		m[v] = true
+	}
+	return m
+}

@@ -1,0 +1,41 @@
+package conditions
+
+import (
+	"fmt"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	capiconditions "sigs.k8s.io/cluster-api/util/conditions"
+)
+
+// Getter is an object that exposes its status conditions.
+type Getter interface {
+	GetConditions() []metav1.Condition
+}
+
+// Setter is an object whose status conditions can be replaced. When it is
+// also a metav1.Object, marks set ObservedGeneration from its generation.
+type Setter interface {
+	Getter
+	SetConditions([]metav1.Condition)
+}
+
+var (
+	_ capiconditions.Setter = Setter(nil)
+	_ capiconditions.Getter = Getter(nil)
+)
+
+// FieldError says that an object's conditions field has the wrong shape.
+type FieldError struct {
+	// Object names the object, as kind namespace/name.
+	Object string
+	// Field is the path of the field, status.conditions.
+	Field string
+	// Err is what is wrong with it.
+	Err error
+}
+
+func (e *FieldError) Error() string {
+	return fmt.Sprintf("conditions: %s: field %s: %v", e.Object, e.Field, e.Err)
+}
+
+func (e *FieldError) Unwrap() error { return e.Err }
