@@ -1,0 +1,251 @@
+package finalizer_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"slices"
+	"testing"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/steadyk8s/steady/finalizer"
+	"github.com/steadyk8s/steady/internal/testapi"
+	"github.com/steadyk8s/steady/testenv"
+)
+
+var env = testenv.New(testenv.WithCRDFS(testapi.CRDs, "crds"), testenv.WithScheme(scheme()))
+
+func scheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(s))
+	utilruntime.Must(testapi.AddToScheme(s))
+	return s
+}
+
+func TestMain(m *testing.M) { os.Exit(env.Run(m)) }
+
+const (
+	bucketFinalizer = "test.steady.dev/bucket"
+	dnsFinalizer    = "test.steady.dev/dns"
+	otherFinalizer  = "other.example.com/keep"
+)
+
+// external is the state outside the API server that cleanups remove.
+type external struct {
+	fail  map[string]error
+	calls map[string]int
+}
+
+func (e *external) finalizer(name string) finalizer.Finalizer {
+	return finalizer.Func(func(ctx context.Context, obj client.Object) error {
+		e.calls[name]++
+		return e.fail[name]
+	})
+}
+
+func setup(t *testing.T) (*finalizer.Handler, *external, *testapi.Counter, client.Client, string) {
+	t.Helper()
+	c, n, err := testapi.NewCountingClient(env.Config, env.Scheme)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ext := &external{fail: map[string]error{}, calls: map[string]int{}}
+	h := finalizer.NewHandler(c)
+	for _, name := range []string{bucketFinalizer, dnsFinalizer} {
+		if err := h.Register(name, ext.finalizer(name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return h, ext, n, c, env.Namespace(t)
+}
+
+func create(t *testing.T, c client.Client, ns string, finalizers ...string) *testapi.Widget {
+	t.Helper()
+	w := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "w", Finalizers: finalizers}}
+	if err := c.Create(context.Background(), w); err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+func stored(t *testing.T, c client.Client, w *testapi.Widget) (*testapi.Widget, bool) {
+	t.Helper()
+	var got testapi.Widget
+	err := c.Get(context.Background(), client.ObjectKeyFromObject(w), &got)
+	if apierrors.IsNotFound(err) {
+		return nil, false
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &got, true
+}
+
+func TestFinalizersArePersistedBeforeHandleReturns(t *testing.T) {
+	h, _, n, c, ns := setup(t)
+	w := create(t, c, ns)
+	n.Reset()
+	res, err := h.Handle(context.Background(), w)
+	if err != nil || !res.Updated || res.Deleting {
+		t.Fatalf("Handle = %+v, %v", res, err)
+	}
+	if n.Get("PATCH") != 1 || n.Writes() != 1 {
+		t.Errorf("requests: %s, want one PATCH", n)
+	}
+	got, _ := stored(t, c, w)
+	if !slices.Equal(got.Finalizers, []string{bucketFinalizer, dnsFinalizer}) {
+		t.Errorf("stored finalizers = %v", got.Finalizers)
+	}
+	n.Reset()
+	if res, err := h.Handle(context.Background(), w); err != nil || res.Updated {
+		t.Errorf("second Handle = %+v, %v", res, err)
+	}
+	if n.Writes() != 0 {
+		t.Errorf("second Handle made requests: %s", n)
+	}
+}
+
+func TestCleanupFailureKeepsTheFinalizer(t *testing.T) {
+	h, ext, _, c, ns := setup(t)
+	ctx := context.Background()
+	w := create(t, c, ns, bucketFinalizer, dnsFinalizer)
+	if err := c.Delete(ctx, w); err != nil {
+		t.Fatal(err)
+	}
+	w, _ = stored(t, c, w)
+
+	ext.fail[bucketFinalizer] = errors.New("bucket not empty")
+	res, err := h.Handle(ctx, w)
+	var ce *finalizer.CleanupError
+	if !errors.As(err, &ce) || ce.Finalizer != bucketFinalizer || ce.Object != "Widget "+ns+"/w" {
+		t.Fatalf("Handle error = %v, want a CleanupError for %s", err, bucketFinalizer)
+	}
+	if !res.Deleting || !res.Updated {
+		t.Errorf("Handle = %+v", res)
+	}
+	got, ok := stored(t, c, w)
+	if !ok || !slices.Equal(got.Finalizers, []string{bucketFinalizer}) {
+		t.Fatalf("after a failed cleanup the stored finalizers are %v (exists %v), want only %s", got.Finalizers, ok, bucketFinalizer)
+	}
+
+	delete(ext.fail, bucketFinalizer)
+	if res, err := h.Handle(ctx, got); err != nil || !res.Deleting {
+		t.Fatalf("Handle = %+v, %v", res, err)
+	}
+	if _, ok := stored(t, c, w); ok {
+		t.Error("object still exists after its last finalizer was removed")
+	}
+	if ext.calls[dnsFinalizer] != 1 || ext.calls[bucketFinalizer] != 2 {
+		t.Errorf("cleanup calls = %v", ext.calls)
+	}
+}
+
+func TestAddingToADeletingObjectIsRefusedWithoutAPICall(t *testing.T) {
+	h, ext, n, c, ns := setup(t)
+	ctx := context.Background()
+	w := create(t, c, ns, otherFinalizer)
+	if err := c.Delete(ctx, w); err != nil {
+		t.Fatal(err)
+	}
+	w, _ = stored(t, c, w)
+	n.Reset()
+
+	changed, err := finalizer.Ensure(w, bucketFinalizer)
+	var de *finalizer.DeletingError
+	if changed || !errors.As(err, &de) || de.Finalizer != bucketFinalizer {
+		t.Fatalf("Ensure = %v, %v; want a DeletingError", changed, err)
+	}
+	res, err := h.Handle(ctx, w)
+	if err != nil || !res.Deleting || res.Updated {
+		t.Fatalf("Handle = %+v, %v", res, err)
+	}
+	if n.Writes() != 0 || len(ext.calls) != 0 {
+		t.Errorf("requests %s, cleanups %v; want none", n, ext.calls)
+	}
+	if !slices.Equal(w.Finalizers, []string{otherFinalizer}) {
+		t.Errorf("in-memory finalizers = %v", w.Finalizers)
+	}
+}
+
+// TestAnotherControllersFinalizerSurvives has another writer change the
+// finalizer list between our read and our write: adding its own while we
+// add ours, and removing its own while we remove ours. Nothing of theirs is
+// dropped, and nothing they removed comes back.
+func TestAnotherControllersFinalizerSurvives(t *testing.T) {
+	h, _, n, c, ns := setup(t)
+	ctx := context.Background()
+	w := create(t, c, ns, "third.example.com/late")
+	stale := w.DeepCopy()
+	other := w.DeepCopy()
+	other.Finalizers = []string{"third.example.com/late", otherFinalizer}
+	if err := env.Client.Update(ctx, other); err != nil {
+		t.Fatal(err)
+	}
+	n.Reset()
+	if _, err := h.Handle(ctx, stale); err != nil {
+		t.Fatal(err)
+	}
+	if n.Get("PATCH") != 2 || n.Get("GET") != 1 {
+		t.Errorf("requests %s, want a conflicting PATCH, a GET and a PATCH", n)
+	}
+	got, _ := stored(t, c, w)
+	if !slices.Equal(got.Finalizers, []string{"third.example.com/late", otherFinalizer, bucketFinalizer, dnsFinalizer}) {
+		t.Fatalf("stored finalizers after add = %v", got.Finalizers)
+	}
+
+	if err := c.Delete(ctx, got); err != nil {
+		t.Fatal(err)
+	}
+	stale, _ = stored(t, c, w)
+	other = stale.DeepCopy()
+	other.Finalizers = slices.DeleteFunc(other.Finalizers, func(f string) bool { return f == "third.example.com/late" })
+	if err := env.Client.Update(ctx, other); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.Handle(ctx, stale); err != nil {
+		t.Fatal(err)
+	}
+	got, ok := stored(t, c, w)
+	if !ok || !slices.Equal(got.Finalizers, []string{otherFinalizer}) {
+		t.Fatalf("stored finalizers after removal = %v (exists %v)", got.Finalizers, ok)
+	}
+}
+
+func TestMutators(t *testing.T) {
+	w := &testapi.Widget{}
+	if ok, err := finalizer.Ensure(w, bucketFinalizer); !ok || err != nil {
+		t.Fatalf("Ensure = %v, %v", ok, err)
+	}
+	if ok, _ := finalizer.Ensure(w, bucketFinalizer); ok {
+		t.Error("second Ensure reported a change")
+	}
+	if !finalizer.Has(w, bucketFinalizer) {
+		t.Error("Has = false")
+	}
+	if !finalizer.Remove(w, bucketFinalizer) || finalizer.Remove(w, bucketFinalizer) || finalizer.Has(w, bucketFinalizer) {
+		t.Error("Remove did not report its change once")
+	}
+}
+
+func TestRegister(t *testing.T) {
+	h := finalizer.NewHandler(env.Client)
+	noop := finalizer.Func(func(context.Context, client.Object) error { return nil })
+	if err := h.Register("Not A Name!", noop); err == nil {
+		t.Error("an invalid name was accepted")
+	}
+	if err := h.Register(bucketFinalizer, noop); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Register(bucketFinalizer, noop); err == nil {
+		t.Error("a duplicate name was accepted")
+	}
+	if err := h.Register(dnsFinalizer, nil); err == nil {
+		t.Error("a nil Finalizer was accepted")
+	}
+}
