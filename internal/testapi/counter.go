@@ -12,7 +12,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// Counter counts API requests per verb (GET, LIST, PATCH, ...).
+// Counter counts API requests per verb (GET, LIST, PATCH, ...). Discovery
+// requests, which a client makes once per group-version when it first needs
+// a REST mapping, are counted apart, as DISCOVERY, and left out of String.
 type Counter struct {
 	mu     sync.Mutex
 	counts map[string]int
@@ -38,17 +40,22 @@ func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { retu
 
 func (n *Counter) add(r *http.Request) {
 	verb := r.Method
-	if verb == http.MethodGet && !strings.Contains(r.URL.RawQuery, "watch=true") && isList(r.URL.Path) {
-		verb = "LIST"
+	if verb == http.MethodGet && !strings.Contains(r.URL.RawQuery, "watch=true") {
+		switch kind(r.URL.Path) {
+		case "list":
+			verb = "LIST"
+		case "discovery":
+			verb = "DISCOVERY"
+		}
 	}
 	n.mu.Lock()
 	n.counts[verb]++
 	n.mu.Unlock()
 }
 
-// isList guesses from the path whether a GET lists a collection: a
-// namespaced or cluster collection path ends in a resource name.
-func isList(path string) bool {
+// kind tells from the path whether a GET is discovery, lists a collection
+// or reads one object.
+func kind(path string) string {
 	parts := strings.Split(strings.Trim(path, "/"), "/")
 	// /api/v1/<res>, /api/v1/namespaces/<ns>/<res>, /apis/<g>/<v>/<res>, ...
 	skip := 3 // apis/<group>/<version>
@@ -56,13 +63,16 @@ func isList(path string) bool {
 		skip = 2 // api/v1
 	}
 	if len(parts) <= skip {
-		return false // discovery
+		return "discovery"
 	}
 	parts = parts[skip:]
 	if len(parts) >= 2 && parts[0] == "namespaces" && len(parts) != 2 {
 		parts = parts[2:]
 	}
-	return len(parts) == 1
+	if len(parts) == 1 {
+		return "list"
+	}
+	return "object"
 }
 
 // Reset forgets what was counted.
@@ -92,6 +102,9 @@ func (n *Counter) String() string {
 	defer n.mu.Unlock()
 	var s []string
 	for v, c := range n.counts {
+		if v == "DISCOVERY" {
+			continue
+		}
 		s = append(s, fmt.Sprintf("%s=%d", v, c))
 	}
 	sort.Strings(s)
