@@ -9,24 +9,13 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/steadyk8s/steady/conditions"
 	"github.com/steadyk8s/steady/internal/testapi"
-	"github.com/steadyk8s/steady/testenv"
 )
 
-var env = testenv.New(testenv.WithCRDFS(testapi.CRDs, "crds"), testenv.WithScheme(scheme()))
-
-func scheme() *runtime.Scheme {
-	s := runtime.NewScheme()
-	utilruntime.Must(clientgoscheme.AddToScheme(s))
-	utilruntime.Must(testapi.AddToScheme(s))
-	return s
-}
+var env = testapi.NewEnv()
 
 func TestMain(m *testing.M) { os.Exit(env.Run(m)) }
 

@@ -9,6 +9,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+
+	"github.com/steadyk8s/steady/testenv"
 )
 
 // CRDs holds widgets.test.steady.dev, for testenv.WithCRDFS(CRDs, "crds").
@@ -89,4 +93,17 @@ func (l *WidgetList) DeepCopyObject() runtime.Object {
 		out.Items = append(out.Items, *l.Items[i].DeepCopy())
 	}
 	return out
+}
+
+// Scheme returns a scheme with client-go's types and Widget.
+func Scheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(s))
+	utilruntime.Must(AddToScheme(s))
+	return s
+}
+
+// NewEnv returns a test control plane with the Widget CRD and [Scheme].
+func NewEnv(opts ...testenv.Option) *testenv.Environment {
+	return testenv.New(append([]testenv.Option{testenv.WithCRDFS(CRDs, "crds"), testenv.WithScheme(Scheme())}, opts...)...)
 }
