@@ -1,0 +1,74 @@
+package predicates
+
+import (
+	"maps"
+	"slices"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+)
+
+// updateFilter passes creates, deletes and generics of non-nil objects, and
+// the updates for which changed(old, new) holds.
+func updateFilter[T client.Object](changed func(old, new T) bool) predicate.TypedFuncs[T] {
+	return predicate.TypedFuncs[T]{
+		CreateFunc:  func(e event.TypedCreateEvent[T]) bool { return !isNil(e.Object) },
+		DeleteFunc:  func(e event.TypedDeleteEvent[T]) bool { return !isNil(e.Object) },
+		GenericFunc: func(e event.TypedGenericEvent[T]) bool { return !isNil(e.Object) },
+		UpdateFunc: func(e event.TypedUpdateEvent[T]) bool {
+			return !isNil(e.ObjectOld) && !isNil(e.ObjectNew) && changed(e.ObjectOld, e.ObjectNew)
+		},
+	}
+}
+
+// lifecycleChanged holds when deletion started or the finalizers changed:
+// the updates a controller with finalizers must see whatever else it filters.
+func lifecycleChanged[T client.Object](old, new T) bool {
+	return deletionStarted(old, new) || !slices.Equal(old.GetFinalizers(), new.GetFinalizers())
+}
+
+func deletionStarted[T client.Object](old, new T) bool {
+	return old.GetDeletionTimestamp() == nil && new.GetDeletionTimestamp() != nil
+}
+
+// GenerationChanged passes updates that change metadata.generation (the
+// spec, for most types), start the deletion or change the finalizers, and
+// every create, delete and generic event.
+func GenerationChanged() predicate.Predicate { return TypedGenerationChanged[client.Object]() }
+
+// TypedGenerationChanged is [GenerationChanged] for typed predicates.
+func TypedGenerationChanged[T client.Object]() predicate.TypedPredicate[T] {
+	return updateFilter(func(old, new T) bool {
+		return old.GetGeneration() != new.GetGeneration() || lifecycleChanged(old, new)
+	})
+}
+
+// GenerationOrMetadataChanged is [GenerationChanged] that also passes
+// updates changing labels or annotations.
+func GenerationOrMetadataChanged() predicate.Predicate {
+	return TypedGenerationOrMetadataChanged[client.Object]()
+}
+
+// TypedGenerationOrMetadataChanged is [GenerationOrMetadataChanged] for
+// typed predicates.
+func TypedGenerationOrMetadataChanged[T client.Object]() predicate.TypedPredicate[T] {
+	return updateFilter(func(old, new T) bool {
+		return old.GetGeneration() != new.GetGeneration() || lifecycleChanged(old, new) ||
+			!maps.Equal(old.GetLabels(), new.GetLabels()) || !maps.Equal(old.GetAnnotations(), new.GetAnnotations())
+	})
+}
+
+// DeletionStarted passes only the update that sets deletionTimestamp, and
+// delete events; creates and generics are dropped.
+func DeletionStarted() predicate.Predicate { return TypedDeletionStarted[client.Object]() }
+
+// TypedDeletionStarted is [DeletionStarted] for typed predicates.
+func TypedDeletionStarted[T client.Object]() predicate.TypedPredicate[T] {
+	f := updateFilter(deletionStarted[T])
+	f.CreateFunc = func(event.TypedCreateEvent[T]) bool { return false }
+	f.GenericFunc = func(event.TypedGenericEvent[T]) bool { return false }
+	return f
+}
+
+var _ predicate.Predicate = GenerationChanged()
