@@ -25,10 +25,12 @@ func cm(name string, mods ...mod) *corev1.ConfigMap {
 	return o
 }
 
-func ns(n string) mod            { return func(o *corev1.ConfigMap) { o.Namespace = n } }
-func gen(g int64) mod            { return func(o *corev1.ConfigMap) { o.Generation = g } }
-func label(k, v string) mod      { return func(o *corev1.ConfigMap) { o.Labels = map[string]string{k: v} } }
-func annotation(k, v string) mod { return func(o *corev1.ConfigMap) { o.Annotations = map[string]string{k: v} } }
+func ns(n string) mod       { return func(o *corev1.ConfigMap) { o.Namespace = n } }
+func gen(g int64) mod       { return func(o *corev1.ConfigMap) { o.Generation = g } }
+func label(k, v string) mod { return func(o *corev1.ConfigMap) { o.Labels = map[string]string{k: v} } }
+func annotation(k, v string) mod {
+	return func(o *corev1.ConfigMap) { o.Annotations = map[string]string{k: v} }
+}
 func finalizers(f ...string) mod { return func(o *corev1.ConfigMap) { o.Finalizers = f } }
 func deleting() mod {
 	return func(o *corev1.ConfigMap) { t := metav1.Now(); o.DeletionTimestamp = &t }
