@@ -50,6 +50,7 @@ type WidgetStatus struct {
 	ObservedGeneration int64              `json:"observedGeneration,omitempty"`
 	Phase              string             `json:"phase,omitempty"`
 	Replicas           int                `json:"replicas,omitempty"`
+	Namespaces         []string           `json:"namespaces,omitempty"`
 	Conditions         []metav1.Condition `json:"conditions,omitempty"`
 }
 
@@ -69,6 +70,7 @@ func (w *Widget) DeepCopy() *Widget {
 	}
 	out := &Widget{TypeMeta: w.TypeMeta, Spec: w.Spec, Status: w.Status}
 	w.ObjectMeta.DeepCopyInto(&out.ObjectMeta)
+	out.Status.Namespaces = append([]string(nil), w.Status.Namespaces...)
 	if w.Status.Conditions != nil {
 		out.Status.Conditions = make([]metav1.Condition, len(w.Status.Conditions))
 		for i := range w.Status.Conditions {

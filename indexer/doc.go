@@ -1,0 +1,26 @@
+// Package indexer declares typed field indexes on the informer cache, so that
+// "which of these objects point at X" is one map lookup instead of a list of
+// every object filtered in a loop.
+//
+// Declare an index once, as a package variable, register it on the manager
+// before it starts, and query it with a typed helper:
+//
+//	var PodsByNode = indexer.New("spec.nodeName", func(p *corev1.Pod) []string {
+//		return []string{p.Spec.NodeName}
+//	})
+//
+//	// in main, or in each controller's SetupWithManager:
+//	if err := PodsByNode.Register(ctx, mgr.GetFieldIndexer()); err != nil { ... }
+//
+//	// in Reconcile:
+//	pods, err := PodsByNode.Find(ctx, r.Client, node.Name)
+//
+// Registering the same declaration again (two controllers in one manager) is
+// a no-op; a different declaration under the same name and type is a
+// [*ConflictError]. Querying an index the cache does not have is a
+// [*NotRegisteredError] that says how to register it.
+//
+// Ready-made: [ControllerOwner] indexes objects by their controller (find the
+// children of an owner with [OwnerKey]), and [StringSlice] indexes any string
+// or string list at a path in the object (tenants by status.namespaces, say).
+package indexer
