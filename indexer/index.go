@@ -99,8 +99,7 @@ func (i *Index[T]) List(ctx context.Context, r client.Reader, list client.Object
 	opts = append([]client.ListOption{client.MatchingFields{i.name: value}}, opts...)
 	if err := r.List(ctx, list, opts...); err != nil {
 		var zero T
-		if msg := strings.ToLower(err.Error()); strings.Contains(msg, "index with name") && strings.Contains(msg, "does not exist") ||
-			strings.Contains(msg, "field label not supported") || strings.Contains(msg, "field selector") {
+		if notRegistered(err) {
 			return &NotRegisteredError{Index: i.name, Type: fmt.Sprintf("%T", zero), Err: err}
 		}
 		return fmt.Errorf("indexer: listing %T by %s=%s: %w", zero, i.name, value, err)
@@ -138,4 +137,13 @@ func (i *Index[T]) Find(ctx context.Context, c client.Client, value string, opts
 		}
 	}
 	return out, nil
+}
+
+// notRegistered recognises the errors of a reader that has no such index:
+// the cache's "index with name ... does not exist", or the API server's
+// refusal of an unknown field selector.
+func notRegistered(err error) bool {
+	msg := strings.ToLower(err.Error())
+	return strings.Contains(msg, "index with name") && strings.Contains(msg, "does not exist") ||
+		strings.Contains(msg, "field label not supported") || strings.Contains(msg, "field selector")
 }

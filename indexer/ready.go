@@ -1,6 +1,8 @@
 package indexer
 
 import (
+	"context"
+	"fmt"
 	"reflect"
 	"sync"
 
@@ -68,4 +70,18 @@ func StringSlice[T client.Object](name string, path ...string) *Index[T] {
 		}
 		return nil
 	})
+}
+
+// ListByControllerOwner lists into list the objects controlled by the owner
+// of kind gk named name, through the [ControllerOwner] index. It returns a
+// [*NotRegisteredError] when the reader has no such index.
+func ListByControllerOwner(ctx context.Context, r client.Reader, list client.ObjectList, gk schema.GroupKind, name string, opts ...client.ListOption) error {
+	opts = append([]client.ListOption{client.MatchingFields{ControllerOwnerIndex: OwnerKey(gk, name)}}, opts...)
+	if err := r.List(ctx, list, opts...); err != nil {
+		if notRegistered(err) {
+			return &NotRegisteredError{Index: ControllerOwnerIndex, Type: fmt.Sprintf("%T", list), Err: err}
+		}
+		return fmt.Errorf("indexer: listing %T by controller %s: %w", list, OwnerKey(gk, name), err)
+	}
+	return nil
 }

@@ -1,0 +1,138 @@
+package ownership
+
+import (
+	"fmt"
+	"slices"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+)
+
+// describe names obj as "Kind namespace/name".
+func describe(obj client.Object, scheme *runtime.Scheme) string {
+	name := obj.GetName()
+	if ns := obj.GetNamespace(); ns != "" {
+		name = ns + "/" + name
+	}
+	if gvk, err := apiutil.GVKForObject(obj, scheme); err == nil {
+		return gvk.Kind + " " + name
+	}
+	return name
+}
+
+// reference builds owner's reference.
+func reference(owner client.Object, scheme *runtime.Scheme, controller bool) (metav1.OwnerReference, error) {
+	gvk, err := apiutil.GVKForObject(owner, scheme)
+	if err != nil {
+		return metav1.OwnerReference{}, fmt.Errorf("ownership: %w", err)
+	}
+	ref := metav1.OwnerReference{APIVersion: gvk.GroupVersion().String(), Kind: gvk.Kind, Name: owner.GetName(), UID: owner.GetUID()}
+	if controller {
+		ref.Controller, ref.BlockOwnerDeletion = new(true), new(true)
+	}
+	return ref, nil
+}
+
+// validate refuses references that would not be honoured. c tells whether
+// the child's type is namespaced.
+func validate(c client.Client, owner, child client.Object) error {
+	bad := func(reason string) error {
+		return &InvalidOwnerError{Child: describe(child, c.Scheme()), Owner: describe(owner, c.Scheme()), Reason: reason}
+	}
+	if owner.GetUID() == "" {
+		return bad("the owner has no UID (read it from the API server first)")
+	}
+	if owner.GetNamespace() == "" {
+		return nil // a cluster-scoped owner can own anything
+	}
+	namespaced, err := c.IsObjectNamespaced(child)
+	if err != nil {
+		return fmt.Errorf("ownership: %w", err)
+	}
+	if !namespaced {
+		return bad("a namespaced owner cannot own a cluster-scoped object")
+	}
+	if child.GetNamespace() != owner.GetNamespace() {
+		return bad(fmt.Sprintf("the child is in namespace %q, the owner in %q; owner references cannot cross namespaces", child.GetNamespace(), owner.GetNamespace()))
+	}
+	return nil
+}
+
+// SetControllerReference makes owner the controller of child in memory and
+// reports whether child changed. Another controller is an
+// [*AlreadyOwnedError] unless [Adopt] is given.
+func SetControllerReference(owner, child client.Object, scheme *runtime.Scheme, opts ...Option) (bool, error) {
+	o := Options{}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	ref, err := reference(owner, scheme, true)
+	if err != nil {
+		return false, err
+	}
+	refs := child.GetOwnerReferences()
+	if cur := metav1.GetControllerOfNoCopy(child); cur != nil && cur.UID != ref.UID {
+		if !o.Adopt {
+			return false, &AlreadyOwnedError{Child: describe(child, scheme), Owner: describe(owner, scheme),
+				Controller: fmt.Sprintf("%s %s", cur.Kind, cur.Name)}
+		}
+		refs = slices.DeleteFunc(slices.Clone(refs), func(r metav1.OwnerReference) bool { return r.UID == cur.UID })
+	}
+	return setReference(child, refs, ref), nil
+}
+
+// SetOwnerReference adds owner as a non-controller owner of child, or
+// updates its reference, and reports whether child changed.
+func SetOwnerReference(owner, child client.Object, scheme *runtime.Scheme) (bool, error) {
+	ref, err := reference(owner, scheme, false)
+	if err != nil {
+		return false, err
+	}
+	if cur := slices.IndexFunc(child.GetOwnerReferences(), func(r metav1.OwnerReference) bool { return r.UID == ref.UID }); cur >= 0 {
+		existing := child.GetOwnerReferences()[cur]
+		ref.Controller, ref.BlockOwnerDeletion = existing.Controller, existing.BlockOwnerDeletion // keep a controller reference one
+	}
+	return setReference(child, child.GetOwnerReferences(), ref), nil
+}
+
+// setReference puts ref in refs (replacing one with its UID, or the same
+// kind and name) and sets it on child when that changes anything.
+func setReference(child client.Object, refs []metav1.OwnerReference, ref metav1.OwnerReference) bool {
+	out := slices.Clone(refs)
+	i := slices.IndexFunc(out, func(r metav1.OwnerReference) bool {
+		return r.UID == ref.UID || (r.Kind == ref.Kind && r.Name == ref.Name && r.APIVersion == ref.APIVersion)
+	})
+	if i >= 0 {
+		out[i] = ref
+	} else {
+		out = append(out, ref)
+	}
+	if equalRefs(out, child.GetOwnerReferences()) {
+		return false
+	}
+	child.SetOwnerReferences(out)
+	return true
+}
+
+func equalRefs(a, b []metav1.OwnerReference) bool {
+	return slices.EqualFunc(a, b, func(x, y metav1.OwnerReference) bool {
+		return x.APIVersion == y.APIVersion && x.Kind == y.Kind && x.Name == y.Name && x.UID == y.UID &&
+			ptrEq(x.Controller, y.Controller) && ptrEq(x.BlockOwnerDeletion, y.BlockOwnerDeletion)
+	})
+}
+
+func ptrEq(a, b *bool) bool { return (a == nil && b == nil) || (a != nil && b != nil && *a == *b) }
+
+// RemoveOwnerReference removes owner's reference from child, controller or
+// not, and reports whether it was there.
+func RemoveOwnerReference(owner, child client.Object) bool {
+	refs := child.GetOwnerReferences()
+	kept := slices.DeleteFunc(slices.Clone(refs), func(r metav1.OwnerReference) bool { return r.UID == owner.GetUID() })
+	if len(kept) == len(refs) {
+		return false
+	}
+	child.SetOwnerReferences(kept)
+	return true
+}
