@@ -1,5 +1,11 @@
 package reconcile
 
+import (
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/steadyk8s/steady/cachewait"
+)
+
 // PatchOptions configures [Patcher.Patch].
 type PatchOptions struct {
 	// OptimisticLock locks every write on the resourceVersion read and
@@ -11,6 +17,11 @@ type PatchOptions struct {
 	// OwnedConditions are condition types this controller owns: on a
 	// conflict its values win even where this reconcile did not change them.
 	OwnedConditions []string
+	// CacheReader, when set, is waited on after a write until it holds the
+	// patched object (see cachewait.ForWrite).
+	CacheReader client.Reader
+	// CacheWaitOptions configure that wait.
+	CacheWaitOptions []cachewait.Option
 }
 
 // PatchOption configures [Patcher.Patch].
@@ -42,7 +53,22 @@ func (w WithOwnedConditions) ApplyToPatch(o *PatchOptions) {
 	o.OwnedConditions = append(o.OwnedConditions, w...)
 }
 
+// WithCacheWait makes Patch, after it wrote, wait until Reader (the
+// manager's cached client) holds the patched object, so that the next
+// reconcile reads what this one wrote. A [*cachewait.TimeoutError] is
+// returned when it does not in time: requeue, the write itself succeeded.
+type WithCacheWait struct {
+	Reader  client.Reader
+	Options []cachewait.Option
+}
+
+// ApplyToPatch implements [PatchOption].
+func (w WithCacheWait) ApplyToPatch(o *PatchOptions) {
+	o.CacheReader, o.CacheWaitOptions = w.Reader, w.Options
+}
+
 var (
+	_ PatchOption = WithCacheWait{}
 	_ PatchOption = WithOptimisticLock{}
 	_ PatchOption = WithObservedGeneration{}
 	_ PatchOption = WithOwnedConditions(nil)

@@ -17,6 +17,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+
+	"github.com/steadyk8s/steady/cachewait"
 )
 
 // maxConflicts bounds the retries of one write after other writers changed
@@ -127,6 +129,11 @@ func (p *Patcher) Patch(ctx context.Context, obj client.Object, opts ...PatchOpt
 		}
 	}
 	reflect.ValueOf(obj).Elem().Set(reflect.ValueOf(latest).Elem())
+	if o.CacheReader != nil {
+		if err := cachewait.ForWrite(ctx, o.CacheReader, obj, o.CacheWaitOptions...); err != nil {
+			return p.wrap(err)
+		}
+	}
 	return nil
 }
 

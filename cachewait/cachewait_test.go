@@ -1,0 +1,361 @@
+package cachewait_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/steadyk8s/steady/cachewait"
+	"github.com/steadyk8s/steady/internal/testapi"
+	"github.com/steadyk8s/steady/reconcile"
+)
+
+var env = testapi.NewEnv()
+
+func TestMain(m *testing.M) { os.Exit(env.Run(m)) }
+
+// laggingBody hands out each chunk of a watch stream delay after it
+// arrived: the informer sees every event late by a fixed latency, as on a
+// loaded cluster, without falling further behind as events pile up.
+type laggingBody struct {
+	rc      io.ReadCloser
+	delay   time.Duration
+	chunks  chan chunk
+	done    chan struct{}
+	once    sync.Once
+	pending []byte
+}
+
+type chunk struct {
+	data []byte
+	at   time.Time
+	err  error
+}
+
+func lagging(rc io.ReadCloser, delay time.Duration) *laggingBody {
+	b := &laggingBody{rc: rc, delay: delay, chunks: make(chan chunk, 1024), done: make(chan struct{})}
+	go func() {
+		defer close(b.chunks)
+		for {
+			buf := make([]byte, 32<<10)
+			n, err := rc.Read(buf)
+			select {
+			case b.chunks <- chunk{data: buf[:n], at: time.Now(), err: err}:
+			case <-b.done:
+				return
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	return b
+}
+
+func (b *laggingBody) Read(p []byte) (int, error) {
+	for len(b.pending) == 0 {
+		c, ok := <-b.chunks
+		if !ok {
+			return 0, io.EOF
+		}
+		select {
+		case <-time.After(time.Until(c.at.Add(b.delay))):
+		case <-b.done:
+			return 0, io.EOF
+		}
+		if len(c.data) == 0 && c.err != nil {
+			return 0, c.err
+		}
+		b.pending = c.data
+	}
+	n := copy(p, b.pending)
+	b.pending = b.pending[n:]
+	return n, nil
+}
+
+func (b *laggingBody) Close() error {
+	b.once.Do(func() { close(b.done) })
+	return b.rc.Close()
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// startManager starts a manager whose informers get watch events delay late
+// and returns its cached client; the test's cleanup stops it.
+func startManager(t testing.TB, delay time.Duration) client.Client {
+	t.Helper()
+	c, stop, err := newManager(delay)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(stop)
+	return c
+}
+
+func newManager(delay time.Duration) (client.Client, func(), error) {
+	cfg := rest.CopyConfig(env.Config)
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripFunc(func(r *http.Request) (*http.Response, error) {
+			resp, err := rt.RoundTrip(r)
+			if err == nil && delay > 0 && strings.Contains(r.URL.RawQuery, "watch=true") {
+				resp.Body = lagging(resp.Body, delay)
+			}
+			return resp, err
+		})
+	})
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: env.Scheme, Metrics: metricsserver.Options{BindAddress: "0"}})
+	if err != nil {
+		return nil, nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- mgr.Start(ctx) }()
+	stop := func() { cancel(); <-done }
+	// Start the informers this package reads before the tests write.
+	for _, obj := range []client.Object{&corev1.ConfigMap{}, &testapi.Widget{}} {
+		if _, err := mgr.GetCache().GetInformer(ctx, obj); err != nil {
+			stop()
+			return nil, nil, err
+		}
+	}
+	if !mgr.GetCache().WaitForCacheSync(ctx) {
+		stop()
+		return nil, nil, errors.New("cache did not sync")
+	}
+	return mgr.GetClient(), stop, nil
+}
+
+const replicas = 3
+
+// reconcileChildren is the classic reconciler: count the owner's children
+// in the cache, create the missing ones. afterCreate runs after each create.
+func reconcileChildren(ctx context.Context, c client.Client, owner *testapi.Widget, afterCreate func(*corev1.ConfigMap) error) error {
+	var list corev1.ConfigMapList
+	if err := c.List(ctx, &list, client.InNamespace(owner.Namespace), client.MatchingLabels{"owner": owner.Name}); err != nil {
+		return err
+	}
+	for i := len(list.Items); i < replicas; i++ {
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: owner.Namespace, GenerateName: owner.Name + "-",
+			Labels: map[string]string{"owner": owner.Name}}}
+		if err := c.Create(ctx, cm); err != nil {
+			return err
+		}
+		if afterCreate != nil {
+			if err := afterCreate(cm); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// TestNoDuplicateChildren runs the reconciler five times back to back, as
+// requeues do, over several trials, against a cache that lags 300ms.
+func TestNoDuplicateChildren(t *testing.T) {
+	ctx := context.Background()
+	cached := startManager(t, 300*time.Millisecond)
+	const trials, passes = 3, 5
+	for _, tc := range []struct {
+		name string
+		// pass runs one reconcile of owner.
+		pass      func(owner *testapi.Widget) error
+		wantExact bool
+	}{
+		{"naive", func(o *testapi.Widget) error { return reconcileChildren(ctx, cached, o, nil) }, false},
+		{"ForWrite", func(o *testapi.Widget) error {
+			return reconcileChildren(ctx, cached, o, func(cm *corev1.ConfigMap) error { return cachewait.ForWrite(ctx, cached, cm) })
+		}, true},
+		{"Client", func() func(*testapi.Widget) error {
+			c := cachewait.NewClient(cached)
+			return func(o *testapi.Widget) error { return reconcileChildren(ctx, c, o, nil) }
+		}(), true},
+		{"Tracker", func() func(*testapi.Widget) error {
+			tr := cachewait.NewTracker(cached, 0, 0)
+			return func(o *testapi.Widget) error {
+				if after, err := tr.CaughtUp(ctx, o); err != nil || after > 0 {
+					return err // requeue after `after`: this pass does nothing
+				}
+				return reconcileChildren(ctx, cached, o, func(cm *corev1.ConfigMap) error { tr.Wrote(o, cm); return nil })
+			}
+		}(), true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			duplicated := 0
+			for trial := 0; trial < trials; trial++ {
+				owner := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: env.Namespace(t), Name: fmt.Sprintf("owner-%d", trial)}}
+				if err := env.Client.Create(ctx, owner); err != nil {
+					t.Fatal(err)
+				}
+				for p := 0; p < passes; p++ {
+					if err := tc.pass(owner); err != nil {
+						t.Fatal(err)
+					}
+					time.Sleep(20 * time.Millisecond)
+				}
+				var all corev1.ConfigMapList // from the API server, not the cache
+				if err := env.Client.List(ctx, &all, client.InNamespace(owner.Namespace), client.MatchingLabels{"owner": owner.Name}); err != nil {
+					t.Fatal(err)
+				}
+				if len(all.Items) > replicas {
+					duplicated++
+				}
+				if tc.wantExact && len(all.Items) != replicas {
+					t.Errorf("trial %d: %d children, want %d", trial, len(all.Items), replicas)
+				}
+			}
+			if !tc.wantExact && duplicated == 0 {
+				t.Errorf("the naive reconciler never duplicated in %d trials: the cache did not lag, the test proves nothing", trials)
+			}
+			t.Logf("%d of %d trials duplicated", duplicated, trials)
+		})
+	}
+}
+
+func TestTimeoutIsTypedAndMeansRequeue(t *testing.T) {
+	ctx := context.Background()
+	cached := startManager(t, time.Second)
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: env.Namespace(t), Name: "late"}}
+	if err := env.Client.Create(ctx, cm); err != nil {
+		t.Fatal(err)
+	}
+	err := cachewait.ForWrite(ctx, cached, cm, cachewait.WithTimeout(100*time.Millisecond))
+	var te *cachewait.TimeoutError
+	if !errors.As(err, &te) || !cachewait.IsTimeout(err) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("ForWrite = %v, want a TimeoutError", err)
+	}
+	if te.Object != "ConfigMap "+cm.Namespace+"/late" || te.Want != "resourceVersion "+cm.ResourceVersion {
+		t.Errorf("TimeoutError = %+v", te)
+	}
+}
+
+func TestForDelete(t *testing.T) {
+	ctx := context.Background()
+	cached := startManager(t, 300*time.Millisecond)
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: env.Namespace(t), Name: "gone"}}
+	if err := env.Client.Create(ctx, cm); err != nil {
+		t.Fatal(err)
+	}
+	if err := cachewait.ForWrite(ctx, cached, cm); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Client.Delete(ctx, cm); err != nil {
+		t.Fatal(err)
+	}
+	if err := cachewait.ForDelete(ctx, cached, cm); err != nil {
+		t.Fatal(err)
+	}
+	if err := cached.Get(ctx, client.ObjectKeyFromObject(cm), &corev1.ConfigMap{}); !apierrors.IsNotFound(err) {
+		t.Errorf("cache after ForDelete: %v", err)
+	}
+}
+
+func TestClientReadsItsWritesUnlessTold(t *testing.T) {
+	ctx := context.Background()
+	c := cachewait.NewClient(startManager(t, 300*time.Millisecond))
+	ns := env.Namespace(t)
+	a := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "a"}}
+	if err := c.Create(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(a), &corev1.ConfigMap{}, cachewait.NoWait); !apierrors.IsNotFound(err) {
+		t.Fatalf("Get with NoWait right after the create: %v; the cache did not lag, the test proves nothing", err)
+	}
+	var got corev1.ConfigMap
+	if err := c.Get(ctx, client.ObjectKeyFromObject(a), &got); err != nil || got.ResourceVersion != a.ResourceVersion {
+		t.Fatalf("Get after the create: %v, rv %s want %s", err, got.ResourceVersion, a.ResourceVersion)
+	}
+	got.Data = map[string]string{"k": "v"}
+	if err := c.Update(ctx, &got); err != nil {
+		t.Fatal(err)
+	}
+	var list corev1.ConfigMapList
+	if err := c.List(ctx, &list, client.InNamespace(ns)); err != nil || len(list.Items) != 1 || list.Items[0].Data["k"] != "v" {
+		t.Fatalf("List after the update: %v, %+v", err, list.Items)
+	}
+	if err := c.Delete(ctx, &got); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(a), &corev1.ConfigMap{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("Get after the delete: %v", err)
+	}
+}
+
+// TestPatcherWaitsForItsOwnPatch shows the reconcile option: without it the
+// cache read right after Patch is stale; with it, it is not.
+func TestPatcherWaitsForItsOwnPatch(t *testing.T) {
+	ctx := context.Background()
+	cached := startManager(t, 300*time.Millisecond)
+	w := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: env.Namespace(t), Name: "w"}}
+	if err := env.Client.Create(ctx, w); err != nil {
+		t.Fatal(err)
+	}
+	for _, wait := range []bool{false, true} {
+		if err := cachewait.ForWrite(ctx, cached, w); err != nil {
+			t.Fatal(err)
+		}
+		p, err := reconcile.NewPatcher(env.Client, w)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.Spec.Size++
+		var opts []reconcile.PatchOption
+		if wait {
+			opts = append(opts, reconcile.WithCacheWait{Reader: cached})
+		}
+		if err := p.Patch(ctx, w, opts...); err != nil {
+			t.Fatal(err)
+		}
+		var got testapi.Widget
+		if err := cached.Get(ctx, client.ObjectKeyFromObject(w), &got); err != nil {
+			t.Fatal(err)
+		}
+		if fresh := got.Spec.Size == w.Spec.Size; fresh != wait {
+			t.Errorf("with the cache wait %v: cached read right after Patch fresh = %v", wait, fresh)
+		}
+	}
+}
+
+func TestWaitsAreObserved(t *testing.T) {
+	ctx := context.Background()
+	cached := startManager(t, 0)
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: env.Namespace(t), Name: "m"}}
+	if err := env.Client.Create(ctx, cm); err != nil {
+		t.Fatal(err)
+	}
+	if err := cachewait.ForWrite(ctx, cached, cm); err != nil {
+		t.Fatal(err)
+	}
+	families, err := metrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() != "steady_cachewait_wait_seconds" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			if m.GetHistogram().GetSampleCount() > 0 {
+				return
+			}
+		}
+	}
+	t.Error("no wait observed in steady_cachewait_wait_seconds")
+}
