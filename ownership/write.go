@@ -251,11 +251,11 @@ func Apply(ctx context.Context, c client.Client, owner, child client.Object, fie
 		return controllerutil.OperationResultNone, err
 	}
 	u.SetOwnerReferences([]metav1.OwnerReference{ref})
-	patchOpts := []client.PatchOption{client.FieldOwner(fieldManager)}
+	applyOpts := []client.ApplyOption{client.FieldOwner(fieldManager)}
 	if o.Force {
-		patchOpts = append(patchOpts, client.ForceOwnership)
+		applyOpts = append(applyOpts, client.ForceOwnership)
 	}
-	if err := c.Patch(ctx, u, client.Apply, patchOpts...); err != nil { //nolint:staticcheck // plain apply of an arbitrary object
+	if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), applyOpts...); err != nil {
 		return controllerutil.OperationResultNone, fmt.Errorf("ownership: applying %s: %w", describe(child, c.Scheme()), err)
 	}
 	if err := fromMap(u, child); err != nil {

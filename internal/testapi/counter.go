@@ -40,6 +40,9 @@ func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { retu
 
 func (n *Counter) add(r *http.Request) {
 	verb := r.Method
+	if strings.Contains(r.URL.RawQuery, "dryRun=All") {
+		verb = "DRYRUN-" + verb
+	}
 	if verb == http.MethodGet && !strings.Contains(r.URL.RawQuery, "watch=true") {
 		switch kind(r.URL.Path) {
 		case "list":
@@ -89,7 +92,8 @@ func (n *Counter) Get(verb string) int {
 	return n.counts[verb]
 }
 
-// Writes is the count of POST, PUT, PATCH and DELETE requests.
+// Writes is the count of POST, PUT, PATCH and DELETE requests that are not
+// dry runs (counted as DRYRUN-PATCH and so on).
 func (n *Counter) Writes() int {
 	n.mu.Lock()
 	defer n.mu.Unlock()
