@@ -95,7 +95,9 @@ func New(c client.Client, parent client.Object, opts ...Option) (*Set, error) {
 }
 
 // ID is the set's applyset.kubernetes.io/id, as kubectl computes it.
-func (s *Set) ID() string { return ID(s.parent.GroupVersionKind().GroupKind(), s.parent.GetNamespace(), s.parent.GetName()) }
+func (s *Set) ID() string {
+	return ID(s.parent.GroupVersionKind().GroupKind(), s.parent.GetNamespace(), s.parent.GetName())
+}
 
 // ID computes the id of the set whose parent is of kind gk, in namespace
 // (empty for a cluster-scoped parent) and named name:
