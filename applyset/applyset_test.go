@@ -361,3 +361,5 @@ func TestParseErrorsNameTheDocument(t *testing.T) {
 		}
 	}
 }
+
+func errorsAs(err error, target any) bool { return errors.As(err, target) }
