@@ -363,3 +363,32 @@ func TestParseErrorsNameTheDocument(t *testing.T) {
 }
 
 func errorsAs(err error, target any) bool { return errors.As(err, target) }
+
+// TestWaitCurrentHoldsThePrune: envtest runs no deployment controller, so a
+// Deployment never becomes Current; the old members must then stay.
+func TestWaitCurrentHoldsThePrune(t *testing.T) {
+	ctx := context.Background()
+	ns := env.Namespace(t)
+	parent := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "set"}}
+	set, _ := applyset.New(env.Client, parent, applyset.WaitCurrent(time.Second))
+	if _, err := set.Apply(ctx, parse(t, cm("old"))); err != nil {
+		t.Fatalf("a ConfigMap is Current at once: %v", err)
+	}
+	deploy := `apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec:
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec: {containers: [{name: web, image: nginx}]}
+`
+	_, err := set.Apply(ctx, parse(t, cm("new")+deploy))
+	var nce *applyset.NotCurrentError
+	if !errors.As(err, &nce) || nce.Objects["Deployment.apps "+ns+"/web"] == "" {
+		t.Fatalf("apply with a Deployment that never rolls out: %v", err)
+	}
+	if !exists(t, configMap(ns, "old")) {
+		t.Error("pruned although the new set is not Current")
+	}
+}

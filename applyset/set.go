@@ -20,6 +20,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
+	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
+	"sigs.k8s.io/cli-utils/pkg/object"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 )
@@ -39,6 +41,9 @@ type Options struct {
 	// EstablishTimeout bounds the wait for a CRD of the set to be
 	// established; 30s when zero.
 	EstablishTimeout time.Duration
+	// CurrentTimeout, when set, makes Apply wait, before it prunes, until
+	// kstatus finds every member Current.
+	CurrentTimeout time.Duration
 }
 
 // Option changes [Options].
@@ -56,6 +61,12 @@ func Force() Option { return func(o *Options) { o.Force = true } }
 
 // Adopt takes over a parent whose tooling annotation names another tool.
 func Adopt() Option { return func(o *Options) { o.Adopt = true } }
+
+// WaitCurrent makes Apply wait up to timeout, before it prunes, until
+// kstatus (sigs.k8s.io/cli-utils/pkg/kstatus) computes every member Current;
+// otherwise it returns a [*NotCurrentError] and prunes nothing, so the old
+// objects stay until the new ones are ready.
+func WaitCurrent(timeout time.Duration) Option { return func(o *Options) { o.CurrentTimeout = timeout } }
 
 // Set is an ApplySet: a parent object and the members labelled part of it.
 type Set struct {
@@ -204,6 +215,11 @@ func (s *Set) Apply(ctx context.Context, objs []*unstructured.Unstructured) (*Re
 	}
 	if n := res.Count(Failed); n > 0 {
 		return res, errors.Join(failures(res)...)
+	}
+	if s.o.CurrentTimeout > 0 {
+		if err := s.waitCurrent(ctx, members); err != nil {
+			return res, err
+		}
 	}
 	pruneOK := s.prune(ctx, members, current.gks.Union(wantGKs), current.namespaces.Union(wantNS), res)
 	if !pruneOK {
@@ -466,16 +482,44 @@ func sameManagers(a, b *unstructured.Unstructured) bool {
 }
 
 func (s *Set) applyOne(ctx context.Context, m *member, res *Result) {
+	r := ObjectResult{ID: object.UnstructuredToObjMetadata(m.obj), Object: describe(m.obj), Action: Applied}
 	if !m.changed && m.live != nil {
-		res.Objects = append(res.Objects, ObjectResult{Object: describe(m.obj), Action: Unchanged})
-		return
+		r.Action = Unchanged
+	} else if err := s.c.Apply(ctx, client.ApplyConfigurationFromUnstructured(m.obj.DeepCopy()), s.applyOptions(false)...); err != nil {
+		r.Action, r.Err = Failed, err
 	}
-	out := m.obj.DeepCopy()
-	if err := s.c.Apply(ctx, client.ApplyConfigurationFromUnstructured(out), s.applyOptions(false)...); err != nil {
-		res.Objects = append(res.Objects, ObjectResult{Object: describe(m.obj), Action: Failed, Err: err})
-		return
+	res.Objects = append(res.Objects, r)
+}
+
+// waitCurrent polls the members until kstatus finds them all Current.
+func (s *Set) waitCurrent(ctx context.Context, members []*member) error {
+	ctx, cancel := context.WithTimeout(ctx, s.o.CurrentTimeout)
+	defer cancel()
+	for {
+		notCurrent := map[string]string{}
+		for _, m := range members {
+			live := &unstructured.Unstructured{}
+			live.SetGroupVersionKind(m.obj.GroupVersionKind())
+			if err := s.c.Get(ctx, client.ObjectKeyFromObject(m.obj), live); err != nil {
+				notCurrent[describe(m.obj)] = err.Error()
+				continue
+			}
+			st, err := status.Compute(live)
+			if err != nil {
+				notCurrent[describe(m.obj)] = err.Error()
+			} else if st.Status != status.CurrentStatus {
+				notCurrent[describe(m.obj)] = st.Status.String() + ": " + st.Message
+			}
+		}
+		if len(notCurrent) == 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return &NotCurrentError{Objects: notCurrent}
+		case <-time.After(200 * time.Millisecond):
+		}
 	}
-	res.Objects = append(res.Objects, ObjectResult{Object: describe(m.obj), Action: Applied})
 }
 
 // waitEstablished waits until every CRD of the set is established.
@@ -584,7 +628,7 @@ func (s *Set) prune(ctx context.Context, members []*member, gks sets.Set[schema.
 				ok = false
 				continue
 			}
-			res.Objects = append(res.Objects, ObjectResult{Object: name, Action: Detached})
+			res.Objects = append(res.Objects, ObjectResult{ID: partialID(d), Object: name, Action: Detached})
 			continue
 		}
 		// Delete only the object we listed: a recreated one of the same name
@@ -595,9 +639,13 @@ func (s *Set) prune(ctx context.Context, members []*member, gks sets.Set[schema.
 			ok = false
 			continue
 		}
-		res.Objects = append(res.Objects, ObjectResult{Object: name, Action: Pruned})
+		res.Objects = append(res.Objects, ObjectResult{ID: partialID(d), Object: name, Action: Pruned})
 	}
 	return ok
+}
+
+func partialID(d *metav1.PartialObjectMetadata) object.ObjMetadata {
+	return object.ObjMetadata{GroupKind: d.GroupVersionKind().GroupKind(), Namespace: d.GetNamespace(), Name: d.GetName()}
 }
 
 func keep(o client.Object) bool {

@@ -2,9 +2,11 @@ package applyset
 
 import (
 	"fmt"
+	"sort"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/cli-utils/pkg/object"
 )
 
 // Labels and annotations of the ApplySet protocol, and the two keep
@@ -37,6 +39,8 @@ const (
 
 // ObjectResult is what happened to one object.
 type ObjectResult struct {
+	// ID is the object's identity, as cli-utils writes it in inventories.
+	ID object.ObjMetadata
 	// Object is "Kind.group namespace/name".
 	Object string
 	Action Action
@@ -88,6 +92,23 @@ type ToolingError struct {
 
 func (e *ToolingError) Error() string {
 	return fmt.Sprintf("applyset: parent %s is managed by tooling %q, not %q; pass applyset.Adopt() to take it over", e.Parent, e.Tooling, e.Want)
+}
+
+// NotCurrentError lists the objects that kstatus did not find Current
+// within the wait of [WaitCurrent]; nothing was pruned.
+type NotCurrentError struct {
+	// Objects maps "Kind.group namespace/name" to its kstatus status and
+	// message.
+	Objects map[string]string
+}
+
+func (e *NotCurrentError) Error() string {
+	var parts []string
+	for o, s := range e.Objects {
+		parts = append(parts, o+": "+s)
+	}
+	sort.Strings(parts)
+	return "applyset: not current, nothing pruned: " + strings.Join(parts, "; ")
 }
 
 // ValidationError lists the objects that the server-side dry run refused;
