@@ -66,7 +66,9 @@ func Adopt() Option { return func(o *Options) { o.Adopt = true } }
 // kstatus (sigs.k8s.io/cli-utils/pkg/kstatus) computes every member Current;
 // otherwise it returns a [*NotCurrentError] and prunes nothing, so the old
 // objects stay until the new ones are ready.
-func WaitCurrent(timeout time.Duration) Option { return func(o *Options) { o.CurrentTimeout = timeout } }
+func WaitCurrent(timeout time.Duration) Option {
+	return func(o *Options) { o.CurrentTimeout = timeout }
+}
 
 // Set is an ApplySet: a parent object and the members labelled part of it.
 type Set struct {
