@@ -20,6 +20,11 @@ import (
 // plane, with ApplySet support switched on.
 func kubectl(t *testing.T, stdin string, args ...string) (string, error) {
 	t.Helper()
+	return kubectlB(t, stdin, args...)
+}
+
+func kubectlB(t testing.TB, stdin string, args ...string) (string, error) {
+	t.Helper()
 	dir := t.TempDir()
 	kubeconfig := filepath.Join(dir, "kubeconfig")
 	if err := os.WriteFile(kubeconfig, env.Envtest.KubeConfig, 0o600); err != nil {
