@@ -7,15 +7,18 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"testing/fstest"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/steadyk8s/steady/applyset"
 	"github.com/steadyk8s/steady/internal/testapi"
@@ -390,5 +393,75 @@ spec:
 	}
 	if !exists(t, configMap(ns, "old")) {
 		t.Error("pruned although the new set is not Current")
+	}
+}
+
+// TestPartialPruneFailure prunes as a user who may delete ConfigMaps but
+// not Secrets: the ConfigMap goes, the Secret's failure is reported, and the
+// parent keeps listing Secret so that a later prune still finds it.
+func TestPartialPruneFailure(t *testing.T) {
+	ctx := context.Background()
+	ns := env.Namespace(t)
+	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "no-secret-delete"}, Rules: []rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"*"}},
+		{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get", "list", "create", "patch", "update"}},
+	}}
+	binding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "limited"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: role.Name},
+		Subjects: []rbacv1.Subject{{Kind: "User", Name: "limited-" + ns}}}
+	for _, o := range []client.Object{role, binding} {
+		if err := env.Client.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	user, err := env.Envtest.AddUser(envtest.User{Name: "limited-" + ns}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	limited, err := client.New(user.Config(), client.Options{Scheme: env.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	set, err := applyset.New(limited, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "set"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := set.Apply(ctx, parse(t, cm("a")+cm("b")+secret("c"))); err != nil {
+		t.Fatal(err)
+	}
+	res, err := set.Apply(ctx, parse(t, cm("a")))
+	if !apierrors.IsForbidden(err) || res.Count(applyset.Pruned) != 1 || res.Count(applyset.Failed) != 1 {
+		t.Fatalf("partial prune: %+v, %v", res.Objects, err)
+	}
+	if exists(t, configMap(ns, "b")) || !exists(t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "c"}}) {
+		t.Error("wrong objects pruned")
+	}
+	parent := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "set"}}
+	_ = env.Client.Get(ctx, client.ObjectKeyFromObject(parent), parent)
+	if got := parent.Annotations[applyset.GroupKindsAnnotation]; got != "ConfigMap,Secret" {
+		t.Errorf("group kinds after a failed prune = %q: the Secret would be forgotten", got)
+	}
+	// An administrator's prune finishes the job.
+	admin, _ := applyset.New(env.Client, parent)
+	if res, err := admin.Apply(ctx, parse(t, cm("a"))); err != nil || res.Count(applyset.Pruned) != 1 {
+		t.Fatalf("second prune: %+v, %v", res.Objects, err)
+	}
+}
+
+func TestReadFSNamesTheFile(t *testing.T) {
+	fsys := fstest.MapFS{
+		"m/a.yaml":   {Data: []byte(cm("a"))},
+		"m/b.yml":    {Data: []byte(cm("b") + "kind: ConfigMap\n")},
+		"m/notes.md": {Data: []byte("not yaml")},
+	}
+	_, err := applyset.ReadFS(fsys, "m/*")
+	var pe *applyset.ParseError
+	if !errors.As(err, &pe) || pe.Source != "m/b.yml" || pe.Document != 1 {
+		t.Fatalf("ReadFS error = %v", err)
+	}
+	delete(fsys, "m/b.yml")
+	objs, err := applyset.ReadFS(fsys, "m/*")
+	if err != nil || len(objs) != 1 || objs[0].GetName() != "a" {
+		t.Fatalf("ReadFS = %v, %v", objs, err)
 	}
 }

@@ -96,4 +96,3 @@ func BenchmarkPruneRequests(b *testing.B) {
 		})
 	}
 }
-
