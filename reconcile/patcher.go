@@ -177,6 +177,16 @@ func (p *Patcher) write(ctx context.Context, obj client.Object, rv string, ch ch
 		switch {
 		case err == nil:
 			return target, nil
+		case apierrors.IsNotFound(err) && subresource:
+			// Gone, or a type without a status subresource: then status is
+			// written with the object itself.
+			if gerr := p.c.Get(ctx, client.ObjectKeyFromObject(obj), emptyLike(obj)); apierrors.IsNotFound(gerr) {
+				return nil, nil
+			} else if gerr != nil {
+				return nil, p.wrapf(gerr, "patching status")
+			}
+			subresource, what = false, "status (no status subresource)"
+			continue
 		case apierrors.IsNotFound(err):
 			return nil, nil
 		case !apierrors.IsConflict(err) || userLock || attempt == maxConflicts:

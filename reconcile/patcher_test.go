@@ -6,9 +6,11 @@ import (
 	"os"
 	"slices"
 	"testing"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/steadyk8s/steady/conditions"
@@ -303,5 +305,61 @@ func TestPatchOnExitJoinsErrors(t *testing.T) {
 	p.PatchOnExit(context.Background(), w, &err)
 	if !errors.Is(err, reconcileErr) || !apierrors.IsInvalid(err) {
 		t.Errorf("PatchOnExit error = %v, want the reconcile error joined with the API server's Invalid", err)
+	}
+}
+
+// TestStatusWithoutStatusSubresource patches an object whose CRD has a
+// status field but no status subresource: status must not be dropped.
+func TestStatusWithoutStatusSubresource(t *testing.T) {
+	ctx := context.Background()
+	crd := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+		"metadata": map[string]any{"name": "plainwidgets.test.steady.dev"},
+		"spec": map[string]any{"group": "test.steady.dev", "scope": "Namespaced",
+			"names": map[string]any{"kind": "PlainWidget", "plural": "plainwidgets", "singular": "plainwidget", "listKind": "PlainWidgetList"},
+			"versions": []any{map[string]any{"name": "v1", "served": true, "storage": true,
+				"schema": map[string]any{"openAPIV3Schema": map[string]any{"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}}},
+	}}
+	if err := env.Client.Create(ctx, crd); err != nil {
+		t.Fatal(err)
+	}
+	obj := &unstructured.Unstructured{}
+	obj.SetAPIVersion("test.steady.dev/v1")
+	obj.SetKind("PlainWidget")
+	obj.SetNamespace(env.Namespace(t))
+	obj.SetName("p")
+	deadline := time.Now().Add(30 * time.Second)
+	for err := env.Client.Create(ctx, obj.DeepCopy()); err != nil; err = env.Client.Create(ctx, obj.DeepCopy()) {
+		if time.Now().After(deadline) {
+			t.Fatal(err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
+		t.Fatal(err)
+	}
+	p, err := reconcile.NewPatcher(env.Client, obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := conditions.ForUnstructured(obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conditions.MarkTrue(s, "Ready", "Ok", "")
+	if err := unstructured.SetNestedField(obj.Object, "Running", "status", "phase"); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Patch(ctx, obj); err != nil {
+		t.Fatal(err)
+	}
+	got := obj.DeepCopy()
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(obj), got); err != nil {
+		t.Fatal(err)
+	}
+	phase, _, _ := unstructured.NestedString(got.Object, "status", "phase")
+	gs, _ := conditions.ForUnstructured(got)
+	if phase != "Running" || !conditions.IsTrue(gs, "Ready") {
+		t.Errorf("status dropped: %v", got.Object["status"])
 	}
 }
