@@ -75,6 +75,7 @@ type ParseError struct {
 	Err   error
 }
 
+// Error implements error.
 func (e *ParseError) Error() string {
 	field := ""
 	if e.Field != "" {
@@ -83,6 +84,7 @@ func (e *ParseError) Error() string {
 	return fmt.Sprintf("applyset: %s document %d:%s %v", e.Source, e.Document, field, e.Err)
 }
 
+// Unwrap returns the underlying error.
 func (e *ParseError) Unwrap() error { return e.Err }
 
 // ToolingError is returned for a parent managed by another tool.
@@ -90,6 +92,7 @@ type ToolingError struct {
 	Parent, Tooling, Want string
 }
 
+// Error implements error.
 func (e *ToolingError) Error() string {
 	return fmt.Sprintf("applyset: parent %s is managed by tooling %q, not %q; pass applyset.Adopt() to take it over", e.Parent, e.Tooling, e.Want)
 }
@@ -102,6 +105,7 @@ type NotCurrentError struct {
 	Objects map[string]string
 }
 
+// Error implements error.
 func (e *NotCurrentError) Error() string {
 	var parts []string
 	for o, s := range e.Objects {
@@ -117,6 +121,7 @@ type ValidationError struct {
 	Errors []error
 }
 
+// Error implements error.
 func (e *ValidationError) Error() string {
 	msgs := make([]string, len(e.Errors))
 	for i, err := range e.Errors {
@@ -125,6 +130,7 @@ func (e *ValidationError) Error() string {
 	return "applyset: nothing applied, the dry run refused: " + strings.Join(msgs, "; ")
 }
 
+// Unwrap returns the underlying errors.
 func (e *ValidationError) Unwrap() []error { return e.Errors }
 
 func describe(u *unstructured.Unstructured) string {

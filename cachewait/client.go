@@ -176,10 +176,12 @@ type statusWriter struct {
 	w client.SubResourceWriter
 }
 
+// Create implements client.SubResourceWriter.
 func (s *statusWriter) Create(ctx context.Context, obj client.Object, sub client.Object, opts ...client.SubResourceCreateOption) error {
 	return s.w.Create(ctx, obj, sub, opts...)
 }
 
+// Update implements client.SubResourceWriter, remembering the write.
 func (s *statusWriter) Update(ctx context.Context, obj client.Object, opts ...client.SubResourceUpdateOption) error {
 	if err := s.w.Update(ctx, obj, opts...); err != nil {
 		return err
@@ -188,6 +190,7 @@ func (s *statusWriter) Update(ctx context.Context, obj client.Object, opts ...cl
 	return nil
 }
 
+// Patch implements client.SubResourceWriter, remembering the write.
 func (s *statusWriter) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
 	if err := s.w.Patch(ctx, obj, patch, opts...); err != nil {
 		return err
@@ -196,6 +199,7 @@ func (s *statusWriter) Patch(ctx context.Context, obj client.Object, patch clien
 	return nil
 }
 
+// Apply implements client.SubResourceWriter.
 func (s *statusWriter) Apply(ctx context.Context, obj runtime.ApplyConfiguration, opts ...client.SubResourceApplyOption) error {
 	return s.w.Apply(ctx, obj, opts...)
 }

@@ -21,11 +21,13 @@ type TimeoutError struct {
 	Err error
 }
 
+// Error implements error.
 func (e *TimeoutError) Error() string {
 	return fmt.Sprintf("cachewait: cache did not catch up with %s after %s: want %s, have %q: %v",
 		e.Object, e.Waited.Round(time.Millisecond), e.Want, e.Have, e.Err)
 }
 
+// Unwrap returns the underlying error.
 func (e *TimeoutError) Unwrap() error { return e.Err }
 
 // IsTimeout reports whether err is or wraps a [*TimeoutError].

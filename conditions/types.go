@@ -34,8 +34,10 @@ type FieldError struct {
 	Err error
 }
 
+// Error implements error.
 func (e *FieldError) Error() string {
 	return fmt.Sprintf("conditions: %s: field %s: %v", e.Object, e.Field, e.Err)
 }
 
+// Unwrap returns the underlying error.
 func (e *FieldError) Unwrap() error { return e.Err }

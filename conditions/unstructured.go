@@ -30,8 +30,10 @@ func ForUnstructured(u *unstructured.Unstructured) (Setter, error) {
 	return &unstructuredSetter{Unstructured: u, conditions: conds}, nil
 }
 
+// GetConditions implements Getter.
 func (s *unstructuredSetter) GetConditions() []metav1.Condition { return s.conditions }
 
+// SetConditions implements Setter, writing status.conditions of the object.
 func (s *unstructuredSetter) SetConditions(conds []metav1.Condition) {
 	s.conditions = conds
 	list := make([]any, len(conds))

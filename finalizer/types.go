@@ -41,6 +41,7 @@ type DeletingError struct {
 	Finalizer string
 }
 
+// Error implements error.
 func (e *DeletingError) Error() string {
 	return fmt.Sprintf("finalizer: not adding %s to %s: the object is being deleted", e.Finalizer, e.Object)
 }
@@ -56,8 +57,10 @@ type CleanupError struct {
 	Err error
 }
 
+// Error implements error.
 func (e *CleanupError) Error() string {
 	return fmt.Sprintf("finalizer %s of %s: cleanup failed, keeping the finalizer: %v", e.Finalizer, e.Object, e.Err)
 }
 
+// Unwrap returns the underlying error.
 func (e *CleanupError) Unwrap() error { return e.Err }

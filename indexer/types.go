@@ -12,11 +12,13 @@ type NotRegisteredError struct {
 	Err error
 }
 
+// Error implements error.
 func (e *NotRegisteredError) Error() string {
 	return fmt.Sprintf("indexer: no index %q for %s in this reader; register it with Register(ctx, mgr.GetFieldIndexer()) "+
 		"before the manager starts, and query the manager's cached client (%v)", e.Index, e.Type, e.Err)
 }
 
+// Unwrap returns the underlying error.
 func (e *NotRegisteredError) Unwrap() error { return e.Err }
 
 // ConflictError is returned when a different declaration was already
@@ -26,6 +28,7 @@ type ConflictError struct {
 	Index, Type string
 }
 
+// Error implements error.
 func (e *ConflictError) Error() string {
 	return fmt.Sprintf("indexer: another index %q for %s is already registered on this cache; "+
 		"declare each index once (a package variable) and register that same value everywhere", e.Index, e.Type)

@@ -9,6 +9,7 @@ type AlreadyOwnedError struct {
 	Child, Owner, Controller string
 }
 
+// Error implements error.
 func (e *AlreadyOwnedError) Error() string {
 	return fmt.Sprintf("ownership: %s is already controlled by %s; not taking it over for %s (use ownership.Adopt() to do so)",
 		e.Child, e.Controller, e.Owner)
@@ -23,6 +24,7 @@ type InvalidOwnerError struct {
 	Reason string
 }
 
+// Error implements error.
 func (e *InvalidOwnerError) Error() string {
 	return fmt.Sprintf("ownership: %s cannot own %s: %s", e.Owner, e.Child, e.Reason)
 }

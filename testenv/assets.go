@@ -34,6 +34,7 @@ type AssetsError struct {
 	Searched []string
 }
 
+// Error implements error.
 func (e *AssetsError) Error() string {
 	return fmt.Sprintf("testenv: envtest assets not found: %s missing (searched %s); "+
 		"run `make envtest` in a steady checkout to build them from Go modules, "+

@@ -36,6 +36,7 @@ func NewCountingClient(cfg *rest.Config, scheme *runtime.Scheme) (client.Client,
 
 type roundTripFunc func(*http.Request) (*http.Response, error)
 
+// RoundTrip implements http.RoundTripper.
 func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
 func (n *Counter) add(r *http.Request) {
