@@ -327,3 +327,36 @@ func TestListChildren(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+func TestCreateOrPatchWritesStatus(t *testing.T) {
+	ctx := context.Background()
+	c, n := counting(t)
+	ns := env.Namespace(t)
+	o := owner(t, ns, "parent")
+	for i, want := range []controllerutil.OperationResult{"created", "unchanged", "updated", "unchanged"} {
+		phase := "Pending"
+		if i >= 2 {
+			phase = "Running"
+		}
+		child := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "child"}}
+		n.Reset()
+		op, err := ownership.CreateOrPatch(ctx, c, o, child, func() error {
+			child.Spec.Size = 3
+			child.Status.Phase = phase
+			return nil
+		})
+		if err != nil || op != want {
+			t.Fatalf("call %d: %s, %v; want %s", i, op, err, want)
+		}
+		var got testapi.Widget
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(child), &got); err != nil {
+			t.Fatal(err)
+		}
+		if got.Status.Phase != phase || got.Spec.Size != 3 {
+			t.Errorf("call %d: stored spec.size %d, status.phase %q", i, got.Spec.Size, got.Status.Phase)
+		}
+		if op == controllerutil.OperationResultNone && n.Writes() != 0 {
+			t.Errorf("call %d: unchanged but wrote: %s", i, n)
+		}
+	}
+}

@@ -28,7 +28,7 @@ type MutateFn func() error
 // Fields mutate leaves unset do not count, so a wholesale assignment that
 // drops server defaults does not write.
 func CreateOrUpdate(ctx context.Context, c client.Client, owner, child client.Object, mutate MutateFn, opts ...Option) (controllerutil.OperationResult, error) {
-	return createOr(ctx, c, owner, child, mutate, opts, func(existing client.Object) error {
+	return createOr(ctx, c, owner, child, mutate, opts, false, func(existing client.Object, _ bool) error {
 		return c.Update(ctx, child)
 	})
 }
@@ -38,28 +38,38 @@ func CreateOrUpdate(ctx context.Context, c client.Client, owner, child client.Ob
 // caller did not touch survive, and patching status too when mutate
 // changed it.
 func CreateOrPatch(ctx context.Context, c client.Client, owner, child client.Object, mutate MutateFn, opts ...Option) (controllerutil.OperationResult, error) {
-	return createOr(ctx, c, owner, child, mutate, opts, func(existing client.Object) error {
-		wantStatus := child.DeepCopyObject().(client.Object)
+	return createOr(ctx, c, owner, child, mutate, opts, true, func(existing client.Object, mainChanged bool) error {
+		wanted := child.DeepCopyObject().(client.Object)
+		if !mainChanged {
+			return writeStatus(ctx, c, child, wanted, existing)
+		}
 		if err := c.Patch(ctx, child, client.MergeFrom(existing)); err != nil {
 			return err
 		}
-		changed, err := statusDiffers(wantStatus, existing)
-		if err != nil || !changed {
-			return err
-		}
-		// The patch answer replaced child's status; put back the wanted one.
-		if err := copyStatus(wantStatus, child); err != nil {
-			return err
-		}
-		base := child.DeepCopyObject().(client.Object)
-		if err := copyStatus(existing, base); err != nil {
-			return err
-		}
-		return c.Status().Patch(ctx, child, client.MergeFrom(base))
+		return writeStatus(ctx, c, child, wanted, child)
 	})
 }
 
-func createOr(ctx context.Context, c client.Client, owner, child client.Object, mutate MutateFn, opts []Option, write func(existing client.Object) error) (controllerutil.OperationResult, error) {
+// writeStatus patches child's status subresource to wanted's status when
+// current, the object as the API server holds it, does not hold it.
+func writeStatus(ctx context.Context, c client.Client, child, wanted, current client.Object) error {
+	changed, err := statusDiffers(wanted, current)
+	if err != nil || !changed {
+		return err
+	}
+	base := child.DeepCopyObject().(client.Object)
+	if err := copyStatus(current, base); err != nil {
+		return err
+	}
+	if err := copyStatus(wanted, child); err != nil {
+		return err
+	}
+	return c.Status().Patch(ctx, child, client.MergeFrom(base))
+}
+
+// createOr is the shared flow; withStatus also compares status, and write
+// gets whether more than status changed.
+func createOr(ctx context.Context, c client.Client, owner, child client.Object, mutate MutateFn, opts []Option, withStatus bool, write func(existing client.Object, mainChanged bool) error) (controllerutil.OperationResult, error) {
 	if err := validate(c, owner, child); err != nil {
 		return controllerutil.OperationResultNone, err
 	}
@@ -71,8 +81,13 @@ func createOr(ctx context.Context, c client.Client, owner, child client.Object, 
 		if err := mutateChild(c, owner, child, key, mutate, opts); err != nil {
 			return controllerutil.OperationResultNone, err
 		}
+		wanted := child.DeepCopyObject().(client.Object)
 		if err := c.Create(ctx, child); err != nil {
 			return controllerutil.OperationResultNone, fmt.Errorf("ownership: creating %s: %w", describe(child, c.Scheme()), err)
+		}
+		// A create drops status where the type has a status subresource.
+		if err := writeStatus(ctx, c, child, wanted, child); err != nil {
+			return controllerutil.OperationResultCreated, fmt.Errorf("ownership: writing the status of %s: %w", describe(child, c.Scheme()), err)
 		}
 		return controllerutil.OperationResultCreated, nil
 	}
@@ -84,11 +99,17 @@ func createOr(ctx context.Context, c client.Client, owner, child client.Object, 
 	if err != nil {
 		return controllerutil.OperationResultNone, fmt.Errorf("ownership: %s: %w", describe(child, c.Scheme()), err)
 	}
-	if !differs {
+	statusDiff := false
+	if withStatus {
+		if statusDiff, err = statusDiffers(child, existing); err != nil {
+			return controllerutil.OperationResultNone, fmt.Errorf("ownership: %s: %w", describe(child, c.Scheme()), err)
+		}
+	}
+	if !differs && !statusDiff {
 		reflect.ValueOf(child).Elem().Set(reflect.ValueOf(existing).Elem()) // show the live state
 		return controllerutil.OperationResultNone, nil
 	}
-	if err := write(existing); err != nil {
+	if err := write(existing, differs); err != nil {
 		return controllerutil.OperationResultNone, fmt.Errorf("ownership: updating %s: %w", describe(child, c.Scheme()), err)
 	}
 	return controllerutil.OperationResultUpdated, nil
