@@ -315,10 +315,13 @@ spec:
 	var set *applyset.Set
 	for set == nil {
 		s, err := applyset.New(env.Client, parent)
-		if err == nil {
+		switch {
+		case err == nil:
 			set = s
-		} else if time.Now().After(deadline) {
+		case time.Now().After(deadline):
 			t.Fatal(err)
+		default:
+			time.Sleep(50 * time.Millisecond) // the REST mapper learns the new kind
 		}
 	}
 	if _, err := set.Apply(ctx, parse(t, cm("a"))); err == nil || !strings.Contains(err.Error(), "lacks the label") {
