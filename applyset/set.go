@@ -580,8 +580,7 @@ func (s *Set) prune(ctx context.Context, members []*member, gks sets.Set[schema.
 		gk := schema.ParseGroupKind(g)
 		mapping, err := s.c.RESTMapper().RESTMapping(gk)
 		if err != nil {
-			res.Objects = append(res.Objects, ObjectResult{Object: gk.String(), Action: Skipped,
-				Err: fmt.Errorf("kind no longer served (its CRD is gone?), nothing to prune: %w", err)})
+			res.Objects = append(res.Objects, notServed(gk, err))
 			continue
 		}
 		scopes := []string{""}
@@ -597,8 +596,7 @@ func (s *Set) prune(ctx context.Context, members []*member, gks sets.Set[schema.
 			}
 			if err := s.c.List(ctx, list, opts...); apierrors.IsNotFound(err) || meta.IsNoMatchError(err) {
 				// The mapping was cached but the CRD is gone since.
-				res.Objects = append(res.Objects, ObjectResult{Object: gk.String(), Action: Skipped,
-					Err: fmt.Errorf("kind no longer served (its CRD is gone?), nothing to prune: %w", err)})
+				res.Objects = append(res.Objects, notServed(gk, err))
 				break
 			} else if err != nil {
 				res.Objects = append(res.Objects, ObjectResult{Object: gk.String() + " in " + ns, Action: Failed, Err: err})
@@ -644,6 +642,13 @@ func (s *Set) prune(ctx context.Context, members []*member, gks sets.Set[schema.
 		res.Objects = append(res.Objects, ObjectResult{ID: partialID(d), Object: name, Action: Pruned})
 	}
 	return ok
+}
+
+// notServed reports a group-kind of the parent's annotation that the API
+// server no longer serves: with its CRD gone, it has no members to prune.
+func notServed(gk schema.GroupKind, err error) ObjectResult {
+	return ObjectResult{Object: gk.String(), Action: Skipped,
+		Err: fmt.Errorf("kind no longer served (its CRD is gone?), nothing to prune: %w", err)}
 }
 
 func partialID(d *metav1.PartialObjectMetadata) object.ObjMetadata {

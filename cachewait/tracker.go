@@ -68,12 +68,9 @@ func (t *Tracker) CaughtUp(ctx context.Context, owner client.Object) (time.Durat
 		if time.Since(e.at) > t.ttl {
 			continue
 		}
-		done := func(cached client.Object, found bool) bool {
-			return found && atLeast(cached.GetResourceVersion(), e.obj.GetResourceVersion())
-		}
+		done := writeSeen(e.obj.GetResourceVersion())
 		if e.deleted {
-			uid := e.obj.GetUID()
-			done = func(cached client.Object, found bool) bool { return !found || (uid != "" && cached.GetUID() != uid) }
+			done = deleteSeen(e.obj.GetUID())
 		}
 		ok, _, err := caughtUp(ctx, t.r, e.obj, done)
 		if err != nil {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/resourceversion"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -32,18 +33,29 @@ func ForWrite(ctx context.Context, r client.Reader, obj client.Object, opts ...O
 	if want == "" {
 		return fmt.Errorf("cachewait: %s has no resourceVersion; pass the object the write returned", key(obj))
 	}
-	return wait(ctx, r, obj, "resourceVersion "+want, opts, func(cached client.Object, found bool) bool {
-		return found && atLeast(cached.GetResourceVersion(), want)
-	})
+	return wait(ctx, r, obj, "resourceVersion "+want, opts, writeSeen(want))
 }
 
 // ForDelete waits until r no longer holds obj: not found, or found with
 // another UID (recreated). It returns a [*TimeoutError] like [ForWrite].
 func ForDelete(ctx context.Context, r client.Reader, obj client.Object, opts ...Option) error {
 	uid := obj.GetUID()
-	return wait(ctx, r, obj, "deletion of UID "+string(uid), opts, func(cached client.Object, found bool) bool {
+	return wait(ctx, r, obj, "deletion of UID "+string(uid), opts, deleteSeen(uid))
+}
+
+// writeSeen is caught up when the cache holds the object at want or newer.
+func writeSeen(want string) func(cached client.Object, found bool) bool {
+	return func(cached client.Object, found bool) bool {
+		return found && atLeast(cached.GetResourceVersion(), want)
+	}
+}
+
+// deleteSeen is caught up when the cache no longer holds the object with
+// that UID: absent, or recreated with another UID.
+func deleteSeen(uid types.UID) func(cached client.Object, found bool) bool {
+	return func(cached client.Object, found bool) bool {
 		return !found || (uid != "" && cached.GetUID() != uid)
-	})
+	}
 }
 
 // atLeast reports whether have is as new as want: by comparing them where
