@@ -44,7 +44,9 @@ func (n *Counter) add(r *http.Request) {
 	if strings.Contains(r.URL.RawQuery, "dryRun=All") {
 		verb = "DRYRUN-" + verb
 	}
-	if verb == http.MethodGet && !strings.Contains(r.URL.RawQuery, "watch=true") {
+	if verb == http.MethodGet && strings.Contains(r.URL.RawQuery, "watch=true") {
+		verb = "WATCH"
+	} else if verb == http.MethodGet {
 		switch kind(r.URL.Path) {
 		case "list":
 			verb = "LIST"

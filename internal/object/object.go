@@ -1,0 +1,120 @@
+// Package object holds the object helpers that steady's packages share: how
+// an object is named in errors, empty copies, and conversion to and from
+// JSON-shaped maps. One copy of each, so that they cannot drift apart.
+package object
+
+import (
+	"fmt"
+	"reflect"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+)
+
+// Key names obj as "namespace/name", or "name" when it is cluster-scoped.
+func Key(obj client.Object) string {
+	if obj.GetNamespace() == "" {
+		return obj.GetName()
+	}
+	return obj.GetNamespace() + "/" + obj.GetName()
+}
+
+// Kind is obj's kind: from its type meta when set, else from scheme (which
+// may be nil), else its Go type name.
+func Kind(obj runtime.Object, scheme *runtime.Scheme) string {
+	if k := obj.GetObjectKind().GroupVersionKind().Kind; k != "" {
+		return k
+	}
+	if scheme != nil {
+		if gvk, err := apiutil.GVKForObject(obj, scheme); err == nil && gvk.Kind != "" {
+			return gvk.Kind
+		}
+	}
+	t := reflect.TypeOf(obj)
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	return t.Name()
+}
+
+// Describe names obj in errors and logs as "Kind namespace/name" (see
+// [Kind] for where the kind comes from).
+func Describe(obj client.Object, scheme *runtime.Scheme) string {
+	return Kind(obj, scheme) + " " + Key(obj)
+}
+
+// GVK is obj's group, version and kind: from its type meta when the kind is
+// set there, else from scheme.
+func GVK(obj runtime.Object, scheme *runtime.Scheme) (schema.GroupVersionKind, error) {
+	if gvk := obj.GetObjectKind().GroupVersionKind(); gvk.Kind != "" {
+		return gvk, nil
+	}
+	return apiutil.GVKForObject(obj, scheme)
+}
+
+// New returns a new, zero object of obj's Go type carrying obj's group,
+// version and kind (which an unstructured object needs to be read into).
+func New[T runtime.Object](obj T) T {
+	out := reflect.New(reflect.TypeOf(obj).Elem()).Interface().(T)
+	out.GetObjectKind().SetGroupVersionKind(obj.GetObjectKind().GroupVersionKind())
+	return out
+}
+
+// EmptyLike is [New] with obj's namespace and name, for a Get or for the
+// API server's answer to be decoded into with no stale field.
+func EmptyLike[T client.Object](obj T) T {
+	out := New(obj)
+	out.SetNamespace(obj.GetNamespace())
+	out.SetName(obj.GetName())
+	return out
+}
+
+// Reset zeroes obj in place, keeping its group, version and kind, so that
+// a Get into it leaves no field of the old content behind (an emptied list,
+// a dropped label).
+func Reset(obj runtime.Object) {
+	gvk := obj.GetObjectKind().GroupVersionKind()
+	v := reflect.ValueOf(obj).Elem()
+	v.Set(reflect.Zero(v.Type()))
+	obj.GetObjectKind().SetGroupVersionKind(gvk)
+}
+
+// ToMap returns obj as a JSON-shaped map. It is always a copy: changing the
+// map never changes obj, also for an unstructured object.
+func ToMap(obj runtime.Object) (map[string]any, error) {
+	if u, ok := obj.(runtime.Unstructured); ok {
+		return runtime.DeepCopyJSON(u.UnstructuredContent()), nil
+	}
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		return nil, fmt.Errorf("converting %T to a map: %w", obj, err)
+	}
+	return m, nil
+}
+
+// FromMap replaces the whole content of into with m (a copy of it): no field
+// of into's old content survives.
+func FromMap(m map[string]any, into runtime.Object) error {
+	if u, ok := into.(*unstructured.Unstructured); ok {
+		u.Object = runtime.DeepCopyJSON(m)
+		return nil
+	}
+	gvk := into.GetObjectKind().GroupVersionKind()
+	Reset(into)
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(runtime.DeepCopyJSON(m), into); err != nil {
+		return fmt.Errorf("converting a map to %T: %w", into, err)
+	}
+	if into.GetObjectKind().GroupVersionKind().Empty() {
+		into.GetObjectKind().SetGroupVersionKind(gvk)
+	}
+	return nil
+}
+
+// Copy sets dst, an object of the same Go type as src, to a deep copy of
+// src.
+func Copy(dst, src runtime.Object) {
+	reflect.ValueOf(dst).Elem().Set(reflect.ValueOf(src.DeepCopyObject()).Elem())
+}

@@ -1,0 +1,83 @@
+package object
+
+import (
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/kubernetes/scheme"
+)
+
+func TestDescribe(t *testing.T) {
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a"}}
+	for _, tc := range []struct {
+		name string
+		got  string
+		want string
+	}{
+		{"typed, scheme", Describe(cm, scheme.Scheme), "ConfigMap ns/a"},
+		{"typed, no scheme", Describe(cm, nil), "ConfigMap ns/a"},
+		{"cluster-scoped", Describe(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "n"}}, nil), "Namespace n"},
+		{"unstructured", Describe(func() *unstructured.Unstructured {
+			u := &unstructured.Unstructured{}
+			u.SetKind("Widget")
+			u.SetNamespace("ns")
+			u.SetName("w")
+			return u
+		}(), nil), "Widget ns/w"},
+	} {
+		if tc.got != tc.want {
+			t.Errorf("%s: %q, want %q", tc.name, tc.got, tc.want)
+		}
+	}
+}
+
+func TestToMapIsACopy(t *testing.T) {
+	u := &unstructured.Unstructured{Object: map[string]any{"status": map[string]any{"phase": "x"}}}
+	m, err := ToMap(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	delete(m, "status")
+	m2, _ := ToMap(u)
+	if _, ok := m2["status"]; !ok {
+		t.Fatal("ToMap returned the object's own map: deleting from it changed the object")
+	}
+}
+
+func TestFromMapLeavesNothingBehind(t *testing.T) {
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "a", Labels: map[string]string{"x": "y"}}, Data: map[string]string{"k": "v"}}
+	cm.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("ConfigMap"))
+	if err := FromMap(map[string]any{"metadata": map[string]any{"name": "b"}}, cm); err != nil {
+		t.Fatal(err)
+	}
+	if cm.Name != "b" || cm.Labels != nil || cm.Data != nil {
+		t.Fatalf("FromMap kept old content: %+v", cm)
+	}
+	if cm.Kind != "ConfigMap" {
+		t.Errorf("kind lost: %q", cm.Kind)
+	}
+	u := &unstructured.Unstructured{Object: map[string]any{"a": "b"}}
+	src := map[string]any{"c": map[string]any{"d": "e"}}
+	if err := FromMap(src, u); err != nil {
+		t.Fatal(err)
+	}
+	src["c"].(map[string]any)["d"] = "changed"
+	if u.Object["c"].(map[string]any)["d"] != "e" || u.Object["a"] != nil {
+		t.Fatalf("FromMap on unstructured: %v", u.Object)
+	}
+}
+
+func TestEmptyLike(t *testing.T) {
+	u := &unstructured.Unstructured{}
+	u.SetAPIVersion("v1")
+	u.SetKind("ConfigMap")
+	u.SetNamespace("ns")
+	u.SetName("a")
+	u.SetLabels(map[string]string{"x": "y"})
+	e := EmptyLike(u)
+	if e.GetKind() != "ConfigMap" || e.GetName() != "a" || e.GetNamespace() != "ns" || e.GetLabels() != nil {
+		t.Fatalf("EmptyLike = %v", e.Object)
+	}
+}
