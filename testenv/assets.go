@@ -32,6 +32,8 @@ type AssetsError struct {
 	Missing []string
 	// Searched are the directories looked in, in order.
 	Searched []string
+
+	implicit bool // only the default places were searched
 }
 
 // Error implements error.
@@ -52,8 +54,14 @@ func FindAssets(extra ...string) (string, error) {
 	return findAssets("", extra...)
 }
 
-func findAssets(preferred string, extra ...string) (string, error) {
+func findAssets(only string, extra ...string) (string, error) {
 	want := append([]string{APIServerBinary, EtcdBinary}, extra...)
+	if only != "" {
+		if missing := missingIn(only, want); len(missing) > 0 {
+			return "", &AssetsError{Missing: missing, Searched: []string{only + " (WithAssetsDir)"}}
+		}
+		return only, nil
+	}
 	if d := os.Getenv("KUBEBUILDER_ASSETS"); d != "" {
 		if missing := missingIn(d, want); len(missing) > 0 {
 			return "", &AssetsError{Missing: missing, Searched: []string{"KUBEBUILDER_ASSETS=" + d}}
@@ -61,9 +69,6 @@ func findAssets(preferred string, extra ...string) (string, error) {
 		return d, nil
 	}
 	var candidates []string
-	if preferred != "" {
-		candidates = append(candidates, preferred)
-	}
 	if store, err := envtest.SetupEnvtestDefaultBinaryAssetsDirectory(); err == nil {
 		candidates = append(candidates, storeVersions(store)...)
 	}
@@ -80,7 +85,7 @@ func findAssets(preferred string, extra ...string) (string, error) {
 	if best == nil {
 		best = want
 	}
-	return "", &AssetsError{Missing: best, Searched: candidates}
+	return "", &AssetsError{Missing: best, Searched: candidates, implicit: true}
 }
 
 // storeVersions lists the store's directories for this OS and architecture,

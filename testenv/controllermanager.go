@@ -35,25 +35,28 @@ type controllerManager struct {
 	waitErr error
 }
 
-func startControllerManager(e *Environment, binary string) (*controllerManager, error) {
-	user, err := e.Envtest.AddUser(envtest.User{Name: "steady-testenv-controller-manager", Groups: []string{"system:masters"}}, nil)
-	if err != nil {
-		return nil, fmt.Errorf("testenv: adding the controller manager's user: %w", err)
-	}
-	kubeconfig, err := user.KubeConfig()
-	if err != nil {
-		return nil, fmt.Errorf("testenv: writing the controller manager's kubeconfig: %w", err)
-	}
+func startControllerManager(ctx context.Context, e *Environment) (*controllerManager, error) {
+	binary := filepath.Join(e.assets, ControllerManagerBinary)
 	dir := filepath.Join(e.root, "controller-manager")
-	if err := os.Mkdir(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("testenv: %w", err)
-	}
 	kubeconfigPath := filepath.Join(dir, "kubeconfig")
-	if err := os.WriteFile(kubeconfigPath, kubeconfig, 0o600); err != nil {
-		return nil, fmt.Errorf("testenv: %w", err)
+	if _, err := os.Stat(kubeconfigPath); err != nil {
+		user, err := e.Envtest.AddUser(envtest.User{Name: "steady-testenv-controller-manager", Groups: []string{"system:masters"}}, nil)
+		if err != nil {
+			return nil, fmt.Errorf("testenv: adding the controller manager's user: %w", err)
+		}
+		kubeconfig, err := user.KubeConfig()
+		if err != nil {
+			return nil, fmt.Errorf("testenv: writing the controller manager's kubeconfig: %w", err)
+		}
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return nil, fmt.Errorf("testenv: %w", err)
+		}
+		if err := os.WriteFile(kubeconfigPath, kubeconfig, 0o600); err != nil {
+			return nil, fmt.Errorf("testenv: %w", err)
+		}
 	}
 	k := &controllerManager{logPath: filepath.Join(dir, "output.log"), exited: make(chan struct{})}
-	logFile, err := os.Create(k.logPath)
+	logFile, err := os.OpenFile(k.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("testenv: %w", err)
 	}
@@ -79,7 +82,7 @@ func startControllerManager(e *Environment, binary string) (*controllerManager, 
 	if err := e.reaper.watch(k.cmd.Process.Pid); err != nil {
 		return nil, errors.Join(fmt.Errorf("testenv: %w", err), k.stop())
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), readyTimeout)
+	ctx, cancel := context.WithTimeout(ctx, readyTimeout)
 	defer cancel()
 	if err := k.checkReady(ctx, e.Client); err != nil {
 		return nil, errors.Join(err, k.stop())

@@ -9,7 +9,7 @@
 // Start it once in TestMain with [New] and [Environment.Run]; every test in the
 // package shares it and takes a fresh namespace with [Environment.Namespace]:
 //
-//	var env = testenv.New(testenv.WithControllerManager(), testenv.WithCRDPaths("config/crd"))
+//	var env = testenv.New(testenv.WithControllerManager{}, testenv.WithCRDPaths{"config/crd"})
 //
 //	func TestMain(m *testing.M) { os.Exit(env.Run(m)) }
 //
@@ -21,7 +21,33 @@
 //
 // Run stops the control plane when the tests end. The processes are watched
 // by a small reaper, so none is left behind even when a test panics, times
-// out or the test binary is killed.
+// out or the test binary is killed, at any moment of Start included: the
+// reaper kills every process whose command line names the control plane's
+// temporary directory.
+//
+// # The code under test in a manager
+//
+// [Environment.StartManager] runs a controller-runtime manager on the
+// environment, with its scheme, the indexes and controllers that
+// [WithSetup] registers and a warm cache for [WithInformers]; it stops when
+// the test ends. Its client reads from the informer cache, as in production;
+// [WithTransport] wraps its requests, to count them or to hold watch events
+// back and test against a lagging cache.
+//
+// # CRDs installed later
+//
+// [Environment.InstallCRDs] installs CRDs into a running environment and, with
+// [WithControllerManager], returns only once the garbage collector knows their
+// kinds (it restarts the controller manager, a few seconds); without that the
+// collector would find them only on its next 30-second resync.
+//
+// # Machines without the binaries
+//
+// Where the binaries are not found in the default places, [Environment.Run]
+// still runs the package's tests and skips those that need the control plane
+// with a message naming `make envtest`, so pure tests stay useful; set
+// STEADY_TESTENV_REQUIRE=1 (as `make test` does) or CI=true to make that a
+// failure.
 //
 // # Assets
 //

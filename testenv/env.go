@@ -2,6 +2,7 @@ package testenv
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -9,6 +10,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 
@@ -43,6 +45,8 @@ type Environment struct {
 	opts    Options
 	mu      sync.Mutex
 	started bool
+	skip    string // why the tests that need the control plane are skipped
+	assets  string // the directory of the binaries
 	root    string // temporary directory for everything the control plane writes
 	reaper  *reaper
 	kcm     *controllerManager
@@ -53,7 +57,7 @@ type Environment struct {
 func New(opts ...Option) *Environment {
 	e := &Environment{}
 	for _, o := range opts {
-		o(&e.opts)
+		o.ApplyToEnvironment(&e.opts)
 	}
 	return e
 }
@@ -64,12 +68,25 @@ func New(opts ...Option) *Environment {
 //
 //	func TestMain(m *testing.M) { os.Exit(env.Run(m)) }
 //
-// When the control plane cannot start, Run prints why and returns 1. Run
-// discards controller-runtime's logs unless STEADY_TESTENV_LOG is set (to
-// "debug" for verbose ones).
+// When the control plane cannot start, Run prints why and returns 1, with
+// one exception that keeps a package's pure tests useful on a machine
+// without the binaries: when they were looked for in the default places (no
+// KUBEBUILDER_ASSETS, no [WithAssetsDir]) and not found, and the run does not
+// require them ([RequireEnv] or CI=true in the environment), Run prints the
+// [*AssetsError] and runs the tests, and every test that needs the control
+// plane ([Environment.Namespace], [Environment.Require],
+// [Environment.StartManager], [Environment.InstallCRDs]) is skipped with
+// that message. Run discards controller-runtime's logs unless
+// STEADY_TESTENV_LOG is set (to "debug" for verbose ones).
 func (e *Environment) Run(m *testing.M) (code int) {
 	setTestLogger()
 	if err := e.Start(); err != nil {
+		var ae *AssetsError
+		if errors.As(err, &ae) && ae.implicit && !assetsRequired() {
+			e.skip = err.Error()
+			fmt.Fprintf(os.Stderr, "%v\ntestenv: skipping the tests that need a control plane (set %s=1 to fail instead)\n", err, RequireEnv)
+			return m.Run()
+		}
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
@@ -82,6 +99,37 @@ func (e *Environment) Run(m *testing.M) (code int) {
 		}
 	}()
 	return m.Run()
+}
+
+// RequireEnv names the environment variable that makes missing assets a
+// failure of [Environment.Run] instead of a reason to skip: set it to 1 (or
+// true) where the control plane must run, as `make test` does. CI=true has
+// the same effect.
+const RequireEnv = "STEADY_TESTENV_REQUIRE"
+
+func assetsRequired() bool {
+	for _, v := range []string{os.Getenv(RequireEnv), os.Getenv("CI")} {
+		if v == "1" || strings.EqualFold(v, "true") {
+			return true
+		}
+	}
+	return false
+}
+
+// Require skips t when [Environment.Run] found no control-plane binaries
+// and the run does not require them. Call it first in a test that uses
+// Config, Client or Scheme without [Environment.Namespace].
+func (e *Environment) Require(t testing.TB) {
+	t.Helper()
+	if e.skip != "" {
+		t.Skip(e.skip)
+	}
+	e.mu.Lock()
+	started := e.started
+	e.mu.Unlock()
+	if !started {
+		t.Fatal("testenv: the control plane is not running: call env.Run(m) in TestMain, or Start")
+	}
 }
 
 func setTestLogger() {
@@ -111,6 +159,7 @@ func (e *Environment) Start() (err error) {
 	if err != nil {
 		return err
 	}
+	e.assets = assets
 	e.Scheme = e.opts.Scheme
 	if e.Scheme == nil {
 		e.Scheme = runtime.NewScheme()
@@ -170,7 +219,7 @@ func (e *Environment) Start() (err error) {
 		return fmt.Errorf("testenv: creating the client: %w", err)
 	}
 	if e.opts.ControllerManager {
-		if e.kcm, err = startControllerManager(e, filepath.Join(assets, ControllerManagerBinary)); err != nil {
+		if e.kcm, err = startControllerManager(context.Background(), e); err != nil {
 			return err
 		}
 	}

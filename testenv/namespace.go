@@ -18,6 +18,7 @@ var notDNSLabel = regexp.MustCompile(`[^a-z0-9-]+`)
 // [WithControllerManager] it then really goes away, with everything in it.
 func (e *Environment) Namespace(t testing.TB) string {
 	t.Helper()
+	e.Require(t)
 	prefix := strings.Trim(notDNSLabel.ReplaceAllString(strings.ToLower(t.Name()), "-"), "-")
 	if len(prefix) > 40 {
 		prefix = strings.TrimRight(prefix[:40], "-")

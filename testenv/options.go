@@ -22,43 +22,65 @@ type Options struct {
 	// ControllerManager runs kube-controller-manager with the
 	// garbagecollector and namespace controllers beside the API server.
 	ControllerManager bool
-	// AssetsDir, when set, is where the binaries are; KUBEBUILDER_ASSETS
-	// still takes precedence, as it does for envtest.
+	// AssetsDir, when set, is the only directory searched for the
+	// binaries: neither KUBEBUILDER_ASSETS nor the setup-envtest store is.
 	AssetsDir string
 }
 
-// Option changes [Options].
-type Option func(*Options)
+// Option configures an [Environment].
+type Option interface {
+	ApplyToEnvironment(*Options)
+}
 
-// WithCRDPaths installs the CRDs found in the given files or directories
-// before the tests start.
-func WithCRDPaths(paths ...string) Option {
-	return func(o *Options) { o.CRDPaths = append(o.CRDPaths, paths...) }
+// WithCRDPaths installs the CRDs found in these files or directories before
+// the tests start.
+type WithCRDPaths []string
+
+// ApplyToEnvironment implements [Option].
+func (p WithCRDPaths) ApplyToEnvironment(o *Options) { o.CRDPaths = append(o.CRDPaths, p...) }
+
+// CRDFS is the option [WithCRDFS] returns.
+type CRDFS struct {
+	FS  fs.FS
+	Dir string
 }
 
 // WithCRDFS installs the CRDs in directory dir of fsys (an embed.FS, say)
 // before the tests start.
-func WithCRDFS(fsys fs.FS, dir string) Option {
-	return func(o *Options) { o.CRDFS, o.CRDDir = fsys, dir }
-}
+func WithCRDFS(fsys fs.FS, dir string) CRDFS { return CRDFS{FS: fsys, Dir: dir} }
 
-// WithScheme sets the scheme of the environment's client. Register your own
-// API types in it.
-func WithScheme(s *runtime.Scheme) Option {
-	return func(o *Options) { o.Scheme = s }
-}
+// ApplyToEnvironment implements [Option].
+func (c CRDFS) ApplyToEnvironment(o *Options) { o.CRDFS, o.CRDDir = c.FS, c.Dir }
+
+// WithScheme sets the scheme of the environment's client and managers.
+// Register your own API types in it.
+type WithScheme struct{ Scheme *runtime.Scheme }
+
+// ApplyToEnvironment implements [Option].
+func (s WithScheme) ApplyToEnvironment(o *Options) { o.Scheme = s.Scheme }
 
 // WithControllerManager also runs kube-controller-manager with only the
 // garbagecollector and namespace controllers, so that children with owner
 // references are collected when their owner goes and deleted namespaces
-// disappear. CRDs installed by the options are known to it from the start;
-// the garbage collector discovers CRDs installed later within 30 seconds.
-func WithControllerManager() Option {
-	return func(o *Options) { o.ControllerManager = true }
-}
+// disappear. The garbage collector knows the CRDs installed by the options
+// from the start; install later ones with [Environment.InstallCRDs], which
+// makes it know them before it returns.
+type WithControllerManager struct{}
 
-// WithAssetsDir looks for the control-plane binaries in dir instead of the
-// setup-envtest store. KUBEBUILDER_ASSETS, when set, still wins.
-func WithAssetsDir(dir string) Option {
-	return func(o *Options) { o.AssetsDir = dir }
-}
+// ApplyToEnvironment implements [Option].
+func (WithControllerManager) ApplyToEnvironment(o *Options) { o.ControllerManager = true }
+
+// WithAssetsDir looks for the control-plane binaries in this directory
+// only, and fails with an [*AssetsError] naming it when they are not there.
+type WithAssetsDir string
+
+// ApplyToEnvironment implements [Option].
+func (d WithAssetsDir) ApplyToEnvironment(o *Options) { o.AssetsDir = string(d) }
+
+var (
+	_ Option = WithCRDPaths(nil)
+	_ Option = CRDFS{}
+	_ Option = WithScheme{}
+	_ Option = WithControllerManager{}
+	_ Option = WithAssetsDir("")
+)

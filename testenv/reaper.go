@@ -17,9 +17,13 @@ import (
 // reaperScript is a POSIX shell that outlives the test binary by design: it
 // reads "pid N" and "dir D" lines on its standard input, and when that input
 // ends without a "done" line, because the test process died (a panic, a
-// timeout, a kill), it kills the recorded process groups and removes the
-// directory. It ignores the signals that a terminal's Ctrl-C sends to the
-// whole foreground group, so that it is still there to do its job.
+// timeout, a kill), it kills the recorded process groups and every process
+// whose command line names the directory D, and then removes D. Every process
+// of the control plane names D (etcd's data directory, the API server's
+// certificate directory, the controller manager's kubeconfig), so one killed
+// while it was still starting, before its pid was recorded, goes too. It
+// ignores the signals that a terminal's Ctrl-C sends to the whole foreground
+// group, so that it is still there to do its job.
 const reaperScript = `trap '' INT TERM HUP QUIT
 pids=""; dir=""
 while IFS= read -r line; do
@@ -30,7 +34,25 @@ while IFS= read -r line; do
   esac
 done
 for p in $pids; do kill -KILL -- "-$p" 2>/dev/null || kill -KILL "$p" 2>/dev/null; done
-if [ -n "$dir" ]; then sleep 1; rm -rf -- "$dir"; fi
+[ -n "$dir" ] || exit 0
+procs() {
+  if [ -d /proc/self ]; then
+    for f in /proc/[0-9]*/cmdline; do
+      p=${f#/proc/}; p=${p%/cmdline}
+      printf '%s ' "$p"; tr '\000' ' ' < "$f" 2>/dev/null; echo
+    done
+  else
+    ps -A -o pid= -o args=
+  fi
+}
+for round in 1 2 3; do
+  list=$(procs)
+  echo "$list" | while read -r p rest; do
+    case "$rest" in *"$dir"*) [ "$p" = "$$" ] || kill -KILL "$p" 2>/dev/null ;; esac
+  done
+  sleep 0.3
+done
+rm -rf -- "$dir"
 `
 
 // reaper makes sure that the control plane's processes die with the test

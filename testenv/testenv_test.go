@@ -26,13 +26,16 @@ import (
 )
 
 // env is the package's shared control plane, with the controller manager.
-var env = testenv.New(testenv.WithControllerManager(), testenv.WithCRDPaths("testdata/crds"))
+var env = testenv.New(testenv.WithControllerManager{}, testenv.WithCRDPaths{"testdata/crds"})
 
 // panicHelperEnv marks the child process of TestNoProcessLeftBehindOnPanic.
 const panicHelperEnv = "STEADY_TESTENV_PANIC_HELPER"
 
+// skipHelperEnv marks the child process of TestSkipsWithoutAssets.
+const skipHelperEnv = "STEADY_TESTENV_SKIP_HELPER"
+
 func TestMain(m *testing.M) {
-	if os.Getenv(panicHelperEnv) != "" {
+	if os.Getenv(panicHelperEnv) != "" || os.Getenv(killHelperEnv) != "" {
 		os.Exit(m.Run()) // the helper starts its own control plane
 	}
 	os.Exit(env.Run(m))
@@ -256,7 +259,7 @@ func TestPanicHelper(t *testing.T) {
 	if os.Getenv(panicHelperEnv) == "" {
 		t.Skip("helper process only")
 	}
-	e := testenv.New(testenv.WithControllerManager())
+	e := testenv.New(testenv.WithControllerManager{})
 	if err := e.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -270,3 +273,5 @@ func TestPanicHelper(t *testing.T) {
 	fmt.Printf("ROOT %s\n", filepath.Dir(e.Envtest.ControlPlane.Etcd.DataDir))
 	panic("deliberate: a test panics with the control plane running")
 }
+
+func syscallKill(pid int) error { return syscall.Kill(pid, syscall.SIGKILL) }

@@ -107,5 +107,5 @@ func Scheme() *runtime.Scheme {
 
 // NewEnv returns a test control plane with the Widget CRD and [Scheme].
 func NewEnv(opts ...testenv.Option) *testenv.Environment {
-	return testenv.New(append([]testenv.Option{testenv.WithCRDFS(CRDs, "crds"), testenv.WithScheme(Scheme())}, opts...)...)
+	return testenv.New(append([]testenv.Option{testenv.WithCRDFS(CRDs, "crds"), testenv.WithScheme{Scheme: Scheme()}}, opts...)...)
 }

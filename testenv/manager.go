@@ -1,0 +1,129 @@
+package testenv
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"testing"
+
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+)
+
+// ManagerOptions configures [Environment.StartManager]. The zero value
+// starts a manager with the environment's scheme and no metrics server.
+type ManagerOptions struct {
+	// Manager are the manager's own options. Scheme defaults to the
+	// environment's; the metrics server is off unless its BindAddress is
+	// set.
+	Manager ctrl.Options
+	// Setup runs on the manager before it starts: register indexes,
+	// controllers and runnables here.
+	Setup func(ctrl.Manager) error
+	// Informers are started and synced before StartManager returns, so that
+	// a test's first read of these kinds finds a warm cache.
+	Informers []client.Object
+	// WrapTransport wraps every request of the manager, its cache's LISTs
+	// and WATCHes included: count requests, delay watch events.
+	WrapTransport func(http.RoundTripper) http.RoundTripper
+}
+
+// ManagerOption configures [Environment.StartManager].
+type ManagerOption interface {
+	ApplyToManager(*ManagerOptions)
+}
+
+// WithManagerOptions sets the manager's own options (a cache
+// configuration, say). Scheme defaults to the environment's; the metrics
+// server is off unless its BindAddress is set.
+type WithManagerOptions ctrl.Options
+
+// ApplyToManager implements [ManagerOption].
+func (m WithManagerOptions) ApplyToManager(o *ManagerOptions) { o.Manager = ctrl.Options(m) }
+
+// WithSetup registers indexes, controllers and runnables on the manager
+// before it starts.
+type WithSetup func(ctrl.Manager) error
+
+// ApplyToManager implements [ManagerOption].
+func (s WithSetup) ApplyToManager(o *ManagerOptions) { o.Setup = s }
+
+// WithInformers starts and syncs the informers of these kinds before
+// StartManager returns.
+type WithInformers []client.Object
+
+// ApplyToManager implements [ManagerOption].
+func (i WithInformers) ApplyToManager(o *ManagerOptions) { o.Informers = append(o.Informers, i...) }
+
+// WithTransport wraps every request of the manager.
+type WithTransport func(http.RoundTripper) http.RoundTripper
+
+// ApplyToManager implements [ManagerOption].
+func (w WithTransport) ApplyToManager(o *ManagerOptions) { o.WrapTransport = w }
+
+var (
+	_ ManagerOption = WithManagerOptions{}
+	_ ManagerOption = WithSetup(nil)
+	_ ManagerOption = WithInformers(nil)
+	_ ManagerOption = WithTransport(nil)
+)
+
+// StartManager starts a controller-runtime manager on the environment, as
+// the operator under test would run in a cluster, and stops it when t and
+// its subtests end. Its client reads from the informer cache: use it to
+// test what users run, and env.Client to check what the API server holds.
+//
+//	mgr := env.StartManager(t, testenv.WithSetup(func(mgr ctrl.Manager) error {
+//		return (&BucketReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr)
+//	}))
+//
+// A failure to start fails t; a manager that stops with an error fails it
+// too, at the end.
+func (e *Environment) StartManager(t testing.TB, opts ...ManagerOption) ctrl.Manager {
+	t.Helper()
+	e.Require(t)
+	o := ManagerOptions{}
+	for _, opt := range opts {
+		opt.ApplyToManager(&o)
+	}
+	cfg := rest.CopyConfig(e.Config)
+	if o.WrapTransport != nil {
+		cfg.Wrap(o.WrapTransport)
+	}
+	mo := o.Manager
+	if mo.Scheme == nil {
+		mo.Scheme = e.Scheme
+	}
+	if mo.Metrics.BindAddress == "" {
+		mo.Metrics = metricsserver.Options{BindAddress: "0"}
+	}
+	mgr, err := ctrl.NewManager(cfg, mo)
+	if err != nil {
+		t.Fatalf("testenv: creating a manager: %v", err)
+	}
+	if o.Setup != nil {
+		if err := o.Setup(mgr); err != nil {
+			t.Fatalf("testenv: setting up the manager: %v", err)
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
+			t.Errorf("testenv: the manager stopped with an error: %v", err)
+		}
+	})
+	for _, obj := range o.Informers {
+		if _, err := mgr.GetCache().GetInformer(ctx, obj); err != nil {
+			t.Fatalf("testenv: starting the informer of %T: %v", obj, err)
+		}
+	}
+	if !mgr.GetCache().WaitForCacheSync(ctx) {
+		t.Fatal("testenv: the manager's cache did not sync")
+	}
+	return mgr
+}
