@@ -126,7 +126,7 @@ func TestIndexesThroughAManager(t *testing.T) {
 		t.Errorf("OwnerKey = %s", key)
 	}
 	eventually(t, []string{"a", "b"}, func() ([]string, error) {
-		got, err := children.Find(ctx, c, key, client.InNamespace(ns))
+		got, err := children.Find(ctx, c, env.Scheme, key, client.InNamespace(ns))
 		return names(got), err
 	})
 
@@ -138,20 +138,20 @@ func TestIndexesThroughAManager(t *testing.T) {
 		}
 	}
 	eventually(t, []string{"owner", "stranger"}, func() ([]string, error) {
-		got, err := TenantsByNamespace.Find(ctx, c, "team-b")
+		got, err := TenantsByNamespace.Find(ctx, c, env.Scheme, "team-b")
 		return names(got), err
 	})
 	eventually(t, []string{"owner"}, func() ([]string, error) {
-		got, err := TenantsByNamespace.Find(ctx, c, "team-a")
+		got, err := TenantsByNamespace.Find(ctx, c, env.Scheme, "team-a")
 		return names(got), err
 	})
 
 	never := indexer.New("never.registered", func(*corev1.ConfigMap) []string { return nil })
 	var nre *indexer.NotRegisteredError
-	if _, err := never.Find(ctx, c, "x"); !errors.As(err, &nre) || nre.Index != "never.registered" {
+	if _, err := never.Find(ctx, c, env.Scheme, "x"); !errors.As(err, &nre) || nre.Index != "never.registered" {
 		t.Errorf("an unregistered index: %v, want *NotRegisteredError", err)
 	}
-	if _, err := children.Find(ctx, env.Client, key); !errors.As(err, &nre) {
+	if _, err := children.Find(ctx, env.Client, env.Scheme, key); !errors.As(err, &nre) {
 		t.Errorf("an index queried on a direct client: %v, want *NotRegisteredError", err)
 	}
 }
