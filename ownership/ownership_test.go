@@ -21,9 +21,11 @@ import (
 	"github.com/steadyk8s/steady/indexer"
 	"github.com/steadyk8s/steady/internal/testapi"
 	"github.com/steadyk8s/steady/ownership"
+	"github.com/steadyk8s/steady/testenv"
 )
 
-var env = testapi.NewEnv()
+// Gizmo (testdata/crds) is a kind without a status subresource.
+var env = testapi.NewEnv(testenv.WithCRDPaths("testdata/crds"))
 
 func TestMain(m *testing.M) { os.Exit(env.Run(m)) }
 
