@@ -123,7 +123,9 @@ func TestRemovalIsAChange(t *testing.T) {
 			func(o client.Object) { o.(*testapi.Widget).Spec.Size = 0 },
 			func(o client.Object) bool { return o.(*testapi.Widget).Spec.Size == 0 }, false},
 		{"nested map emptied", func() client.Object { return &appsv1.Deployment{} },
-			func(o client.Object) { o.(*appsv1.Deployment).Spec = webSpec(o.GetName(), false, 1, map[string]string{"a": "b"}) },
+			func(o client.Object) {
+				o.(*appsv1.Deployment).Spec = webSpec(o.GetName(), false, 1, map[string]string{"a": "b"})
+			},
 			func(o client.Object) { o.(*appsv1.Deployment).Spec = webSpec(o.GetName(), false, 1, nil) },
 			func(o client.Object) bool { return len(o.(*appsv1.Deployment).Spec.Template.Annotations) == 0 }, false},
 		{"egress rules dropped (deny all egress)", func() client.Object { return &networkingv1.NetworkPolicy{} },
