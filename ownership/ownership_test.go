@@ -378,3 +378,30 @@ func TestCreateOrPatchWritesStatus(t *testing.T) {
 		}
 	}
 }
+
+// TestListChildrenOnADirectClient: a client without the index lists and
+// filters, and, once its API server rejected the index, asks with one LIST
+// per call, not an indexed LIST bound to fail and then the plain one.
+func TestListChildrenOnADirectClient(t *testing.T) {
+	ctx := context.Background()
+	c, n := counting(t)
+	ns := env.Namespace(t)
+	a := owner(t, ns, "a")
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "x"}}
+	if _, err := ownership.CreateOrUpdate(ctx, c, a, cm, nil); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 3; i++ {
+		n.Reset()
+		var list corev1.ConfigMapList
+		if err := ownership.ListChildren(ctx, c, a, &list); err != nil {
+			t.Fatal(err)
+		}
+		if len(list.Items) != 1 {
+			t.Errorf("call %d: %d children, want 1", i, len(list.Items))
+		}
+		if want := map[bool]int{true: 2, false: 1}[i == 0]; n.Get("LIST") != want {
+			t.Errorf("call %d: requests %s, want LIST=%d", i, n, want)
+		}
+	}
+}
