@@ -53,7 +53,8 @@ func (b *byIdentity[V]) update(v any, f func(V) V) bool {
 	return true
 }
 
-// get returns what is remembered about v.
+// get returns what is remembered about v; a map or slice it returns is
+// shared: update must replace it, not change it.
 func (b *byIdentity[V]) get(v any) (V, bool) {
 	var zero V
 	id, ok := identityOf(v)

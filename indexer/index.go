@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"reflect"
 	"strings"
 
@@ -75,6 +76,7 @@ func (i *Index[T]) Register(ctx context.Context, fi client.FieldIndexer) error {
 	switch {
 	case err == nil:
 		registered.update(fi, func(m map[declaration]any) map[declaration]any {
+			m = maps.Clone(m) // readers hold the old map
 			if m == nil {
 				m = map[declaration]any{}
 			}
@@ -163,6 +165,7 @@ func listBy(ctx context.Context, r client.Reader, list client.ObjectList, index,
 	if apierrors.IsBadRequest(err) {
 		// The API server, not a cache, said no: it always will.
 		absent.update(r, func(m map[absentKey]bool) map[absentKey]bool {
+			m = maps.Clone(m) // readers hold the old map
 			if m == nil {
 				m = map[absentKey]bool{}
 			}
