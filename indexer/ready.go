@@ -8,9 +8,10 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/steadyk8s/steady/internal/object"
 )
 
 // ControllerOwnerIndex is the name of the [ControllerOwner] index.
@@ -53,14 +54,9 @@ func OwnerKey(gk schema.GroupKind, name string) string {
 // extractor on hot types.
 func StringSlice[T client.Object](name string, path ...string) *Index[T] {
 	return New(name, func(o T) []string {
-		var m map[string]any
-		if u, ok := any(o).(*unstructured.Unstructured); ok {
-			m = u.Object // read only
-		} else {
-			var err error
-			if m, err = runtime.DefaultUnstructuredConverter.ToUnstructured(o); err != nil {
-				return nil
-			}
+		m, err := object.ToMap(o)
+		if err != nil {
+			return nil
 		}
 		if s, ok, _ := unstructured.NestedStringSlice(m, path...); ok {
 			return s
