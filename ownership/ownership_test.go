@@ -133,6 +133,11 @@ func TestNoWriteWhenTheServerDefaultedFields(t *testing.T) {
 				if n.Writes() != wantWrites || n.Get("GET") != 2 {
 					t.Errorf("after %s/%s: requests %s, want GET=2 and %d writes", op, sop, n, wantWrites)
 				}
+				// The budget: at most one dry run per existing child (both
+				// differ from the live object by the dropped defaults).
+				if dry := n.Get("DRYRUN-PUT") + n.Get("DRYRUN-PATCH"); dry > 2 {
+					t.Errorf("after %s/%s: requests %s, want at most 2 dry runs", op, sop, n)
+				}
 			}
 			var got appsv1.Deployment
 			if err := env.Client.Get(ctx, client.ObjectKeyFromObject(d), &got); err != nil {
