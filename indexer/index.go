@@ -103,9 +103,16 @@ func (i *Index[T]) List(ctx context.Context, r client.Reader, list client.Object
 
 // Find returns the objects whose index values include value, typed. r is
 // the manager's cached client or its cache (mgr.GetCache()); scheme, the
-// manager's, names T's list type.
+// manager's, names T's list type (nil: r's own, when r is a client.Client).
 func (i *Index[T]) Find(ctx context.Context, r client.Reader, scheme *runtime.Scheme, value string, opts ...client.ListOption) ([]T, error) {
 	var zero T
+	if scheme == nil {
+		s, ok := r.(interface{ Scheme() *runtime.Scheme })
+		if !ok {
+			return nil, fmt.Errorf("indexer: finding %T by %s: no scheme given, and the reader (%T) has none", zero, i.name, r)
+		}
+		scheme = s.Scheme()
+	}
 	obj := reflect.New(reflect.TypeOf(zero).Elem()).Interface().(client.Object)
 	gvk, err := apiutil.GVKForObject(obj, scheme)
 	if err != nil {

@@ -230,3 +230,33 @@ func TestIndexedListsOnAReaderWithoutTheIndex(t *testing.T) {
 		t.Errorf("a new client: requests %s, want LIST=1", n2)
 	}
 }
+
+// TestFindTakesAReader: the manager's cache, a plain client.Reader, is
+// queried with the scheme given; a nil scheme takes a client's own.
+func TestFindTakesAReader(t *testing.T) {
+	ctx := context.Background()
+	children := indexer.ControllerOwner[*corev1.ConfigMap]()
+	var cache client.Reader
+	c := startManager(t, func(mgr ctrl.Manager) error {
+		cache = mgr.GetCache()
+		return children.Register(ctx, mgr.GetFieldIndexer())
+	})
+	ns := env.Namespace(t)
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "child", OwnerReferences: []metav1.OwnerReference{
+		{APIVersion: "apps/v1", Kind: "Deployment", Name: "web", UID: "uid-web", Controller: new(true)}}}}
+	if err := env.Client.Create(ctx, cm); err != nil {
+		t.Fatal(err)
+	}
+	key := indexer.OwnerKey(schema.GroupKind{Group: "apps", Kind: "Deployment"}, "web")
+	eventually(t, []string{"child"}, func() ([]string, error) {
+		got, err := children.Find(ctx, cache, env.Scheme, key, client.InNamespace(ns))
+		return names(got), err
+	})
+	eventually(t, []string{"child"}, func() ([]string, error) {
+		got, err := children.Find(ctx, c, nil, key, client.InNamespace(ns))
+		return names(got), err
+	})
+	if _, err := children.Find(ctx, cache, nil, key); err == nil {
+		t.Error("a reader without a scheme and no scheme given: no error")
+	}
+}
