@@ -140,11 +140,11 @@ func TestIndexesThroughAManager(t *testing.T) {
 		}
 	}
 	eventually(t, []string{"owner", "stranger"}, func() ([]string, error) {
-		got, err := TenantsByNamespace.Find(ctx, c, env.Scheme, "team-b")
+		got, err := TenantsByNamespace.Find(ctx, c, env.Scheme, "team-b", client.InNamespace(ns))
 		return names(got), err
 	})
 	eventually(t, []string{"owner"}, func() ([]string, error) {
-		got, err := TenantsByNamespace.Find(ctx, c, env.Scheme, "team-a")
+		got, err := TenantsByNamespace.Find(ctx, c, env.Scheme, "team-a", client.InNamespace(ns))
 		return names(got), err
 	})
 
