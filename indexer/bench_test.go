@@ -56,7 +56,7 @@ func BenchmarkLookup(b *testing.B) {
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				start := time.Now()
-				got, err := children.Find(ctx, c, key, client.InNamespace(ns))
+				got, err := children.Find(ctx, c, env.Scheme, key, client.InNamespace(ns))
 				indexed += time.Since(start)
 				if err != nil || len(got) != ownersPerObjects {
 					b.Fatalf("indexed: %d, %v", len(got), err)

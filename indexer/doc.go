@@ -12,13 +12,19 @@
 //	// in main, or in each controller's SetupWithManager:
 //	if err := PodsByNode.Register(ctx, mgr.GetFieldIndexer()); err != nil { ... }
 //
-//	// in Reconcile:
-//	pods, err := PodsByNode.Find(ctx, r.Client, node.Name)
+//	// in Reconcile (r.Client is the manager's client; mgr.GetCache() works too):
+//	pods, err := PodsByNode.Find(ctx, r.Client, r.Scheme, node.Name)
 //
-// Registering the same declaration again (two controllers in one manager) is
-// a no-op; a different declaration under the same name and type is a
-// [*ConflictError]. Querying an index the cache does not have is a
-// [*NotRegisteredError] that says how to register it.
+// Registering the same declaration (the same *Index) on the same cache
+// again, from two controllers, is a no-op; a different declaration under
+// the same name and type is a [*ConflictError]. Which declarations a cache
+// has is remembered per cache by identity, without keeping the cache alive:
+// a new manager's cache is never mistaken for a stopped one's.
+//
+// Querying an index the reader does not have is a [*NotRegisteredError]
+// that says how to register it. A reader whose API server rejected the
+// index (a direct client) is remembered, by identity, and not asked again:
+// the error then comes without a request.
 //
 // Ready-made: [ControllerOwner] indexes objects by their controller (find the
 // children of an owner with [OwnerKey]), and [StringSlice] indexes any string

@@ -2,12 +2,15 @@ package indexer
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"maps"
 	"reflect"
 	"strings"
-	"sync"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 )
@@ -40,39 +43,28 @@ func (i *Index[T]) Values(obj T) []string {
 	return out
 }
 
-// registry remembers which declaration each cache has under each name and
-// type, so that registering the same one twice is harmless.
-var registry = struct {
-	sync.Mutex
-	m map[registryKey]any
-}{m: map[registryKey]any{}}
-
-type registryKey struct {
-	cache uintptr
-	typ   reflect.Type
-	name  string
+// declaration is what Register remembers per cache: which *Index it
+// registered under each type and name.
+type declaration struct {
+	typ  reflect.Type
+	name string
 }
 
+// registered remembers, per field indexer (by identity, not address: a
+// cache allocated where a stopped manager's was is a different cache), the
+// declarations Register added to it.
+var registered byIdentity[map[declaration]any]
+
 // Register adds the index to fi, usually mgr.GetFieldIndexer(), before the
-// manager starts. Registering the same *Index again is a no-op; another
-// *Index with the same name and type is a [*ConflictError].
+// manager starts. Registering the same *Index on the same indexer again is
+// a no-op; another index with the same name and type (another *Index, or
+// one added with fi.IndexField directly) is a [*ConflictError]. Where fi is
+// not a pointer, the two cannot be told apart and both are a
+// [*ConflictError].
 func (i *Index[T]) Register(ctx context.Context, fi client.FieldIndexer) error {
 	var zero T
 	typ := reflect.TypeOf(zero)
-	key, dedupe := registryKey{typ: typ, name: i.name}, false
-	if v := reflect.ValueOf(fi); v.Kind() == reflect.Pointer {
-		key.cache, dedupe = v.Pointer(), true
-	}
-	if dedupe {
-		registry.Lock()
-		defer registry.Unlock()
-		if prev, ok := registry.m[key]; ok {
-			if prev == any(i) {
-				return nil
-			}
-			return &ConflictError{Index: i.name, Type: typ.String()}
-		}
-	}
+	decl := declaration{typ: typ, name: i.name}
 	obj := reflect.New(typ.Elem()).Interface().(client.Object)
 	err := fi.IndexField(ctx, obj, i.name, func(o client.Object) []string {
 		t, ok := o.(T)
@@ -81,41 +73,52 @@ func (i *Index[T]) Register(ctx context.Context, fi client.FieldIndexer) error {
 		}
 		return i.Values(t)
 	})
-	if err != nil {
-		if strings.Contains(err.Error(), "indexer conflict") {
-			return &ConflictError{Index: i.name, Type: typ.String()}
+	switch {
+	case err == nil:
+		registered.update(fi, func(m map[declaration]any) map[declaration]any {
+			m = maps.Clone(m) // readers hold the old map
+			if m == nil {
+				m = map[declaration]any{}
+			}
+			m[decl] = i
+			return m
+		})
+		return nil
+	case strings.Contains(err.Error(), "indexer conflict"):
+		if m, ok := registered.get(fi); ok && m[decl] == any(i) {
+			return nil // this very declaration, registered before
 		}
+		return &ConflictError{Index: i.name, Type: typ.String()}
+	default:
 		return fmt.Errorf("indexer: registering %q for %s: %w", i.name, typ, err)
 	}
-	if dedupe {
-		registry.m[key] = i
-	}
-	return nil
 }
 
 // List lists into list the objects whose index values include value;
 // further options (client.InNamespace, say) narrow it.
 func (i *Index[T]) List(ctx context.Context, r client.Reader, list client.ObjectList, value string, opts ...client.ListOption) error {
-	opts = append([]client.ListOption{client.MatchingFields{i.name: value}}, opts...)
-	if err := r.List(ctx, list, opts...); err != nil {
-		var zero T
-		if notRegistered(err) {
-			return &NotRegisteredError{Index: i.name, Type: fmt.Sprintf("%T", zero), Err: err}
-		}
-		return fmt.Errorf("indexer: listing %T by %s=%s: %w", zero, i.name, value, err)
-	}
-	return nil
+	var zero T
+	return listBy(ctx, r, list, i.name, fmt.Sprintf("%T", zero), value, opts)
 }
 
-// Find returns the objects whose index values include value, typed.
-func (i *Index[T]) Find(ctx context.Context, c client.Client, value string, opts ...client.ListOption) ([]T, error) {
+// Find returns the objects whose index values include value, typed. r is
+// the manager's cached client or its cache (mgr.GetCache()); scheme, the
+// manager's, names T's list type (nil: r's own, when r is a client.Client).
+func (i *Index[T]) Find(ctx context.Context, r client.Reader, scheme *runtime.Scheme, value string, opts ...client.ListOption) ([]T, error) {
 	var zero T
+	if scheme == nil {
+		s, ok := r.(interface{ Scheme() *runtime.Scheme })
+		if !ok {
+			return nil, fmt.Errorf("indexer: finding %T by %s: no scheme given, and the reader (%T) has none", zero, i.name, r)
+		}
+		scheme = s.Scheme()
+	}
 	obj := reflect.New(reflect.TypeOf(zero).Elem()).Interface().(client.Object)
-	gvk, err := apiutil.GVKForObject(obj, c.Scheme())
+	gvk, err := apiutil.GVKForObject(obj, scheme)
 	if err != nil {
 		return nil, fmt.Errorf("indexer: %w", err)
 	}
-	ro, err := c.Scheme().New(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+	ro, err := scheme.New(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
 	if err != nil {
 		return nil, fmt.Errorf("indexer: no list type for %s: %w", gvk, err)
 	}
@@ -123,7 +126,7 @@ func (i *Index[T]) Find(ctx context.Context, c client.Client, value string, opts
 	if !ok {
 		return nil, fmt.Errorf("indexer: %T is not a list", ro)
 	}
-	if err := i.List(ctx, c, list, value, opts...); err != nil {
+	if err := i.List(ctx, r, list, value, opts...); err != nil {
 		return nil, err
 	}
 	items, err := meta.ExtractList(list)
@@ -137,6 +140,47 @@ func (i *Index[T]) Find(ctx context.Context, c client.Client, value string, opts
 		}
 	}
 	return out, nil
+}
+
+// absentKey is an index on a list type that a reader was found without.
+type absentKey struct {
+	list  reflect.Type
+	index string
+}
+
+// absent remembers, per reader, the indexes its API server rejected, so
+// that a reader without the index (a direct client) is asked once.
+var absent byIdentity[map[absentKey]bool]
+
+// errAbsent is the error of a query not made: the reader rejected it
+// before.
+var errAbsent = errors.New("the reader's API server rejected this index as a field selector before; not asking again")
+
+func listBy(ctx context.Context, r client.Reader, list client.ObjectList, index, typ, value string, opts []client.ListOption) error {
+	key := absentKey{list: reflect.TypeOf(list), index: index}
+	if m, _ := absent.get(r); m[key] {
+		return &NotRegisteredError{Index: index, Type: typ, Err: errAbsent}
+	}
+	opts = append([]client.ListOption{client.MatchingFields{index: value}}, opts...)
+	err := r.List(ctx, list, opts...)
+	if err == nil {
+		return nil
+	}
+	if !notRegistered(err) {
+		return fmt.Errorf("indexer: listing %s by %s=%s: %w", typ, index, value, err)
+	}
+	if apierrors.IsBadRequest(err) {
+		// The API server, not a cache, said no: it always will.
+		absent.update(r, func(m map[absentKey]bool) map[absentKey]bool {
+			m = maps.Clone(m) // readers hold the old map
+			if m == nil {
+				m = map[absentKey]bool{}
+			}
+			m[key] = true
+			return m
+		})
+	}
+	return &NotRegisteredError{Index: index, Type: typ, Err: err}
 }
 
 // notRegistered recognises the errors of a reader that has no such index:

@@ -3,7 +3,9 @@ package indexer_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
+	"runtime"
 	"slices"
 	"sort"
 	"testing"
@@ -126,7 +128,7 @@ func TestIndexesThroughAManager(t *testing.T) {
 		t.Errorf("OwnerKey = %s", key)
 	}
 	eventually(t, []string{"a", "b"}, func() ([]string, error) {
-		got, err := children.Find(ctx, c, key, client.InNamespace(ns))
+		got, err := children.Find(ctx, c, env.Scheme, key, client.InNamespace(ns))
 		return names(got), err
 	})
 
@@ -138,20 +140,123 @@ func TestIndexesThroughAManager(t *testing.T) {
 		}
 	}
 	eventually(t, []string{"owner", "stranger"}, func() ([]string, error) {
-		got, err := TenantsByNamespace.Find(ctx, c, "team-b")
+		got, err := TenantsByNamespace.Find(ctx, c, env.Scheme, "team-b", client.InNamespace(ns))
 		return names(got), err
 	})
 	eventually(t, []string{"owner"}, func() ([]string, error) {
-		got, err := TenantsByNamespace.Find(ctx, c, "team-a")
+		got, err := TenantsByNamespace.Find(ctx, c, env.Scheme, "team-a", client.InNamespace(ns))
 		return names(got), err
 	})
 
 	never := indexer.New("never.registered", func(*corev1.ConfigMap) []string { return nil })
 	var nre *indexer.NotRegisteredError
-	if _, err := never.Find(ctx, c, "x"); !errors.As(err, &nre) || nre.Index != "never.registered" {
+	if _, err := never.Find(ctx, c, env.Scheme, "x"); !errors.As(err, &nre) || nre.Index != "never.registered" {
 		t.Errorf("an unregistered index: %v, want *NotRegisteredError", err)
 	}
-	if _, err := children.Find(ctx, env.Client, key); !errors.As(err, &nre) {
+	if _, err := children.Find(ctx, env.Client, env.Scheme, key); !errors.As(err, &nre) {
 		t.Errorf("an index queried on a direct client: %v, want *NotRegisteredError", err)
+	}
+}
+
+// TestRegistrationAcrossManagers creates, uses and stops several managers
+// in one binary, collecting garbage in between so that a new cache may land
+// where an old one was: each one gets the index, re-registering the same
+// declaration is harmless and a different one is a conflict, every time.
+func TestRegistrationAcrossManagers(t *testing.T) {
+	ctx := context.Background()
+	children := indexer.ControllerOwner[*corev1.ConfigMap]()
+	other := indexer.New(indexer.ControllerOwnerIndex, func(*corev1.ConfigMap) []string { return nil })
+	ns := env.Namespace(t)
+	owner := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "owner"}}
+	if err := env.Client.Create(ctx, owner); err != nil {
+		t.Fatal(err)
+	}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "child", OwnerReferences: []metav1.OwnerReference{
+		{APIVersion: testapi.GroupVersion.String(), Kind: "Widget", Name: "owner", UID: owner.UID, Controller: new(true)}}}}
+	if err := env.Client.Create(ctx, cm); err != nil {
+		t.Fatal(err)
+	}
+	key := indexer.OwnerKey(schema.GroupKind{Group: testapi.GroupVersion.Group, Kind: "Widget"}, "owner")
+	for i := 0; i < 8; i++ {
+		t.Run(fmt.Sprintf("manager %d", i), func(t *testing.T) {
+			c := startManager(t, func(mgr ctrl.Manager) error {
+				if err := children.Register(ctx, mgr.GetFieldIndexer()); err != nil {
+					return fmt.Errorf("first registration: %w", err)
+				}
+				if err := children.Register(ctx, mgr.GetFieldIndexer()); err != nil {
+					return fmt.Errorf("the same declaration again: %w", err)
+				}
+				var ce *indexer.ConflictError
+				if err := other.Register(ctx, mgr.GetFieldIndexer()); !errors.As(err, &ce) {
+					t.Errorf("another declaration under the same name: %v, want *ConflictError", err)
+				}
+				return nil
+			})
+			eventually(t, []string{"child"}, func() ([]string, error) {
+				got, err := children.Find(ctx, c, env.Scheme, key, client.InNamespace(ns))
+				return names(got), err
+			})
+		})
+		runtime.GC()
+		runtime.GC()
+	}
+}
+
+// TestIndexedListsOnAReaderWithoutTheIndex: a direct client is asked for
+// the index once; after its API server rejected it, the error comes
+// without a request.
+func TestIndexedListsOnAReaderWithoutTheIndex(t *testing.T) {
+	ctx := context.Background()
+	c, n, err := testapi.NewCountingClient(env.Config, env.Scheme)
+	if err != nil {
+		t.Fatal(err)
+	}
+	children := indexer.ControllerOwner[*corev1.ConfigMap]()
+	for i := 0; i < 3; i++ {
+		n.Reset()
+		_, err := children.Find(ctx, c, env.Scheme, "Widget.test.steady.dev/x")
+		var nre *indexer.NotRegisteredError
+		if !errors.As(err, &nre) {
+			t.Fatalf("call %d: %v, want *NotRegisteredError", i, err)
+		}
+		if want := map[bool]int{true: 1, false: 0}[i == 0]; n.Get("LIST") != want {
+			t.Errorf("call %d: requests %s, want LIST=%d", i, n, want)
+		}
+	}
+	// Another reader is asked anew.
+	c2, n2, _ := testapi.NewCountingClient(env.Config, env.Scheme)
+	_, _ = children.Find(ctx, c2, env.Scheme, "x")
+	if n2.Get("LIST") != 1 {
+		t.Errorf("a new client: requests %s, want LIST=1", n2)
+	}
+}
+
+// TestFindTakesAReader: the manager's cache, a plain client.Reader, is
+// queried with the scheme given; a nil scheme takes a client's own.
+func TestFindTakesAReader(t *testing.T) {
+	ctx := context.Background()
+	children := indexer.ControllerOwner[*corev1.ConfigMap]()
+	var cache client.Reader
+	c := startManager(t, func(mgr ctrl.Manager) error {
+		cache = mgr.GetCache()
+		return children.Register(ctx, mgr.GetFieldIndexer())
+	})
+	ns := env.Namespace(t)
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "child", OwnerReferences: []metav1.OwnerReference{
+		{APIVersion: "apps/v1", Kind: "Deployment", Name: "web", UID: "uid-web", Controller: new(true)}}}}
+	if err := env.Client.Create(ctx, cm); err != nil {
+		t.Fatal(err)
+	}
+	key := indexer.OwnerKey(schema.GroupKind{Group: "apps", Kind: "Deployment"}, "web")
+	eventually(t, []string{"child"}, func() ([]string, error) {
+		got, err := children.Find(ctx, cache, env.Scheme, key, client.InNamespace(ns))
+		return names(got), err
+	})
+	eventually(t, []string{"child"}, func() ([]string, error) {
+		got, err := children.Find(ctx, c, nil, key, client.InNamespace(ns))
+		return names(got), err
+	})
+	if _, err := children.Find(ctx, cache, nil, key); err == nil {
+		t.Error("a reader without a scheme and no scheme given: no error")
 	}
 }

@@ -8,9 +8,10 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/steadyk8s/steady/internal/object"
 )
 
 // ControllerOwnerIndex is the name of the [ControllerOwner] index.
@@ -53,14 +54,9 @@ func OwnerKey(gk schema.GroupKind, name string) string {
 // extractor on hot types.
 func StringSlice[T client.Object](name string, path ...string) *Index[T] {
 	return New(name, func(o T) []string {
-		var m map[string]any
-		if u, ok := any(o).(*unstructured.Unstructured); ok {
-			m = u.Object
-		} else {
-			var err error
-			if m, err = runtime.DefaultUnstructuredConverter.ToUnstructured(o); err != nil {
-				return nil
-			}
+		m, err := object.ToMap(o)
+		if err != nil {
+			return nil
 		}
 		if s, ok, _ := unstructured.NestedStringSlice(m, path...); ok {
 			return s
@@ -74,14 +70,9 @@ func StringSlice[T client.Object](name string, path ...string) *Index[T] {
 
 // ListByControllerOwner lists into list the objects controlled by the owner
 // of kind gk named name, through the [ControllerOwner] index. It returns a
-// [*NotRegisteredError] when the reader has no such index.
+// [*NotRegisteredError] when the reader has no such index; a reader whose
+// API server rejected the index once is not asked again (the error comes
+// without a request).
 func ListByControllerOwner(ctx context.Context, r client.Reader, list client.ObjectList, gk schema.GroupKind, name string, opts ...client.ListOption) error {
-	opts = append([]client.ListOption{client.MatchingFields{ControllerOwnerIndex: OwnerKey(gk, name)}}, opts...)
-	if err := r.List(ctx, list, opts...); err != nil {
-		if notRegistered(err) {
-			return &NotRegisteredError{Index: ControllerOwnerIndex, Type: fmt.Sprintf("%T", list), Err: err}
-		}
-		return fmt.Errorf("indexer: listing %T by controller %s: %w", list, OwnerKey(gk, name), err)
-	}
-	return nil
+	return listBy(ctx, r, list, ControllerOwnerIndex, fmt.Sprintf("%T", list), OwnerKey(gk, name), opts)
 }

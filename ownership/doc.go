@@ -1,31 +1,69 @@
 // Package ownership creates and updates the children of an owner with a
 // controller reference, writing only when the child differs from what the
-// caller wants.
+// caller wants, removals included.
 //
 //	deploy := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: app.Namespace, Name: app.Name}}
 //	op, err := ownership.CreateOrUpdate(ctx, r.Client, app, deploy, func() error {
-//		deploy.Spec = desiredSpec(app) // wholesale: server defaults are not ours to compare
+//		deploy.Spec = desiredSpec(app) // wholesale: the server's defaults are dropped here
 //		return nil
 //	})
 //
-// controllerutil.CreateOrUpdate compares the child before and after mutate,
-// so a mutate that sets a struct wholesale wipes the fields the API server
-// defaulted, the comparison always differs, every reconcile writes, and the
-// write triggers the next reconcile (controller-runtime #2733). Here the
-// child after mutate is compared with the live object as a subset: every
-// field the caller set must match, fields it left unset (the defaults) do not
-// count, and lists must match element by element. No request but the read is
-// made when the desired state is already there.
+// # How a change is found
+//
+// [CreateOrUpdate] and [CreateOrPatch] read the child, run mutate on it and
+// compare the result with the live object exactly (as JSON; the metadata
+// the API server owns, such as resourceVersion and managedFields, left
+// out; absent and empty labels, annotations, owner references and
+// finalizers the same). A dropped label, a bool set to false, a number set
+// to 0, an emptied list or map is a difference.
+//
+// A wholesale assignment such as deploy.Spec = desired drops the fields the
+// API server defaulted, so the mutated child differs from the live one
+// every time although nothing the caller wants is missing
+// (controller-runtime #2733: controllerutil writes on every reconcile). So
+// when the two differ, a server-side dry run of the candidate write
+// (client.DryRunAll) asks the API server what it would store, and the
+// write happens only when that differs from the live object. Cost per call:
+// one GET when nothing differs; one GET and one dry run when only defaults
+// differ (the steady state of a wholesale mutate); one more request, the
+// write, for a real change. Through a manager's cached client the GET is a
+// cache read.
+//
+// # Writes, stale reads and other writers
+//
+// CreateOrUpdate sends the whole object with the resourceVersion it read:
+// a child changed since (a stale cache) is a conflict error to requeue on,
+// never an overwrite. It writes status only with the object, for kinds
+// without a status subresource.
+//
+// CreateOrPatch sends a JSON merge patch of the difference between the live
+// object and the mutated child, removals as nulls: fields mutate did not
+// change are not in it, so another writer's changes to them survive even a
+// stale read. A merge patch replaces a list whole, so a patch that changes
+// the owner references or the finalizers carries the resourceVersion read
+// and is a conflict if another writer changed the child since. Status is
+// compared exactly and patched on the status subresource (on the object for
+// kinds without one), without a dry run. Results are controllerutil's:
+// created, updated, updatedStatusOnly, updatedStatus, unchanged.
+//
+// Typed and unstructured children behave the same; the caller's object is
+// never changed by the comparison, and on success holds the live object.
+//
+// # References
 //
 // The controller reference is set inside the mutate path. A child controlled
 // by another owner is an [*AlreadyOwnedError] naming both, never stolen;
-// [Adopt] takes it over explicitly. References the API server or the garbage
-// collector would reject are an [*InvalidOwnerError] before any write: a
-// namespaced owner of a cluster-scoped child, an owner in another namespace,
-// an owner without a UID.
+// [Adopt]{} takes it over explicitly. References the API server or the
+// garbage collector would reject are an [*InvalidOwnerError] before any
+// request: a namespaced owner of a cluster-scoped child, an owner in another
+// namespace, an owner without a UID. Options are small types passed to each
+// call that takes them: [Adopt] (CreateOrUpdate, CreateOrPatch, Apply,
+// SetControllerReference) and [Force] (Apply).
 //
 // [Apply] is the server-side-apply variant, idempotent by construction;
 // [SetOwnerReference] and [RemoveOwnerReference] handle non-controller
 // references; [ListChildren] lists an owner's children of one kind through
-// the indexer package's controller-owner index when it is registered.
+// the indexer package's controller-owner index when the reader has it, and
+// lists and filters otherwise (a direct client whose API server rejected
+// the index once is not asked for it again).
 package ownership

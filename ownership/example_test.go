@@ -2,42 +2,118 @@ package ownership_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
-	"github.com/steadyk8s/steady/internal/testapi"
 	"github.com/steadyk8s/steady/ownership"
 )
 
-// A wholesale spec assignment writes once, then never again: the fields the
-// API server defaulted do not count as differences.
-func ExampleCreateOrUpdate() {
-	ctx := context.Background()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "example-"}}
-	_ = env.Client.Create(ctx, ns)
-	app := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: "shop"}}
-	_ = env.Client.Create(ctx, app)
+// SetControllerReference works in memory: it reports whether the child
+// changed, refuses to take a child from another controller, and takes it
+// over with ownership.Adopt{}.
+func ExampleSetControllerReference() {
+	web := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web", UID: "uid-web"}}
+	api := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "api", UID: "uid-api"}}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "settings"}}
 
-	for i := 0; i < 3; i++ {
-		deploy := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: "shop-web"}}
-		op, err := ownership.CreateOrUpdate(ctx, env.Client, app, deploy, func() error {
-			labels := map[string]string{"app": "shop"}
-			deploy.Spec = appsv1.DeploymentSpec{
-				Selector: &metav1.LabelSelector{MatchLabels: labels},
-				Template: corev1.PodTemplateSpec{
-					ObjectMeta: metav1.ObjectMeta{Labels: labels},
-					Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "nginx:1.29"}}},
-				},
-			}
-			return nil
-		})
-		fmt.Println(op, err, metav1.IsControlledBy(deploy, app))
-	}
+	changed, err := ownership.SetControllerReference(web, cm, scheme.Scheme)
+	fmt.Println(changed, err, metav1.IsControlledBy(cm, web))
+
+	changed, err = ownership.SetControllerReference(web, cm, scheme.Scheme)
+	fmt.Println(changed, err)
+
+	_, err = ownership.SetControllerReference(api, cm, scheme.Scheme)
+	var owned *ownership.AlreadyOwnedError
+	fmt.Println(errors.As(err, &owned), owned.Controller)
+
+	changed, err = ownership.SetControllerReference(api, cm, scheme.Scheme, ownership.Adopt{})
+	fmt.Println(changed, err, metav1.IsControlledBy(cm, api), len(cm.OwnerReferences))
 	// Output:
-	// created <nil> true
-	// unchanged <nil> true
-	// unchanged <nil> true
+	// true <nil> true
+	// false <nil>
+	// true Deployment web
+	// true <nil> true 1
+}
+
+// webDeployment is the desired Deployment of an app: the spec is assigned
+// wholesale, as operators do. The fields the API server defaults (and this
+// assignment drops) do not make CreateOrUpdate write; a field removed from
+// the desired state (a label, a replica count set to 0) does.
+func webDeployment(ctx context.Context, c client.Client, app client.Object, replicas int32) (controllerutil.OperationResult, error) {
+	deploy := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: app.GetNamespace(), Name: app.GetName() + "-web"}}
+	return ownership.CreateOrUpdate(ctx, c, app, deploy, func() error {
+		labels := map[string]string{"app": app.GetName()}
+		deploy.Spec = appsv1.DeploymentSpec{
+			Replicas: &replicas,
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "nginx:1.29"}}},
+			},
+		}
+		return nil
+	})
+}
+
+// CreateOrUpdate in a Reconcile: the result says whether anything was
+// written; an error (a conflict after a stale cache read, say) is returned
+// for the controller to requeue.
+func ExampleCreateOrUpdate() {
+	var (
+		ctx context.Context
+		c   client.Client // the manager's client
+		app client.Object // the owner, as read in Reconcile
+	)
+	op, err := webDeployment(ctx, c, app, 2)
+	if err != nil {
+		return // requeue
+	}
+	fmt.Println("deployment", op) // created, updated or unchanged
+}
+
+// CreateOrPatch writes merge patches of the difference, and status too:
+// the result tells a status-only change (updatedStatusOnly) from one of the
+// object (updated) and of both (updatedStatus), as controllerutil does.
+func ExampleCreateOrPatch() {
+	var (
+		ctx context.Context
+		c   client.Client
+		app client.Object
+	)
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: app.GetNamespace(), Name: app.GetName() + "-settings"}}
+	op, err := ownership.CreateOrPatch(ctx, c, app, cm, func() error {
+		cm.Data = map[string]string{"mode": "production"} // keys not listed here are removed
+		return nil
+	})
+	if err != nil {
+		return
+	}
+	switch op {
+	case controllerutil.OperationResultCreated, controllerutil.OperationResultUpdated:
+		fmt.Println("settings written")
+	}
+}
+
+// ListChildren lists what an owner controls, through the indexer package's
+// controller-owner index when the manager has it registered.
+func ExampleListChildren() {
+	var (
+		ctx context.Context
+		c   client.Client
+		app client.Object
+	)
+	var children corev1.ConfigMapList
+	if err := ownership.ListChildren(ctx, c, app, &children); err != nil {
+		return
+	}
+	for _, cm := range children.Items {
+		fmt.Println(cm.Name)
+	}
 }

@@ -21,9 +21,11 @@ import (
 	"github.com/steadyk8s/steady/indexer"
 	"github.com/steadyk8s/steady/internal/testapi"
 	"github.com/steadyk8s/steady/ownership"
+	"github.com/steadyk8s/steady/testenv"
 )
 
-var env = testapi.NewEnv()
+// Gizmo (testdata/crds) is a kind without a status subresource.
+var env = testapi.NewEnv(testenv.WithCRDPaths("testdata/crds"))
 
 func TestMain(m *testing.M) { os.Exit(env.Run(m)) }
 
@@ -74,13 +76,29 @@ func service(s *corev1.Service) ownership.MutateFn {
 	}
 }
 
-type createOr func(context.Context, client.Client, client.Object, client.Object, ownership.MutateFn, ...ownership.Option) (controllerutil.OperationResult, error)
+type createOr func(context.Context, client.Client, client.Object, client.Object, ownership.MutateFn, ...ownership.Adopt) (controllerutil.OperationResult, error)
+
+func createOrUpdate(ctx context.Context, c client.Client, o, child client.Object, f ownership.MutateFn, adopt ...ownership.Adopt) (controllerutil.OperationResult, error) {
+	var opts []ownership.CreateOrUpdateOption
+	for _, a := range adopt {
+		opts = append(opts, a)
+	}
+	return ownership.CreateOrUpdate(ctx, c, o, child, f, opts...)
+}
+
+func createOrPatch(ctx context.Context, c client.Client, o, child client.Object, f ownership.MutateFn, adopt ...ownership.Adopt) (controllerutil.OperationResult, error) {
+	var opts []ownership.CreateOrPatchOption
+	for _, a := range adopt {
+		opts = append(opts, a)
+	}
+	return ownership.CreateOrPatch(ctx, c, o, child, f, opts...)
+}
 
 func TestNoWriteWhenTheServerDefaultedFields(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		fn   createOr
-	}{{"CreateOrUpdate", ownership.CreateOrUpdate}, {"CreateOrPatch", ownership.CreateOrPatch}} {
+	}{{"CreateOrUpdate", createOrUpdate}, {"CreateOrPatch", createOrPatch}} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
 			c, n := counting(t)
@@ -114,6 +132,11 @@ func TestNoWriteWhenTheServerDefaultedFields(t *testing.T) {
 				}
 				if n.Writes() != wantWrites || n.Get("GET") != 2 {
 					t.Errorf("after %s/%s: requests %s, want GET=2 and %d writes", op, sop, n, wantWrites)
+				}
+				// The budget: at most one dry run per existing child (both
+				// differ from the live object by the dropped defaults).
+				if dry := n.Get("DRYRUN-PUT") + n.Get("DRYRUN-PATCH"); dry > 2 {
+					t.Errorf("after %s/%s: requests %s, want at most 2 dry runs", op, sop, n)
 				}
 			}
 			var got appsv1.Deployment
@@ -163,7 +186,7 @@ func TestAnotherControllersChildIsNotStolen(t *testing.T) {
 	if _, err := ownership.CreateOrUpdate(ctx, c, a, cm, nil); err != nil {
 		t.Fatal(err)
 	}
-	for _, fn := range []createOr{ownership.CreateOrUpdate, ownership.CreateOrPatch} {
+	for _, fn := range []createOr{createOrUpdate, createOrPatch} {
 		n.Reset()
 		cm = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "shared"}}
 		_, err := fn(ctx, c, b, cm, func() error { cm.Data = map[string]string{"k": "v"}; return nil })
@@ -176,7 +199,7 @@ func TestAnotherControllersChildIsNotStolen(t *testing.T) {
 		}
 	}
 	cm = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "shared"}}
-	if op, err := ownership.CreateOrUpdate(ctx, c, b, cm, nil, ownership.Adopt()); err != nil || op != controllerutil.OperationResultUpdated {
+	if op, err := ownership.CreateOrUpdate(ctx, c, b, cm, nil, ownership.Adopt{}); err != nil || op != controllerutil.OperationResultUpdated {
 		t.Fatalf("adopt: %s, %v", op, err)
 	}
 	var got corev1.ConfigMap
@@ -203,7 +226,7 @@ func TestInvalidReferencesAreRefusedBeforeAnyWrite(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			n.Reset()
-			for _, fn := range []createOr{ownership.CreateOrUpdate, ownership.CreateOrPatch} {
+			for _, fn := range []createOr{createOrUpdate, createOrPatch} {
 				_, err := fn(ctx, c, tc.owner, tc.child, nil)
 				var ioe *ownership.InvalidOwnerError
 				if !errors.As(err, &ioe) {
@@ -246,7 +269,7 @@ func TestApplyIsIdempotent(t *testing.T) {
 		t.Fatalf("apply by another owner: %v (requests %s)", err, n)
 	}
 	cm := desired()
-	if op, err := ownership.Apply(ctx, c, b, cm, "steady-test", ownership.Adopt()); err != nil || op != controllerutil.OperationResultUpdated {
+	if op, err := ownership.Apply(ctx, c, b, cm, "steady-test", ownership.Adopt{}); err != nil || op != controllerutil.OperationResultUpdated {
 		t.Fatalf("adopting apply: %s, %v", op, err)
 	}
 	if !metav1.IsControlledBy(cm, b) || len(cm.OwnerReferences) != 1 {
@@ -333,7 +356,7 @@ func TestCreateOrPatchWritesStatus(t *testing.T) {
 	c, n := counting(t)
 	ns := env.Namespace(t)
 	o := owner(t, ns, "parent")
-	for i, want := range []controllerutil.OperationResult{"created", "unchanged", "updated", "unchanged"} {
+	for i, want := range []controllerutil.OperationResult{"created", "unchanged", "updatedStatusOnly", "unchanged"} {
 		phase := "Pending"
 		if i >= 2 {
 			phase = "Running"
@@ -357,6 +380,33 @@ func TestCreateOrPatchWritesStatus(t *testing.T) {
 		}
 		if op == controllerutil.OperationResultNone && n.Writes() != 0 {
 			t.Errorf("call %d: unchanged but wrote: %s", i, n)
+		}
+	}
+}
+
+// TestListChildrenOnADirectClient: a client without the index lists and
+// filters, and, once its API server rejected the index, asks with one LIST
+// per call, not an indexed LIST bound to fail and then the plain one.
+func TestListChildrenOnADirectClient(t *testing.T) {
+	ctx := context.Background()
+	c, n := counting(t)
+	ns := env.Namespace(t)
+	a := owner(t, ns, "a")
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "x"}}
+	if _, err := ownership.CreateOrUpdate(ctx, c, a, cm, nil); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 3; i++ {
+		n.Reset()
+		var list corev1.ConfigMapList
+		if err := ownership.ListChildren(ctx, c, a, &list); err != nil {
+			t.Fatal(err)
+		}
+		if len(list.Items) != 1 {
+			t.Errorf("call %d: %d children, want 1", i, len(list.Items))
+		}
+		if want := map[bool]int{true: 2, false: 1}[i == 0]; n.Get("LIST") != want {
+			t.Errorf("call %d: requests %s, want LIST=%d", i, n, want)
 		}
 	}
 }

@@ -8,19 +8,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
-)
 
-// describe names obj as "Kind namespace/name".
-func describe(obj client.Object, scheme *runtime.Scheme) string {
-	name := obj.GetName()
-	if ns := obj.GetNamespace(); ns != "" {
-		name = ns + "/" + name
-	}
-	if gvk, err := apiutil.GVKForObject(obj, scheme); err == nil {
-		return gvk.Kind + " " + name
-	}
-	return name
-}
+	"github.com/steadyk8s/steady/internal/object"
+)
 
 // reference builds owner's reference.
 func reference(owner client.Object, scheme *runtime.Scheme, controller bool) (metav1.OwnerReference, error) {
@@ -39,7 +29,7 @@ func reference(owner client.Object, scheme *runtime.Scheme, controller bool) (me
 // the child's type is namespaced.
 func validate(c client.Client, owner, child client.Object) error {
 	bad := func(reason string) error {
-		return &InvalidOwnerError{Child: describe(child, c.Scheme()), Owner: describe(owner, c.Scheme()), Reason: reason}
+		return &InvalidOwnerError{Child: object.Describe(child, c.Scheme()), Owner: object.Describe(owner, c.Scheme()), Reason: reason}
 	}
 	if owner.GetUID() == "" {
 		return bad("the owner has no UID (read it from the API server first)")
@@ -62,11 +52,11 @@ func validate(c client.Client, owner, child client.Object) error {
 
 // SetControllerReference makes owner the controller of child in memory and
 // reports whether child changed. Another controller is an
-// [*AlreadyOwnedError] unless [Adopt] is given.
-func SetControllerReference(owner, child client.Object, scheme *runtime.Scheme, opts ...Option) (bool, error) {
-	o := Options{}
+// [*AlreadyOwnedError] unless [Adopt]{} is given.
+func SetControllerReference(owner, child client.Object, scheme *runtime.Scheme, opts ...SetControllerReferenceOption) (bool, error) {
+	o := SetControllerReferenceOptions{}
 	for _, opt := range opts {
-		opt(&o)
+		opt.ApplyToSetControllerReference(&o)
 	}
 	ref, err := reference(owner, scheme, true)
 	if err != nil {
@@ -75,8 +65,8 @@ func SetControllerReference(owner, child client.Object, scheme *runtime.Scheme, 
 	refs := child.GetOwnerReferences()
 	if cur := metav1.GetControllerOfNoCopy(child); cur != nil && cur.UID != ref.UID {
 		if !o.Adopt {
-			return false, &AlreadyOwnedError{Child: describe(child, scheme), Owner: describe(owner, scheme),
-				Controller: fmt.Sprintf("%s %s", cur.Kind, cur.Name)}
+			return false, &AlreadyOwnedError{Child: object.Describe(child, scheme), Owner: object.Describe(owner, scheme),
+				Controller: controllerName(cur)}
 		}
 		refs = slices.DeleteFunc(slices.Clone(refs), func(r metav1.OwnerReference) bool { return r.UID == cur.UID })
 	}
@@ -136,3 +126,7 @@ func RemoveOwnerReference(owner, child client.Object) bool {
 	child.SetOwnerReferences(kept)
 	return true
 }
+
+// controllerName names the controller ref of child as "Kind name": the
+// reference does not say whether the controller is namespaced.
+func controllerName(ref *metav1.OwnerReference) string { return ref.Kind + " " + ref.Name }

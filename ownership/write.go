@@ -2,363 +2,376 @@ package ownership
 
 import (
 	"context"
-	"errors"
+	"encoding/json"
 	"fmt"
 	"reflect"
 
+	jsonpatch "github.com/evanphx/json-patch/v5"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
-	"github.com/steadyk8s/steady/indexer"
+	"github.com/steadyk8s/steady/internal/object"
 )
 
 // MutateFn sets the desired state on the child it closes over. It runs on
 // the live child (or on the new one, when there is none yet).
 type MutateFn func() error
 
+// serverMetadata are the metadata fields the API server owns: they are not
+// compared and never written.
+var serverMetadata = []string{"resourceVersion", "managedFields", "generation", "uid", "creationTimestamp",
+	"selfLink", "deletionTimestamp", "deletionGracePeriodSeconds"}
+
 // CreateOrUpdate reads child (by its namespace and name), runs mutate on it,
-// makes owner its controller, and creates it or, when something the caller
-// set differs from the live object, updates it. It reports what it did.
-// Fields mutate leaves unset do not count, so a wholesale assignment that
-// drops server defaults does not write.
-func CreateOrUpdate(ctx context.Context, c client.Client, owner, child client.Object, mutate MutateFn, opts ...Option) (controllerutil.OperationResult, error) {
-	return createOr(ctx, c, owner, child, mutate, opts, false, func(existing client.Object, _ bool) error {
-		return c.Update(ctx, child)
-	})
-}
-
-// CreateOrPatch is [CreateOrUpdate] writing a merge patch of the difference
-// instead of the whole object, so that concurrent changes to fields the
-// caller did not touch survive, and patching status too when mutate
-// changed it.
-func CreateOrPatch(ctx context.Context, c client.Client, owner, child client.Object, mutate MutateFn, opts ...Option) (controllerutil.OperationResult, error) {
-	return createOr(ctx, c, owner, child, mutate, opts, true, func(existing client.Object, mainChanged bool) error {
-		wanted := child.DeepCopyObject().(client.Object)
-		if !mainChanged {
-			return writeStatus(ctx, c, child, wanted, existing)
-		}
-		if err := c.Patch(ctx, child, client.MergeFrom(existing)); err != nil {
-			return err
-		}
-		return writeStatus(ctx, c, child, wanted, child)
-	})
-}
-
-// writeStatus patches child's status subresource to wanted's status when
-// current, the object as the API server holds it, does not hold it.
-func writeStatus(ctx context.Context, c client.Client, child, wanted, current client.Object) error {
-	changed, err := statusDiffers(wanted, current)
-	if err != nil || !changed {
-		return err
+// makes owner its controller, and creates it, or updates it when it differs
+// from the live object. It reports what it did: created, updated or
+// unchanged.
+//
+// The mutated child is compared with the live object exactly, status
+// included, so a removal (a dropped label, a bool set to false, an emptied
+// list) is a change. When they differ, a server-side dry run of the update
+// tells a real change from fields the API server defaults (a wholesale
+// deploy.Spec = desired drops them): only a real change is written. That
+// costs one GET when nothing differs, one GET and one dry run when only
+// defaults differ, and one more request, the update, for a real change.
+//
+// The update carries the resourceVersion that was read, so a child changed
+// since (a stale cache) is a conflict error to requeue on, never an
+// overwrite. Status is written with the object only for kinds without a
+// status subresource; use [CreateOrPatch] to write status.
+//
+// On success child holds the live object, as written or as read.
+func CreateOrUpdate(ctx context.Context, c client.Client, owner, child client.Object, mutate MutateFn, opts ...CreateOrUpdateOption) (controllerutil.OperationResult, error) {
+	o := CreateOrUpdateOptions{}
+	for _, opt := range opts {
+		opt.ApplyToCreateOrUpdate(&o)
 	}
-	base := child.DeepCopyObject().(client.Object)
-	if err := copyStatus(current, base); err != nil {
-		return err
-	}
-	if err := copyStatus(wanted, child); err != nil {
-		return err
-	}
-	return c.Status().Patch(ctx, child, client.MergeFrom(base))
-}
-
-// createOr is the shared flow; withStatus also compares status, and write
-// gets whether more than status changed.
-func createOr(ctx context.Context, c client.Client, owner, child client.Object, mutate MutateFn, opts []Option, withStatus bool, write func(existing client.Object, mainChanged bool) error) (controllerutil.OperationResult, error) {
-	if err := validate(c, owner, child); err != nil {
+	live, err := readAndMutate(ctx, c, owner, child, mutate, o.Adopt)
+	if err != nil {
 		return controllerutil.OperationResultNone, err
 	}
-	key := client.ObjectKeyFromObject(child)
-	if err := c.Get(ctx, key, child); err != nil {
-		if !apierrors.IsNotFound(err) {
-			return controllerutil.OperationResultNone, fmt.Errorf("ownership: reading %s: %w", describe(child, c.Scheme()), err)
-		}
-		if err := mutateChild(c, owner, child, key, mutate, opts); err != nil {
-			return controllerutil.OperationResultNone, err
-		}
-		wanted := child.DeepCopyObject().(client.Object)
+	name := object.Describe(child, c.Scheme())
+	if live == nil {
 		if err := c.Create(ctx, child); err != nil {
-			return controllerutil.OperationResultNone, fmt.Errorf("ownership: creating %s: %w", describe(child, c.Scheme()), err)
-		}
-		// A create drops status where the type has a status subresource.
-		if err := writeStatus(ctx, c, child, wanted, child); err != nil {
-			return controllerutil.OperationResultCreated, fmt.Errorf("ownership: writing the status of %s: %w", describe(child, c.Scheme()), err)
+			return controllerutil.OperationResultNone, fmt.Errorf("ownership: creating %s: %w", name, err)
 		}
 		return controllerutil.OperationResultCreated, nil
 	}
-	existing := child.DeepCopyObject().(client.Object)
-	if err := mutateChild(c, owner, child, key, mutate, opts); err != nil {
-		return controllerutil.OperationResultNone, err
-	}
-	differs, err := differsFrom(child, existing)
+	liveMap, wantMap, err := maps(live, child)
 	if err != nil {
-		return controllerutil.OperationResultNone, fmt.Errorf("ownership: %s: %w", describe(child, c.Scheme()), err)
+		return controllerutil.OperationResultNone, fmt.Errorf("ownership: %s: %w", name, err)
 	}
-	statusDiff := false
-	if withStatus {
-		if statusDiff, err = statusDiffers(child, existing); err != nil {
-			return controllerutil.OperationResultNone, fmt.Errorf("ownership: %s: %w", describe(child, c.Scheme()), err)
-		}
-	}
-	if !differs && !statusDiff {
-		reflect.ValueOf(child).Elem().Set(reflect.ValueOf(existing).Elem()) // show the live state
+	if sameObject(liveMap, wantMap) {
+		object.Copy(child, live) // show the live state
 		return controllerutil.OperationResultNone, nil
 	}
-	if err := write(existing, differs); err != nil {
-		return controllerutil.OperationResultNone, fmt.Errorf("ownership: updating %s: %w", describe(child, c.Scheme()), err)
+	dry := child.DeepCopyObject().(client.Object)
+	if err := c.Update(ctx, dry, client.DryRunAll); err != nil {
+		return controllerutil.OperationResultNone, fmt.Errorf("ownership: updating %s (dry run, nothing written): %w", name, err)
+	}
+	dryMap, err := object.ToMap(dry)
+	if err != nil {
+		return controllerutil.OperationResultNone, fmt.Errorf("ownership: %s: %w", name, err)
+	}
+	if sameObject(liveMap, dryMap) {
+		object.Copy(child, live) // only the server's defaults differed
+		return controllerutil.OperationResultNone, nil
+	}
+	if err := c.Update(ctx, child); err != nil {
+		return controllerutil.OperationResultNone, fmt.Errorf("ownership: updating %s: %w", name, err)
+	}
+	if child.GetResourceVersion() == live.GetResourceVersion() {
+		return controllerutil.OperationResultNone, nil // the server found nothing to change
 	}
 	return controllerutil.OperationResultUpdated, nil
 }
 
-func mutateChild(c client.Client, owner, child client.Object, key client.ObjectKey, mutate MutateFn, opts []Option) error {
+// CreateOrPatch is [CreateOrUpdate] writing JSON merge patches of the
+// difference between the live object and the mutated child (removals as
+// nulls) instead of the whole object, and writing status too. It reports
+// created, updated (status unchanged), updatedStatusOnly, updatedStatus
+// (both) or unchanged, as controllerutil.CreateOrPatch does.
+//
+// Everything but status is compared exactly and, when it differs, dry-run
+// patched first: a patch is written only when the dry run's answer differs
+// from the live object, not when the difference is only server defaults.
+// Status is compared exactly and patched on the status subresource (on the
+// object itself for kinds without one), with no dry run. Fields mutate did
+// not change are not in the patch, so another writer's changes to them
+// survive even when the read was stale; a patch that changes the owner
+// references or finalizers, lists a merge patch replaces whole, carries the
+// resourceVersion that was read and fails with a conflict if another
+// writer changed the child since.
+//
+// At creation, status set by mutate is written by a status patch after the
+// create (the API server drops it from a create where the kind has a status
+// subresource); the result is created either way.
+func CreateOrPatch(ctx context.Context, c client.Client, owner, child client.Object, mutate MutateFn, opts ...CreateOrPatchOption) (controllerutil.OperationResult, error) {
+	o := CreateOrPatchOptions{}
+	for _, opt := range opts {
+		opt.ApplyToCreateOrPatch(&o)
+	}
+	live, err := readAndMutate(ctx, c, owner, child, mutate, o.Adopt)
+	if err != nil {
+		return controllerutil.OperationResultNone, err
+	}
+	name := object.Describe(child, c.Scheme())
+	if live == nil {
+		wanted, err := object.ToMap(child)
+		if err != nil {
+			return controllerutil.OperationResultNone, fmt.Errorf("ownership: %s: %w", name, err)
+		}
+		if err := c.Create(ctx, child); err != nil {
+			return controllerutil.OperationResultNone, fmt.Errorf("ownership: creating %s: %w", name, err)
+		}
+		if _, err := patchStatus(ctx, c, child, wanted["status"]); err != nil {
+			return controllerutil.OperationResultCreated, fmt.Errorf("ownership: created %s, but writing its status failed: %w", name, err)
+		}
+		return controllerutil.OperationResultCreated, nil
+	}
+	liveMap, wantMap, err := maps(live, child)
+	if err != nil {
+		return controllerutil.OperationResultNone, fmt.Errorf("ownership: %s: %w", name, err)
+	}
+	wantStatus := wantMap["status"]
+	mainPatch, err := mergePatch(withoutStatus(liveMap), withoutStatus(wantMap))
+	if err != nil {
+		return controllerutil.OperationResultNone, fmt.Errorf("ownership: %s: %w", name, err)
+	}
+	statusDiffers := !equalStatus(liveMap["status"], wantStatus)
+	if mainPatch == nil && !statusDiffers {
+		object.Copy(child, live)
+		return controllerutil.OperationResultNone, nil
+	}
+
+	result := controllerutil.OperationResultNone
+	if mainPatch != nil {
+		if locks(mainPatch) {
+			if mainPatch, err = withResourceVersion(mainPatch, live.GetResourceVersion()); err != nil {
+				return controllerutil.OperationResultNone, fmt.Errorf("ownership: %s: %w", name, err)
+			}
+		}
+		patch := client.RawPatch(types.MergePatchType, mainPatch)
+		dry := child.DeepCopyObject().(client.Object)
+		if err := c.Patch(ctx, dry, patch, client.DryRunAll); err != nil {
+			return controllerutil.OperationResultNone, fmt.Errorf("ownership: patching %s (dry run, nothing written): %w", name, err)
+		}
+		dryMap, err := object.ToMap(dry)
+		if err != nil {
+			return controllerutil.OperationResultNone, fmt.Errorf("ownership: %s: %w", name, err)
+		}
+		if sameObject(withoutStatus(liveMap), withoutStatus(dryMap)) {
+			object.Copy(child, live) // only the server's defaults differed
+		} else {
+			if err := c.Patch(ctx, child, patch); err != nil {
+				return controllerutil.OperationResultNone, fmt.Errorf("ownership: patching %s: %w", name, err)
+			}
+			if child.GetResourceVersion() != dry.GetResourceVersion() {
+				result = controllerutil.OperationResultUpdated
+			}
+		}
+	} else {
+		object.Copy(child, live)
+	}
+	if statusDiffers {
+		wrote, err := patchStatus(ctx, c, child, wantStatus)
+		if err != nil {
+			if result == controllerutil.OperationResultUpdated {
+				return result, fmt.Errorf("ownership: patched %s, but patching its status failed: %w", name, err)
+			}
+			return result, fmt.Errorf("ownership: patching the status of %s: %w", name, err)
+		}
+		switch {
+		case wrote && result == controllerutil.OperationResultUpdated:
+			result = controllerutil.OperationResultUpdatedStatus
+		case wrote:
+			result = controllerutil.OperationResultUpdatedStatusOnly
+		}
+	}
+	return result, nil
+}
+
+// patchStatus makes child's status, on the API server, want (a status in
+// map form, nil for none): a merge patch of the difference from child (the
+// object as the API server holds it) to the status subresource, or to the
+// object itself for kinds without a status subresource. child receives the
+// answer. It reports whether the status changed on the server.
+func patchStatus(ctx context.Context, c client.Client, child client.Object, want any) (bool, error) {
+	have, err := object.ToMap(child)
+	if err != nil {
+		return false, err
+	}
+	if equalStatus(have["status"], want) {
+		return false, nil
+	}
+	data, err := mergePatch(map[string]any{"status": have["status"]}, map[string]any{"status": want})
+	if err != nil || data == nil {
+		return false, err
+	}
+	rv := child.GetResourceVersion()
+	patch := client.RawPatch(types.MergePatchType, data)
+	if err := c.Status().Patch(ctx, child, patch); err != nil {
+		if !apierrors.IsNotFound(err) {
+			return false, err
+		}
+		// No status subresource (or no object: then this fails too).
+		if err := c.Patch(ctx, child, patch); err != nil {
+			return false, err
+		}
+	}
+	return child.GetResourceVersion() != rv, nil
+}
+
+// readAndMutate validates the reference, reads child, runs mutate and sets
+// the controller reference. It returns a copy of the live object, or nil
+// when there is none.
+func readAndMutate(ctx context.Context, c client.Client, owner, child client.Object, mutate MutateFn, adopt bool) (client.Object, error) {
+	if err := validate(c, owner, child); err != nil {
+		return nil, err
+	}
+	key := client.ObjectKeyFromObject(child)
+	var live client.Object
+	if err := c.Get(ctx, key, child); err != nil {
+		if !apierrors.IsNotFound(err) {
+			return nil, fmt.Errorf("ownership: reading %s: %w", object.Describe(child, c.Scheme()), err)
+		}
+	} else {
+		live = child.DeepCopyObject().(client.Object)
+	}
 	if mutate != nil {
 		if err := mutate(); err != nil {
-			return err
+			return nil, fmt.Errorf("ownership: mutating %s: %w", object.Describe(child, c.Scheme()), err)
 		}
 	}
 	if client.ObjectKeyFromObject(child) != key {
-		return fmt.Errorf("ownership: mutate changed the name or namespace of %s", key)
+		return nil, fmt.Errorf("ownership: mutate changed the name or namespace of %s %s to %s", object.Kind(child, c.Scheme()), key, client.ObjectKeyFromObject(child))
 	}
-	_, err := SetControllerReference(owner, child, c.Scheme(), opts...)
-	return err
+	opts := []SetControllerReferenceOption{}
+	if adopt {
+		opts = append(opts, Adopt{})
+	}
+	if _, err := SetControllerReference(owner, child, c.Scheme(), opts...); err != nil {
+		return nil, err
+	}
+	return live, nil
 }
 
-// differsFrom reports whether want sets any field (but status) to a value
-// that have does not hold.
-func differsFrom(want, have client.Object) (bool, error) {
-	w, h, err := maps(want, have)
-	if err != nil {
-		return false, err
-	}
-	delete(w, "status")
-	return !subset(w, h), nil
-}
-
-func statusDiffers(want, have client.Object) (bool, error) {
-	w, h, err := maps(want, have)
-	if err != nil {
-		return false, err
-	}
-	return !subset(w["status"], h["status"]), nil
-}
-
+// maps converts both objects to maps (copies) without the metadata the
+// API server owns.
 func maps(a, b client.Object) (map[string]any, map[string]any, error) {
-	am, err := toMap(a)
+	am, err := object.ToMap(a)
 	if err != nil {
 		return nil, nil, err
 	}
-	bm, err := toMap(b)
-	return am, bm, err
+	bm, err := object.ToMap(b)
+	if err != nil {
+		return nil, nil, err
+	}
+	return withoutServerMetadata(am), withoutServerMetadata(bm), nil
 }
 
-func toMap(obj client.Object) (map[string]any, error) {
-	if u, ok := obj.(*unstructured.Unstructured); ok {
-		return u.Object, nil
+func withoutServerMetadata(m map[string]any) map[string]any {
+	md, ok := m["metadata"].(map[string]any)
+	if !ok {
+		return m
 	}
-	return runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
-}
-
-func copyStatus(from, to client.Object) error {
-	f, err := toMap(from)
-	if err != nil {
-		return err
+	for _, f := range serverMetadata {
+		delete(md, f)
 	}
-	t, err := toMap(to)
-	if err != nil {
-		return err
-	}
-	if s, ok := f["status"]; ok {
-		t["status"] = runtime.DeepCopyJSONValue(s)
-	} else {
-		delete(t, "status")
-	}
-	if u, ok := to.(*unstructured.Unstructured); ok {
-		u.Object = t
-		return nil
-	}
-	return runtime.DefaultUnstructuredConverter.FromUnstructured(t, to)
-}
-
-// subset reports whether every value set in want is in have: maps by key,
-// lists element by element with the same length, scalars equal. Unset
-// (nil) values and empty maps or lists in want match anything.
-func subset(want, have any) bool {
-	switch w := want.(type) {
-	case nil:
-		return true
-	case map[string]any:
-		h, ok := have.(map[string]any)
-		if !ok {
-			return len(w) == 0 && have == nil
-		}
-		for k, v := range w {
-			if !subset(v, h[k]) {
-				return false
-			}
-		}
-		return true
-	case []any:
-		h, ok := have.([]any)
-		if !ok {
-			return len(w) == 0 && have == nil
-		}
-		if len(w) != len(h) {
-			return false
-		}
-		for i := range w {
-			if !subset(w[i], h[i]) {
-				return false
-			}
-		}
-		return true
-	default:
-		return reflect.DeepEqual(want, have)
-	}
-}
-
-// Apply makes owner the controller of child and server-side applies child
-// with the given field manager: only the fields child sets are owned and
-// compared, so applying the same child again changes nothing. It reports
-// whether the child was created, updated or left unchanged (its
-// resourceVersion did not move). On success child holds the API server's
-// answer.
-func Apply(ctx context.Context, c client.Client, owner, child client.Object, fieldManager string, opts ...Option) (controllerutil.OperationResult, error) {
-	o := Options{}
-	for _, opt := range opts {
-		opt(&o)
-	}
-	if err := validate(c, owner, child); err != nil {
-		return controllerutil.OperationResultNone, err
-	}
-	gvk, err := apiutil.GVKForObject(child, c.Scheme())
-	if err != nil {
-		return controllerutil.OperationResultNone, fmt.Errorf("ownership: %w", err)
-	}
-	live := &unstructured.Unstructured{}
-	live.SetGroupVersionKind(gvk)
-	rv := ""
-	if err := c.Get(ctx, client.ObjectKeyFromObject(child), live); err == nil {
-		rv = live.GetResourceVersion()
-		if cur := metav1.GetControllerOfNoCopy(live); cur != nil && cur.UID != owner.GetUID() {
-			if !o.Adopt {
-				return controllerutil.OperationResultNone, &AlreadyOwnedError{Child: describe(child, c.Scheme()),
-					Owner: describe(owner, c.Scheme()), Controller: fmt.Sprintf("%s %s", cur.Kind, cur.Name)}
-			}
-			if err := release(ctx, c, live, cur.UID); err != nil {
-				return controllerutil.OperationResultNone, err
-			}
-		}
-	} else if !apierrors.IsNotFound(err) {
-		return controllerutil.OperationResultNone, fmt.Errorf("ownership: reading %s: %w", describe(child, c.Scheme()), err)
-	}
-
-	m, err := toMap(child)
-	if err != nil {
-		return controllerutil.OperationResultNone, fmt.Errorf("ownership: %w", err)
-	}
-	u := &unstructured.Unstructured{Object: runtime.DeepCopyJSON(m)}
-	delete(u.Object, "status")
-	for _, f := range []string{"managedFields", "resourceVersion", "uid", "generation", "creationTimestamp", "selfLink", "ownerReferences"} {
-		unstructured.RemoveNestedField(u.Object, "metadata", f)
-	}
-	u.SetGroupVersionKind(gvk)
-	ref, err := reference(owner, c.Scheme(), true)
-	if err != nil {
-		return controllerutil.OperationResultNone, err
-	}
-	u.SetOwnerReferences([]metav1.OwnerReference{ref})
-	applyOpts := []client.ApplyOption{client.FieldOwner(fieldManager)}
-	if o.Force {
-		applyOpts = append(applyOpts, client.ForceOwnership)
-	}
-	if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), applyOpts...); err != nil {
-		return controllerutil.OperationResultNone, fmt.Errorf("ownership: applying %s: %w", describe(child, c.Scheme()), err)
-	}
-	if err := fromMap(u, child); err != nil {
-		return controllerutil.OperationResultNone, err
-	}
-	switch {
-	case rv == "":
-		return controllerutil.OperationResultCreated, nil
-	case rv == u.GetResourceVersion():
-		return controllerutil.OperationResultNone, nil
-	default:
-		return controllerutil.OperationResultUpdated, nil
-	}
-}
-
-// release drops the controller reference with the given UID from live, under
-// optimistic locking, so that another owner's reference is only removed by an
-// explicit adoption.
-func release(ctx context.Context, c client.Client, live *unstructured.Unstructured, uid any) error {
-	before := live.DeepCopy()
-	var kept []metav1.OwnerReference
-	for _, r := range live.GetOwnerReferences() {
-		if r.UID != uid {
-			kept = append(kept, r)
+	for _, f := range []string{"labels", "annotations", "ownerReferences", "finalizers"} {
+		if v, ok := md[f]; ok && empty(v) {
+			delete(md, f) // absent and empty mean the same to the API server
 		}
 	}
-	live.SetOwnerReferences(kept)
-	if err := c.Patch(ctx, live, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
-		return fmt.Errorf("ownership: adopting %s: %w", describe(live, c.Scheme()), err)
-	}
-	return nil
+	return m
 }
 
-func fromMap(u *unstructured.Unstructured, into client.Object) error {
-	if out, ok := into.(*unstructured.Unstructured); ok {
-		out.Object = u.Object
-		return nil
-	}
-	reflect.ValueOf(into).Elem().Set(reflect.Zero(reflect.TypeOf(into).Elem()))
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, into); err != nil {
-		return fmt.Errorf("ownership: %w", err)
-	}
-	return nil
-}
-
-// ListChildren lists into list the objects of list's kind that owner
-// controls, in owner's namespace (everywhere for a cluster-scoped owner).
-// It uses the indexer.ControllerOwner index when the reader has it, and
-// lists and filters otherwise; either way it keeps only children of this
-// owner's UID.
-func ListChildren(ctx context.Context, c client.Client, owner client.Object, list client.ObjectList, opts ...client.ListOption) error {
-	gvk, err := apiutil.GVKForObject(owner, c.Scheme())
-	if err != nil {
-		return fmt.Errorf("ownership: %w", err)
-	}
-	if owner.GetNamespace() != "" {
-		opts = append(opts, client.InNamespace(owner.GetNamespace()))
-	}
-	err = indexer.ListByControllerOwner(ctx, c, list, gvk.GroupKind(), owner.GetName(), opts...)
-	var nre *indexer.NotRegisteredError
-	if asNotRegistered(err, &nre) {
-		err = c.List(ctx, list, opts...)
-	}
-	if err != nil {
-		return fmt.Errorf("ownership: listing the children of %s: %w", describe(owner, c.Scheme()), err)
-	}
-	return meta.SetList(list, filterControlled(list, owner))
-}
-
-func filterControlled(list client.ObjectList, owner client.Object) []runtime.Object {
-	items, _ := meta.ExtractList(list)
-	var out []runtime.Object
-	for _, it := range items {
-		if o, ok := it.(client.Object); ok {
-			if ref := metav1.GetControllerOfNoCopy(o); ref != nil && ref.UID == owner.GetUID() {
-				out = append(out, it)
-			}
+func withoutStatus(m map[string]any) map[string]any {
+	out := make(map[string]any, len(m))
+	for k, v := range m {
+		if k != "status" {
+			out[k] = v
 		}
 	}
 	return out
 }
 
-func asNotRegistered(err error, target **indexer.NotRegisteredError) bool {
-	return err != nil && errors.As(err, target)
+// sameObject compares two objects in map form, server metadata removed,
+// exactly.
+func sameObject(a, b map[string]any) bool {
+	a, b = withoutServerMetadata(runtime.DeepCopyJSON(a)), withoutServerMetadata(runtime.DeepCopyJSON(b))
+	if equalStatus(a["status"], b["status"]) {
+		delete(a, "status")
+		delete(b, "status")
+	}
+	return reflect.DeepEqual(a, b)
+}
+
+// equalStatus compares two statuses exactly; absent and empty are the same.
+func equalStatus(a, b any) bool {
+	if empty(a) && empty(b) {
+		return true
+	}
+	return reflect.DeepEqual(a, b)
+}
+
+func empty(v any) bool {
+	switch v := v.(type) {
+	case nil:
+		return true
+	case map[string]any:
+		return len(v) == 0
+	case []any:
+		return len(v) == 0
+	}
+	return false
+}
+
+// mergePatch is the JSON merge patch from a to b (removals as nulls), or
+// nil when there is no difference.
+func mergePatch(a, b map[string]any) ([]byte, error) {
+	aj, err := json.Marshal(a)
+	if err != nil {
+		return nil, err
+	}
+	bj, err := json.Marshal(b)
+	if err != nil {
+		return nil, err
+	}
+	p, err := jsonpatch.CreateMergePatch(aj, bj)
+	if err != nil {
+		return nil, err
+	}
+	if string(p) == "{}" {
+		return nil, nil
+	}
+	return p, nil
+}
+
+// locks reports whether a merge patch replaces a list another writer may
+// have added to since the read: the owner references or the finalizers.
+func locks(patch []byte) bool {
+	var p map[string]any
+	if json.Unmarshal(patch, &p) != nil {
+		return true
+	}
+	md, _ := p["metadata"].(map[string]any)
+	_, refs := md["ownerReferences"]
+	_, fins := md["finalizers"]
+	return refs || fins
+}
+
+func withResourceVersion(patch []byte, rv string) ([]byte, error) {
+	var p map[string]any
+	if err := json.Unmarshal(patch, &p); err != nil {
+		return nil, err
+	}
+	if err := unstructured.SetNestedField(p, rv, "metadata", "resourceVersion"); err != nil {
+		return nil, err
+	}
+	return json.Marshal(p)
 }

@@ -1,0 +1,68 @@
+package indexer
+
+import (
+	"reflect"
+	"sync"
+	"weak"
+)
+
+// identity is a key for a pointer-shaped value (a cache, a client) that
+// does not keep it alive and never equals the key of another value, even
+// one allocated later at the same address: a weak pointer's identity is
+// its object's, not its address.
+type identity = weak.Pointer[byte]
+
+// identityOf returns v's identity, and false for values that have none: a
+// nil or non-pointer value, or a pointer to a zero-sized type (all of which
+// share one address).
+func identityOf(v any) (identity, bool) {
+	rv := reflect.ValueOf(v)
+	if !rv.IsValid() || rv.Kind() != reflect.Pointer || rv.IsNil() || rv.Type().Elem().Size() == 0 {
+		return identity{}, false
+	}
+	return weak.Make((*byte)(rv.UnsafePointer())), true
+}
+
+// byIdentity maps values, by identity, to what is remembered about them;
+// entries of values that were garbage collected are dropped as new ones
+// come.
+type byIdentity[V any] struct {
+	mu sync.Mutex
+	m  map[identity]V
+}
+
+// update runs f on what is remembered about v (the zero V at first) and
+// remembers what f returns. It reports false, without calling f, when v
+// has no identity.
+func (b *byIdentity[V]) update(v any, f func(V) V) bool {
+	id, ok := identityOf(v)
+	if !ok {
+		return false
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.m == nil {
+		b.m = map[identity]V{}
+	}
+	for k := range b.m {
+		if k.Value() == nil {
+			delete(b.m, k)
+		}
+	}
+	b.m[id] = f(b.m[id])
+	return true
+}
+
+// get returns what is remembered about v; a map or slice it returns is
+// shared: update must replace it, not change it.
+func (b *byIdentity[V]) get(v any) (V, bool) {
+	var zero V
+	id, ok := identityOf(v)
+	if !ok {
+		return zero, false
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	got, ok := b.m[id]
+	return got, ok
+}

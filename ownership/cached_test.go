@@ -1,0 +1,210 @@
+package ownership_test
+
+import (
+	"context"
+	"sort"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	"github.com/steadyk8s/steady/indexer"
+	"github.com/steadyk8s/steady/internal/testapi"
+	"github.com/steadyk8s/steady/ownership"
+)
+
+func startCached(t *testing.T) *testapi.Cached {
+	t.Helper()
+	return testapi.StartManager(t, env.Config, env.Scheme, testapi.ManagerOptions{
+		Delay:     300 * time.Millisecond,
+		Informers: []client.Object{&testapi.Widget{}, &corev1.ConfigMap{}, &appsv1.Deployment{}},
+		Setup: func(mgr ctrl.Manager) error {
+			return indexer.ControllerOwner[*corev1.ConfigMap]().Register(context.Background(), mgr.GetFieldIndexer())
+		},
+	})
+}
+
+// cachedSees waits until the cache holds obj at the resourceVersion the API
+// server has.
+func cachedSees(t *testing.T, cc *testapi.Cached, obj client.Object) {
+	t.Helper()
+	live := obj.DeepCopyObject().(client.Object)
+	if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(obj), live); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		got := obj.DeepCopyObject().(client.Object)
+		err := cc.Client.Get(context.Background(), client.ObjectKeyFromObject(obj), got)
+		if err == nil && got.GetResourceVersion() == live.GetResourceVersion() {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the cache did not catch up with %s", obj.GetName())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// requeue calls f until it succeeds, as a controller requeues on an error,
+// and returns the errors seen before.
+func requeue(t *testing.T, f func() (controllerutil.OperationResult, error)) (controllerutil.OperationResult, []error) {
+	t.Helper()
+	var errs []error
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		op, err := f()
+		if err == nil {
+			return op, errs
+		}
+		errs = append(errs, err)
+		if time.Now().After(deadline) {
+			t.Fatalf("no success after %d tries: %v", len(errs), err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestThroughALaggingCache drives both calls through a manager's cached
+// client whose watch events arrive 300ms late: a write based on a stale read
+// is a conflict to requeue on or keeps the other writer's change, never an
+// overwrite.
+func TestThroughALaggingCache(t *testing.T) {
+	ctx := context.Background()
+	cc := startCached(t)
+	ns := env.Namespace(t)
+	o := owner(t, ns, "owner")
+
+	for i, fn := range fns {
+		t.Run(fn.name, func(t *testing.T) {
+			name := []string{"web-u", "web-p"}[i]
+			call := func(image string) (controllerutil.OperationResult, error) {
+				d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+				return fn.fn(ctx, cc.Client, o, d, deployment(d, image))
+			}
+			if op, err := call("nginx:1"); err != nil || op != controllerutil.OperationResultCreated {
+				t.Fatalf("create: %s, %v", op, err)
+			}
+			// At once again: the cache has not seen the child yet.
+			if op, err := call("nginx:1"); err == nil && op != controllerutil.OperationResultNone || err != nil && !apierrors.IsAlreadyExists(err) {
+				t.Errorf("right after the create: %s, %v; want unchanged, or AlreadyExists to requeue on", op, err)
+			}
+			d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+			cachedSees(t, cc, d)
+			cc.Counter.Reset()
+			if op, err := call("nginx:1"); err != nil || op != controllerutil.OperationResultNone {
+				t.Fatalf("unchanged: %s, %v", op, err)
+			}
+			if cc.Counter.Writes() != 0 || cc.Counter.Get("GET") != 0 {
+				t.Errorf("an unchanged child through the cache: requests %s, want no GET (the cache) and no write", cc.Counter)
+			}
+
+			// Another writer labels the child; our read is now stale.
+			if err := env.Client.Get(ctx, client.ObjectKeyFromObject(d), d); err != nil {
+				t.Fatal(err)
+			}
+			d.Labels = map[string]string{"team": "payments"}
+			if err := env.Client.Update(ctx, d); err != nil {
+				t.Fatal(err)
+			}
+			op, errs := requeue(t, func() (controllerutil.OperationResult, error) { return call("nginx:2") })
+			for _, err := range errs {
+				if !apierrors.IsConflict(err) {
+					t.Errorf("a stale write failed with %v, want a conflict", err)
+				}
+			}
+			if op != controllerutil.OperationResultUpdated {
+				t.Errorf("after requeues: %s", op)
+			}
+			var got appsv1.Deployment
+			if err := env.Client.Get(ctx, client.ObjectKeyFromObject(d), &got); err != nil {
+				t.Fatal(err)
+			}
+			if got.Labels["team"] != "payments" || got.Spec.Template.Spec.Containers[0].Image != "nginx:2" {
+				t.Errorf("stored: labels %v, image %s; the other writer's label or our change is lost", got.Labels, got.Spec.Template.Spec.Containers[0].Image)
+			}
+			t.Logf("%s: %d conflict(s) before the write landed", fn.name, len(errs))
+		})
+	}
+
+	t.Run("another owner's reference added meanwhile survives CreateOrPatch", func(t *testing.T) {
+		b := owner(t, ns, "b")
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "orphan"}, Data: map[string]string{"k": "v"}}
+		if err := env.Client.Create(ctx, cm); err != nil {
+			t.Fatal(err)
+		}
+		cachedSees(t, cc, cm)
+		// Another writer adds a (non-controller) reference to b.
+		cm.OwnerReferences = []metav1.OwnerReference{{APIVersion: testapi.GroupVersion.String(), Kind: "Widget", Name: b.Name, UID: b.UID}}
+		if err := env.Client.Update(ctx, cm); err != nil {
+			t.Fatal(err)
+		}
+		// We adopt it as o's from the stale cache: the patch replaces the list.
+		_, errs := requeue(t, func() (controllerutil.OperationResult, error) {
+			child := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "orphan"}}
+			return createOrPatch(ctx, cc.Client, o, child, func() error { child.Data = map[string]string{"k": "w"}; return nil })
+		})
+		for _, err := range errs {
+			if !apierrors.IsConflict(err) {
+				t.Errorf("a stale write failed with %v, want a conflict", err)
+			}
+		}
+		var got corev1.ConfigMap
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(cm), &got); err != nil {
+			t.Fatal(err)
+		}
+		if len(got.OwnerReferences) != 2 || !metav1.IsControlledBy(&got, o) || got.Data["k"] != "w" {
+			t.Errorf("stored owners %v, data %v: b's reference or our change is lost", got.OwnerReferences, got.Data)
+		}
+		t.Logf("%d conflict(s) before the write landed", len(errs))
+	})
+
+	t.Run("ListChildren and Find read the cache", func(t *testing.T) {
+		p := owner(t, ns, "parent")
+		for _, n := range []string{"c1", "c2"} {
+			cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: n}}
+			if _, err := createOrUpdate(ctx, env.Client, p, cm, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		key := indexer.OwnerKey(schema.GroupKind{Group: testapi.GroupVersion.Group, Kind: "Widget"}, "parent")
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			cc.Counter.Reset()
+			var list corev1.ConfigMapList
+			if err := ownership.ListChildren(ctx, cc.Client, p, &list); err != nil {
+				t.Fatal(err)
+			}
+			found, err := indexer.ControllerOwner[*corev1.ConfigMap]().Find(ctx, cc.Manager.GetCache(), env.Scheme, key, client.InNamespace(ns))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cc.Counter.Get("LIST") != 0 {
+				t.Errorf("ListChildren and Find through the cache: requests %s, want no LIST", cc.Counter)
+			}
+			var names, foundNames []string
+			for _, i := range list.Items {
+				names = append(names, i.Name)
+			}
+			for _, i := range found {
+				foundNames = append(foundNames, i.Name)
+			}
+			sort.Strings(names)
+			sort.Strings(foundNames)
+			if len(names) == 2 && names[0] == "c1" && len(foundNames) == 2 {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("children %v, found %v", names, foundNames)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	})
+}

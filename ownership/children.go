@@ -1,0 +1,53 @@
+package ownership
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/steadyk8s/steady/indexer"
+	"github.com/steadyk8s/steady/internal/object"
+)
+
+// ListChildren lists into list the objects of list's kind that owner
+// controls, in owner's namespace (everywhere for a cluster-scoped owner).
+// It uses the indexer.ControllerOwner index when the reader has it, and
+// lists and filters otherwise; either way it keeps only children of this
+// owner's UID. A reader found without the index once (a direct client,
+// whose API server rejects the index as a field selector) is listed and
+// filtered from then on, one LIST per call.
+func ListChildren(ctx context.Context, c client.Client, owner client.Object, list client.ObjectList, opts ...client.ListOption) error {
+	gvk, err := object.GVK(owner, c.Scheme())
+	if err != nil {
+		return fmt.Errorf("ownership: %w", err)
+	}
+	if owner.GetNamespace() != "" {
+		opts = append(opts, client.InNamespace(owner.GetNamespace()))
+	}
+	err = indexer.ListByControllerOwner(ctx, c, list, gvk.GroupKind(), owner.GetName(), opts...)
+	if nre := (*indexer.NotRegisteredError)(nil); errors.As(err, &nre) {
+		err = c.List(ctx, list, opts...)
+	}
+	if err != nil {
+		return fmt.Errorf("ownership: listing the children of %s: %w", object.Describe(owner, c.Scheme()), err)
+	}
+	return meta.SetList(list, filterControlled(list, owner))
+}
+
+func filterControlled(list client.ObjectList, owner client.Object) []runtime.Object {
+	items, _ := meta.ExtractList(list)
+	var out []runtime.Object
+	for _, it := range items {
+		if o, ok := it.(client.Object); ok {
+			if ref := metav1.GetControllerOfNoCopy(o); ref != nil && ref.UID == owner.GetUID() {
+				out = append(out, it)
+			}
+		}
+	}
+	return out
+}
