@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Runs the library's suite against the newer controller-runtime line, in a
+# temporary copy of the module, on top of the pinned versions in go.mod.
+# Usage: hack/compat-test.sh [go test flags...]; KUBEBUILDER_ASSETS as for make test.
+set -euo pipefail
+CR_VERSION=${CR_VERSION:-v0.25.2}
+K8S_VERSION=${K8S_VERSION:-v0.37.2}
+root=$(cd "$(dirname "$0")/.." && pwd)
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/steady-compat-XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+# The library module only: the other modules (hack, examples, bench) have go.mod files of their own.
+(cd "$root" && git ls-files -co --exclude-standard | grep -Ev '^(hack|examples|bench)/' | tar -cf - -T -) | tar -xf - -C "$tmp"
+cd "$tmp"
+echo "==> compat: controller-runtime $CR_VERSION, k8s.io $K8S_VERSION"
+go get "sigs.k8s.io/controller-runtime@$CR_VERSION" \
+	"k8s.io/api@$K8S_VERSION" "k8s.io/apimachinery@$K8S_VERSION" "k8s.io/client-go@$K8S_VERSION" \
+	"k8s.io/apiextensions-apiserver@$K8S_VERSION" "k8s.io/kubectl@$K8S_VERSION" "k8s.io/cli-runtime@$K8S_VERSION" 2>&1 | grep -v '^go: downloading' || true
+go mod tidy 2>&1 | grep -v '^go: downloading' || true
+grep -E 'sigs.k8s.io/controller-runtime |k8s.io/client-go ' go.mod
+go vet ./...
+go test -race "$@" ./...
