@@ -103,7 +103,11 @@ func (c *Client) record(obj client.Object, e *expectation) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	p := c.kind(gvk)
-	p.objects[client.ObjectKeyFromObject(obj)] = e
+	k := client.ObjectKeyFromObject(obj)
+	if prev := p.objects[k]; e.mode == modeDeleted && prev != nil && prev.mode == modeWrite && prev.uid == e.uid {
+		e.unseen = true // the cache may not have seen it yet
+	}
+	p.objects[k] = e
 	if e.mode == modeWrite {
 		// Written after a DeleteAllOf: not one it removed.
 		for _, all := range p.all {
@@ -281,7 +285,8 @@ func (c *Client) Delete(ctx context.Context, obj client.Object, opts ...client.D
 		del = obj.DeepCopyObject().(client.Object)
 		del.SetUID(*o.Preconditions.UID)
 	}
-	c.record(obj, newDelete(del, c.Scheme(), modeDeleted))
+	e := newDelete(del, c.Scheme(), modeDeleted)
+	c.record(obj, e)
 	return nil
 }
 

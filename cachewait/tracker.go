@@ -47,11 +47,20 @@ func NewTracker(r client.Reader, opts ...TrackerOption) *Tracker {
 func (t *Tracker) Wrote(owner, child client.Object) { t.add(owner, newWrite(child, nil)) }
 
 // Deleted records that child was deleted for owner.
-func (t *Tracker) Deleted(owner, child client.Object) { t.add(owner, newDelete(child, nil, modeDeleted)) }
+func (t *Tracker) Deleted(owner, child client.Object) {
+	t.add(owner, newDelete(child, nil, modeDeleted))
+}
 
 func (t *Tracker) add(owner client.Object, e *expectation) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if e.mode == modeDeleted {
+		for _, prev := range t.pending[owner.GetUID()] {
+			if prev.mode == modeWrite && prev.uid == e.uid {
+				e.unseen = true // the cache may not have seen it yet
+			}
+		}
+	}
 	t.pending[owner.GetUID()] = append(t.pending[owner.GetUID()], e)
 }
 

@@ -97,8 +97,13 @@ type expectation struct {
 	namespace string
 	selector  labels.Selector
 
+	// unseen (modeDeleted): a write of the UID was pending when it was
+	// deleted, so the cache may not have seen the object at all, and its
+	// absence does not show the deletion.
+	unseen bool
+
 	mu      sync.Mutex
-	seenUID bool      // the cache was seen holding uid (modeWrite)
+	seenUID bool      // the cache was seen holding uid
 	liveAt  time.Time // last read through the API reader
 	exempt  map[types.UID]bool
 }
@@ -163,7 +168,20 @@ func (e *expectation) check(ctx context.Context, r client.Reader, o WaitOptions)
 	case modeGone:
 		return !found || (e.uid != "" && !sameUID), have, nil
 	case modeDeleted:
-		return !found || (e.uid != "" && !sameUID) || cached.GetDeletionTimestamp() != nil, have, nil
+		switch {
+		case sameUID && cached.GetDeletionTimestamp() != nil, found && e.uid != "" && !sameUID:
+			return true, have, nil
+		case sameUID:
+			e.seenUID = true
+			return false, have, nil
+		case found || !e.unseen || e.seenUID:
+			// Found without a UID to compare; or absent, and the cache had
+			// seen the object (or no write of it was pending): it saw the
+			// deletion.
+			return !found, have, nil
+		}
+		gone, err := e.goneLive(ctx, o, e.obj)
+		return gone, have, err
 	}
 	switch {
 	case found && atLeast(have, e.want):
