@@ -115,27 +115,32 @@ func TestGoneIsCaughtUp(t *testing.T) {
 		}
 	})
 
-	t.Run("released by the last finalizer, then ForWrite", func(t *testing.T) {
-		noTimeouts(t)
-		w := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: env.Namespace(t), Name: "released", Finalizers: []string{hold}}}
-		must(t, env.Client.Create(ctx, w))
-		must(t, cachewait.ForWrite(ctx, cc.Client, w))
-		must(t, env.Client.Delete(ctx, w))
-		release(t, env.Client, w)
-		if w.DeletionTimestamp == nil || len(w.Finalizers) != 0 {
-			t.Fatalf("the patch answer is not a released object: %+v", w.ObjectMeta)
-		}
-		cc.Counter.Reset()
-		if err := cachewait.ForWrite(ctx, cc.Client, w, cachewait.WithTimeout(3*time.Second)); err != nil {
-			t.Fatalf("ForWrite after the release: %v", err)
-		}
-		if err := cc.Client.Get(ctx, client.ObjectKeyFromObject(w), &testapi.Widget{}); !apierrors.IsNotFound(err) {
-			t.Errorf("cache after ForWrite of the release: %v, want NotFound", err)
-		}
-		if n := cc.Counter.Get("GET"); n != 0 {
-			t.Errorf("%d GETs, want none: a release needs no API read", n)
-		}
-	})
+	for _, cacheDropped := range []bool{false, true} {
+		t.Run(fmt.Sprintf("released by the last finalizer, then ForWrite (cache already dropped it: %v)", cacheDropped), func(t *testing.T) {
+			noTimeouts(t)
+			w := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: env.Namespace(t), Name: "released", Finalizers: []string{hold}}}
+			must(t, env.Client.Create(ctx, w))
+			must(t, cachewait.ForWrite(ctx, cc.Client, w))
+			must(t, env.Client.Delete(ctx, w))
+			release(t, env.Client, w)
+			if w.DeletionTimestamp == nil || len(w.Finalizers) != 0 {
+				t.Fatalf("the patch answer is not a released object: %+v", w.ObjectMeta)
+			}
+			if cacheDropped {
+				must(t, cachewait.ForDelete(ctx, cc.Client, w))
+			}
+			cc.Counter.Reset()
+			if err := cachewait.ForWrite(ctx, cc.Client, w, cachewait.WithTimeout(3*time.Second)); err != nil {
+				t.Fatalf("ForWrite after the release: %v", err)
+			}
+			if err := cc.Client.Get(ctx, client.ObjectKeyFromObject(w), &testapi.Widget{}); !apierrors.IsNotFound(err) {
+				t.Errorf("cache after ForWrite of the release: %v, want NotFound", err)
+			}
+			if n := cc.Counter.Get("GET"); n != 0 {
+				t.Errorf("%d GETs, want none: a release needs no API read", n)
+			}
+		})
+	}
 }
 
 // TestTenantLoopDoesNotSlowDown runs an operator's life: each tenant is a
@@ -246,6 +251,7 @@ func TestTrackerGoneChild(t *testing.T) {
 			must(t, env.Client.Create(ctx, child))
 			must(t, env.Client.Delete(ctx, child))
 			release(t, env.Client, child)
+			must(t, cachewait.ForDelete(ctx, cc.Client, child)) // the cache dropped it
 			tr.Wrote(owner, child)
 		}},
 		{"deleted, held by another finalizer", func(t *testing.T, tr *cachewait.Tracker, owner client.Object, child *corev1.ConfigMap) {
