@@ -66,11 +66,15 @@ var (
 // never more. Reads wait in the representation (typed, unstructured,
 // metadata-only) the write was made in; an Apply waits in the typed one
 // where the scheme knows the kind.
+//
+// Expectations no read has waited for are dropped after [DefaultTTL], so
+// that writes never read back through the Client do not pile up.
 type Client struct {
 	client.Client
 	opts    WaitOptions
 	mu      sync.Mutex
 	pending map[schema.GroupVersionKind]*kindPending
+	pruned  time.Time
 }
 
 // kindPending is what a Client waits for, for one kind.
@@ -102,6 +106,7 @@ func (c *Client) record(obj client.Object, e *expectation) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.prune()
 	p := c.kind(gvk)
 	k := client.ObjectKeyFromObject(obj)
 	if prev := p.objects[k]; e.mode == modeDeleted && prev != nil && prev.mode == modeWrite && prev.uid == e.uid {
@@ -114,6 +119,27 @@ func (c *Client) record(obj client.Object, e *expectation) {
 			all.mu.Lock()
 			all.exempt[obj.GetUID()] = true
 			all.mu.Unlock()
+		}
+	}
+}
+
+// prune drops, at most once per DefaultTTL, the expectations older than
+// it. c.mu is held.
+func (c *Client) prune() {
+	now := time.Now()
+	if now.Sub(c.pruned) < DefaultTTL {
+		return
+	}
+	c.pruned = now
+	for gvk, p := range c.pending {
+		for k, e := range p.objects {
+			if now.Sub(e.at) > DefaultTTL {
+				delete(p.objects, k)
+			}
+		}
+		p.all = slices.DeleteFunc(p.all, func(e *expectation) bool { return now.Sub(e.at) > DefaultTTL })
+		if len(p.objects) == 0 && len(p.all) == 0 {
+			delete(c.pending, gvk)
 		}
 	}
 }
@@ -146,6 +172,9 @@ func (c *Client) await(ctx context.Context, gvk schema.GroupVersionKind, namespa
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	p := c.pending[gvk]
+	if p == nil {
+		return err // pruned meanwhile
+	}
 	// Forget what caught up, and what timed out: the caller is told once.
 	for _, e := range todo {
 		if e.mode == modeDeleteAll {

@@ -87,7 +87,7 @@ type expectation struct {
 	obj  client.Object // empty object of the read's type, kind, namespace and name
 	name string        // "Kind namespace/name"
 	kind string
-	want string // resourceVersion (modeWrite)
+	want string // resourceVersion written, or of the object deleted
 	uid  types.UID
 	mode mode
 	at   time.Time
@@ -120,7 +120,7 @@ func newWrite(obj client.Object, scheme *runtime.Scheme) *expectation {
 
 func newDelete(obj client.Object, scheme *runtime.Scheme, m mode) *expectation {
 	return &expectation{obj: object.EmptyLike(obj), name: object.Describe(obj, scheme), kind: object.Kind(obj, scheme),
-		uid: obj.GetUID(), mode: m, at: time.Now()}
+		want: obj.GetResourceVersion(), uid: obj.GetUID(), mode: m, at: time.Now()}
 }
 
 func (e *expectation) wantString() string {
@@ -163,37 +163,36 @@ func (e *expectation) check(ctx context.Context, r client.Reader, o WaitOptions)
 	if found {
 		have = cached.GetResourceVersion()
 	}
-	sameUID := found && e.uid != "" && cached.GetUID() == e.uid
-	switch e.mode {
-	case modeGone:
-		return !found || (e.uid != "" && !sameUID), have, nil
-	case modeDeleted:
-		switch {
-		case sameUID && cached.GetDeletionTimestamp() != nil, found && e.uid != "" && !sameUID:
-			return true, have, nil
-		case sameUID:
-			e.seenUID = true
-			return false, have, nil
-		case found || !e.unseen || e.seenUID:
-			// Found without a UID to compare; or absent, and the cache had
-			// seen the object (or no write of it was pending): it saw the
-			// deletion.
-			return !found, have, nil
+	if e.uid == "" {
+		// Nothing to tell objects apart by: the version alone.
+		if e.mode == modeWrite {
+			return found && atLeast(have, e.want), have, nil
 		}
-		gone, err := e.goneLive(ctx, o, e.obj)
-		return gone, have, err
+		return !found, have, nil
 	}
+	sameUID := found && cached.GetUID() == e.uid
 	switch {
-	case found && atLeast(have, e.want):
-		return true, have, nil
 	case sameUID:
-		e.seenUID = true
+		switch {
+		case e.mode == modeWrite && atLeast(have, e.want),
+			e.mode == modeDeleted && cached.GetDeletionTimestamp() != nil:
+			return true, have, nil
+		}
+		e.seenUID = true // an older version of it
 		return false, have, nil
-	case !found && e.seenUID:
-		// The cache held this UID, then lost it: it saw the deletion,
-		// which came after the write.
+	case found:
+		// Another UID: a later one (ours is gone) or an earlier one (the
+		// cache has not got to ours yet), by their versions.
+		if c, err := resourceversion.CompareResourceVersion(have, e.want); err == nil {
+			return c > 0, have, nil
+		}
+	case e.mode == modeGone, e.seenUID, e.mode == modeDeleted && !e.unseen:
+		// Absent, and gone for good (released; ForDelete), or the cache
+		// saw it before and has seen its deletion since, which came after
+		// the write.
 		return true, have, nil
 	}
+	// Absent, never seen: not yet created in the cache, or deleted since.
 	gone, err := e.goneLive(ctx, o, e.obj)
 	return gone, have, err
 }
