@@ -21,6 +21,7 @@ import (
 
 	"github.com/steadyk8s/steady/cachewait"
 	"github.com/steadyk8s/steady/internal/testapi"
+	"github.com/steadyk8s/steady/reconcile"
 )
 
 const lag = 300 * time.Millisecond
@@ -492,4 +493,28 @@ func TestFaults(t *testing.T) {
 		fail.Store(false)
 		must(t, c.Get(ctx, client.ObjectKeyFromObject(cm), &corev1.ConfigMap{}))
 	})
+}
+
+// TestPatcherReleaseWithCacheWait: reconcile's Patcher, removing the last
+// finalizer of an object being deleted with WithCacheWait, returns at once
+// without error (the issue: it blocked and returned a timeout).
+func TestPatcherReleaseWithCacheWait(t *testing.T) {
+	ctx := context.Background()
+	cc := startManager(t, lag)
+	noTimeouts(t)
+	w := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: env.Namespace(t), Name: "w", Finalizers: []string{hold}}}
+	must(t, env.Client.Create(ctx, w))
+	must(t, cachewait.ForWrite(ctx, cc.Client, w))
+	must(t, env.Client.Delete(ctx, w))
+	must(t, env.Client.Get(ctx, client.ObjectKeyFromObject(w), w))
+	p, err := reconcile.NewPatcher(env.Client, w)
+	must(t, err)
+	w.Finalizers = nil
+	err = p.Patch(ctx, w, reconcile.WithCacheWait{Reader: cc.Client, Options: []cachewait.WaitOption{cachewait.WithTimeout(3 * time.Second)}})
+	if err != nil {
+		t.Fatalf("Patch releasing the object with the cache wait: %v", err)
+	}
+	if err := cc.Client.Get(ctx, client.ObjectKeyFromObject(w), &testapi.Widget{}); !apierrors.IsNotFound(err) {
+		t.Errorf("cache after the release: %v, want NotFound", err)
+	}
 }
