@@ -300,19 +300,31 @@ func (c *Client) recordApplied(ac runtime.ApplyConfiguration) {
 }
 
 // Delete deletes obj and remembers the deletion of its UID: later reads wait
-// until the cache no longer holds it, or holds it marked for deletion.
+// until the cache no longer holds it, or holds it marked for deletion. An
+// obj that only names the object takes the UID from client.Preconditions or
+// from this Client's pending write of it; without either, reads wait until
+// the cache lacks the name.
 func (c *Client) Delete(ctx context.Context, obj client.Object, opts ...client.DeleteOption) error {
+	o := (&client.DeleteOptions{}).ApplyOptions(opts)
+	del := obj
+	if obj.GetUID() == "" {
+		// Named only: the UID from the preconditions, else from this
+		// Client's pending write of it, so that the deletion mark can be
+		// told from the object. (Reading the cache here could start an
+		// informer.)
+		del = obj.DeepCopyObject().(client.Object)
+		if o.Preconditions != nil && o.Preconditions.UID != nil {
+			del.SetUID(*o.Preconditions.UID)
+		} else if e := c.pendingWrite(obj); e != nil {
+			del.SetUID(e.uid)
+			del.SetResourceVersion(e.want)
+		}
+	}
 	if err := c.Client.Delete(ctx, obj, opts...); err != nil {
 		return err
 	}
-	o := (&client.DeleteOptions{}).ApplyOptions(opts)
 	if dryRun(o.DryRun) {
 		return nil
-	}
-	del := obj
-	if o.Preconditions != nil && o.Preconditions.UID != nil && obj.GetUID() == "" {
-		del = obj.DeepCopyObject().(client.Object)
-		del.SetUID(*o.Preconditions.UID)
 	}
 	e := newDelete(del, c.Scheme(), modeDeleted)
 	c.record(obj, e)
@@ -424,6 +436,23 @@ func (s *statusWriter) Apply(ctx context.Context, obj runtime.ApplyConfiguration
 	}
 	if !dryRun((&client.SubResourceApplyOptions{}).ApplyOpts(opts).DryRun) {
 		s.c.recordApplied(obj)
+	}
+	return nil
+}
+
+// pendingWrite is this Client's pending write expectation for obj's name,
+// or nil.
+func (c *Client) pendingWrite(obj client.Object) *expectation {
+	gvk, err := object.GVK(obj, c.Scheme())
+	if err != nil {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if p := c.pending[gvk]; p != nil {
+		if e := p.objects[client.ObjectKeyFromObject(obj)]; e != nil && e.mode == modeWrite {
+			return e
+		}
 	}
 	return nil
 }

@@ -395,30 +395,38 @@ func TestApplyAndDeleteAllOfAreSeen(t *testing.T) {
 func TestTerminatingDoesNotBlockLists(t *testing.T) {
 	ctx := context.Background()
 	cc := startManager(t, lag)
-	noTimeouts(t)
-	c := cachewait.NewClient(cc.Client, cachewait.WithTimeout(3*time.Second))
-	ns := env.Namespace(t)
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "held", Finalizers: []string{hold}}}
-	must(t, c.Create(ctx, cm))
-	t.Cleanup(func() { release(t, env.Client, cm.DeepCopy()) })
-	must(t, c.Delete(ctx, cm))
-	for _, opts := range [][]client.ListOption{{client.InNamespace(ns)}, nil} {
-		var list corev1.ConfigMapList
-		must(t, c.List(ctx, &list, opts...))
-		found := false
-		for _, item := range list.Items {
-			if item.Namespace == ns && item.Name == cm.Name {
-				found = item.DeletionTimestamp != nil
+	for _, namedOnly := range []bool{false, true} {
+		t.Run(fmt.Sprintf("deleted by name only: %v", namedOnly), func(t *testing.T) {
+			noTimeouts(t)
+			c := cachewait.NewClient(cc.Client, cachewait.WithTimeout(3*time.Second))
+			ns := env.Namespace(t)
+			cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "held", Finalizers: []string{hold}}}
+			must(t, c.Create(ctx, cm))
+			t.Cleanup(func() { release(t, env.Client, cm.DeepCopy()) })
+			del := client.Object(cm)
+			if namedOnly {
+				del = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: cm.Name}}
 			}
-		}
-		if !found {
-			t.Errorf("List %v: the held object is not listed as marked for deletion", opts)
-		}
-	}
-	var got corev1.ConfigMap
-	must(t, c.Get(ctx, client.ObjectKeyFromObject(cm), &got))
-	if got.DeletionTimestamp == nil {
-		t.Error("Get after the Delete does not show the deletion mark")
+			must(t, c.Delete(ctx, del))
+			for _, opts := range [][]client.ListOption{{client.InNamespace(ns)}, nil} {
+				var list corev1.ConfigMapList
+				must(t, c.List(ctx, &list, opts...))
+				found := false
+				for _, item := range list.Items {
+					if item.Namespace == ns && item.Name == cm.Name {
+						found = item.DeletionTimestamp != nil
+					}
+				}
+				if !found {
+					t.Errorf("List %v: the held object is not listed as marked for deletion", opts)
+				}
+			}
+			var got corev1.ConfigMap
+			must(t, c.Get(ctx, client.ObjectKeyFromObject(cm), &got))
+			if got.DeletionTimestamp == nil {
+				t.Error("Get after the Delete does not show the deletion mark")
+			}
+		})
 	}
 }
 
