@@ -31,9 +31,10 @@ func (NoWait) ApplyToGet(*client.GetOptions) {}
 func (NoWait) ApplyToList(*client.ListOptions) {}
 
 var (
-	_ client.GetOption  = NoWait{}
-	_ client.ListOption = NoWait{}
-	_ client.Client     = &Client{}
+	_ client.GetOption         = NoWait{}
+	_ client.ListOption        = NoWait{}
+	_ client.Client            = &Client{}
+	_ client.SubResourceWriter = &statusWriter{}
 )
 
 // Client wraps a cache-reading client (the manager's) so that its reads see
