@@ -20,7 +20,7 @@ import (
 // reader. It reports the p50 and p99 of both, in microseconds.
 func BenchmarkWaitPerWrite(b *testing.B) {
 	ctx := context.Background()
-	cached := startManager(b, 0)
+	cached := startManager(b, 0).Client
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: env.Namespace(b), Name: "bench"}}
 	if err := env.Client.Create(ctx, cm); err != nil {
 		b.Fatal(err)

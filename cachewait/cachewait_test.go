@@ -4,22 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/rest"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/steadyk8s/steady/cachewait"
 	"github.com/steadyk8s/steady/internal/testapi"
@@ -30,117 +23,12 @@ var env = testapi.NewEnv()
 
 func TestMain(m *testing.M) { os.Exit(env.Run(m)) }
 
-// laggingBody hands out each chunk of a watch stream delay after it
-// arrived: the informer sees every event late by a fixed latency, as on a
-// loaded cluster, without falling further behind as events pile up.
-type laggingBody struct {
-	rc      io.ReadCloser
-	delay   time.Duration
-	chunks  chan chunk
-	done    chan struct{}
-	once    sync.Once
-	pending []byte
-}
-
-type chunk struct {
-	data []byte
-	at   time.Time
-	err  error
-}
-
-func lagging(rc io.ReadCloser, delay time.Duration) *laggingBody {
-	b := &laggingBody{rc: rc, delay: delay, chunks: make(chan chunk, 1024), done: make(chan struct{})}
-	go func() {
-		defer close(b.chunks)
-		for {
-			buf := make([]byte, 32<<10)
-			n, err := rc.Read(buf)
-			select {
-			case b.chunks <- chunk{data: buf[:n], at: time.Now(), err: err}:
-			case <-b.done:
-				return
-			}
-			if err != nil {
-				return
-			}
-		}
-	}()
-	return b
-}
-
-func (b *laggingBody) Read(p []byte) (int, error) {
-	for len(b.pending) == 0 {
-		c, ok := <-b.chunks
-		if !ok {
-			return 0, io.EOF
-		}
-		select {
-		case <-time.After(time.Until(c.at.Add(b.delay))):
-		case <-b.done:
-			return 0, io.EOF
-		}
-		if len(c.data) == 0 && c.err != nil {
-			return 0, c.err
-		}
-		b.pending = c.data
-	}
-	n := copy(p, b.pending)
-	b.pending = b.pending[n:]
-	return n, nil
-}
-
-func (b *laggingBody) Close() error {
-	b.once.Do(func() { close(b.done) })
-	return b.rc.Close()
-}
-
-type roundTripFunc func(*http.Request) (*http.Response, error)
-
-func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
-
-// startManager starts a manager whose informers get watch events delay late
-// and returns its cached client; the test's cleanup stops it.
-func startManager(t testing.TB, delay time.Duration) client.Client {
+// startManager starts a manager whose informers (ConfigMaps and Widgets
+// started and synced) get every watch event delay late.
+func startManager(t testing.TB, delay time.Duration) *testapi.Cached {
 	t.Helper()
-	c, stop, err := newManager(delay)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(stop)
-	return c
-}
-
-func newManager(delay time.Duration) (client.Client, func(), error) {
-	cfg := rest.CopyConfig(env.Config)
-	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
-		return roundTripFunc(func(r *http.Request) (*http.Response, error) {
-			resp, err := rt.RoundTrip(r)
-			if err == nil && delay > 0 && strings.Contains(r.URL.RawQuery, "watch=true") {
-				resp.Body = lagging(resp.Body, delay)
-			}
-			return resp, err
-		})
-	})
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: env.Scheme, Metrics: metricsserver.Options{BindAddress: "0"}})
-	if err != nil {
-		return nil, nil, err
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error)
-	go func() { done <- mgr.Start(ctx) }()
-	stop := func() { cancel(); <-done }
-	// Start the informers this package reads before the tests write.
-	for _, obj := range []client.Object{&corev1.ConfigMap{}, &testapi.Widget{}} {
-		if _, err := mgr.GetCache().GetInformer(ctx, obj); err != nil {
-			stop()
-			return nil, nil, err
-		}
-	}
-	if !mgr.GetCache().WaitForCacheSync(ctx) {
-		stop()
-		return nil, nil, errors.New("cache did not sync")
-	}
-	return mgr.GetClient(), stop, nil
+	return testapi.StartManager(t, env.Config, env.Scheme, testapi.ManagerOptions{Delay: delay,
+		Informers: []client.Object{&corev1.ConfigMap{}, &testapi.Widget{}}})
 }
 
 const replicas = 3
@@ -171,7 +59,7 @@ func reconcileChildren(ctx context.Context, c client.Client, owner *testapi.Widg
 // requeues do, over several trials, against a cache that lags 300ms.
 func TestNoDuplicateChildren(t *testing.T) {
 	ctx := context.Background()
-	cached := startManager(t, 300*time.Millisecond)
+	cached := startManager(t, 300*time.Millisecond).Client
 	const trials, passes = 3, 5
 	for _, tc := range []struct {
 		name string
@@ -188,7 +76,7 @@ func TestNoDuplicateChildren(t *testing.T) {
 			return func(o *testapi.Widget) error { return reconcileChildren(ctx, c, o, nil) }
 		}(), true},
 		{"Tracker", func() func(*testapi.Widget) error {
-			tr := cachewait.NewTracker(cached, 0, 0)
+			tr := cachewait.NewTracker(cached)
 			return func(o *testapi.Widget) error {
 				if after, err := tr.CaughtUp(ctx, o); err != nil || after > 0 {
 					return err // requeue after `after`: this pass does nothing
@@ -231,7 +119,7 @@ func TestNoDuplicateChildren(t *testing.T) {
 
 func TestTimeoutIsTypedAndMeansRequeue(t *testing.T) {
 	ctx := context.Background()
-	cached := startManager(t, time.Second)
+	cached := startManager(t, time.Second).Client
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: env.Namespace(t), Name: "late"}}
 	if err := env.Client.Create(ctx, cm); err != nil {
 		t.Fatal(err)
@@ -248,7 +136,7 @@ func TestTimeoutIsTypedAndMeansRequeue(t *testing.T) {
 
 func TestForDelete(t *testing.T) {
 	ctx := context.Background()
-	cached := startManager(t, 300*time.Millisecond)
+	cached := startManager(t, 300*time.Millisecond).Client
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: env.Namespace(t), Name: "gone"}}
 	if err := env.Client.Create(ctx, cm); err != nil {
 		t.Fatal(err)
@@ -269,13 +157,13 @@ func TestForDelete(t *testing.T) {
 
 func TestClientReadsItsWritesUnlessTold(t *testing.T) {
 	ctx := context.Background()
-	c := cachewait.NewClient(startManager(t, 300*time.Millisecond))
+	c := cachewait.NewClient(startManager(t, 300*time.Millisecond).Client)
 	ns := env.Namespace(t)
 	a := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "a"}}
 	if err := c.Create(ctx, a); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Get(ctx, client.ObjectKeyFromObject(a), &corev1.ConfigMap{}, cachewait.NoWait); !apierrors.IsNotFound(err) {
+	if err := c.Get(ctx, client.ObjectKeyFromObject(a), &corev1.ConfigMap{}, cachewait.NoWait{}); !apierrors.IsNotFound(err) {
 		t.Fatalf("Get with NoWait right after the create: %v; the cache did not lag, the test proves nothing", err)
 	}
 	var got corev1.ConfigMap
@@ -302,7 +190,7 @@ func TestClientReadsItsWritesUnlessTold(t *testing.T) {
 // cache read right after Patch is stale; with it, it is not.
 func TestPatcherWaitsForItsOwnPatch(t *testing.T) {
 	ctx := context.Background()
-	cached := startManager(t, 300*time.Millisecond)
+	cached := startManager(t, 300*time.Millisecond).Client
 	w := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: env.Namespace(t), Name: "w"}}
 	if err := env.Client.Create(ctx, w); err != nil {
 		t.Fatal(err)
@@ -335,7 +223,7 @@ func TestPatcherWaitsForItsOwnPatch(t *testing.T) {
 
 func TestWaitsAreObserved(t *testing.T) {
 	ctx := context.Background()
-	cached := startManager(t, 0)
+	cached := startManager(t, 0).Client
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: env.Namespace(t), Name: "m"}}
 	if err := env.Client.Create(ctx, cm); err != nil {
 		t.Fatal(err)

@@ -2,109 +2,199 @@ package cachewait
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
+	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+
+	"github.com/steadyk8s/steady/internal/object"
 )
 
-// NoWaitOption is the type of [NoWait].
-type NoWaitOption struct{}
-
-// NoWait, passed to a Get or List of a [Client], reads the cache as it is,
-// without waiting for earlier writes.
-var NoWait = NoWaitOption{}
+// NoWait, passed to a Get or List of a [Client] (cachewait.NoWait{}), reads
+// the cache as it is, without waiting for earlier writes.
+type NoWait struct{}
 
 // ApplyToGet implements client.GetOption; it sets nothing.
-func (NoWaitOption) ApplyToGet(*client.GetOptions) {}
+func (NoWait) ApplyToGet(*client.GetOptions) {}
 
 // ApplyToList implements client.ListOption; it sets nothing.
-func (NoWaitOption) ApplyToList(*client.ListOptions) {}
+func (NoWait) ApplyToList(*client.ListOptions) {}
 
 var (
-	_ client.GetOption  = NoWait
-	_ client.ListOption = NoWait
-	_ client.Client     = &Client{}
+	_ client.GetOption         = NoWait{}
+	_ client.ListOption        = NoWait{}
+	_ client.Client            = &Client{}
+	_ client.SubResourceWriter = &statusWriter{}
 )
 
 // Client wraps a cache-reading client (the manager's) so that its reads see
-// its own writes: after a create, update, patch or delete through it, a Get
-// of that object waits until the cache holds the write, and a List of that
-// kind waits for every such write of the kind. Make one with [NewClient].
+// its own writes: after a create, update, patch, apply (also of the status),
+// delete or delete-all-of through it, a Get of that object waits until the
+// cache holds the write, and a List of that kind (in the listed namespace)
+// waits for every such write of the kind. Make one with [NewClient].
+//
+// What counts as caught up:
+//
+//   - a write: the cache holds the object at the written resourceVersion or
+//     newer, or the object is gone (see [ForWrite]; give [WithAPIReader] so
+//     that an object deleted by someone else is recognised as gone rather
+//     than waited for until the timeout);
+//   - a write that removed the last finalizer of an object marked for
+//     deletion (which releases it): the cache no longer holds that UID;
+//   - a Delete: the cache no longer holds that UID, or holds it marked for
+//     deletion (another finalizer keeps it; a live GET would show the same
+//     deletionTimestamp);
+//   - a DeleteAllOf: the cache holds no object of that kind in that
+//     namespace matching its label selector that is not marked for deletion,
+//     except objects this Client wrote afterwards and, with
+//     [WithAPIReader], objects the API server shows alive and unmarked (made
+//     later, or excluded by a field selector).
+//
+// Writes with client.DryRunAll are not remembered, nor are failed writes.
+// An expectation is remembered per object name with the written UID, so a
+// recreated object does not inherit it; one that timed out is dropped after
+// the read that got the [*TimeoutError], so a lost event costs one timeout,
+// never more. Reads wait in the representation (typed, unstructured,
+// metadata-only) the write was made in; an Apply waits in the typed one
+// where the scheme knows the kind.
+//
+// Expectations no read has waited for are dropped after [DefaultTTL], so
+// that writes never read back through the Client do not pile up.
 type Client struct {
 	client.Client
-	opts    []Option
+	opts    WaitOptions
 	mu      sync.Mutex
-	pending map[schema.GroupVersionKind]map[client.ObjectKey]expectation
+	pending map[schema.GroupVersionKind]*kindPending
+	pruned  time.Time
+}
+
+// kindPending is what a Client waits for, for one kind.
+type kindPending struct {
+	objects map[client.ObjectKey]*expectation
+	all     []*expectation // DeleteAllOf, by namespace
 }
 
 // NewClient wraps c; opts apply to every wait.
-func NewClient(c client.Client, opts ...Option) *Client {
-	return &Client{Client: c, opts: opts, pending: map[schema.GroupVersionKind]map[client.ObjectKey]expectation{}}
+func NewClient(c client.Client, opts ...WaitOption) *Client {
+	return &Client{Client: c, opts: (&WaitOptions{}).ApplyOptions(opts).withDefaults(),
+		pending: map[schema.GroupVersionKind]*kindPending{}}
 }
 
-func (c *Client) record(obj client.Object, deleted bool) {
-	gvk, err := apiutil.GVKForObject(obj, c.Scheme())
+func (c *Client) kind(gvk schema.GroupVersionKind) *kindPending {
+	p := c.pending[gvk]
+	if p == nil {
+		p = &kindPending{objects: map[client.ObjectKey]*expectation{}}
+		c.pending[gvk] = p
+	}
+	return p
+}
+
+// record remembers e, the latest expectation for obj's name.
+func (c *Client) record(obj client.Object, e *expectation) {
+	gvk, err := object.GVK(obj, c.Scheme())
 	if err != nil {
 		return
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.pending[gvk] == nil {
-		c.pending[gvk] = map[client.ObjectKey]expectation{}
+	c.prune()
+	p := c.kind(gvk)
+	k := client.ObjectKeyFromObject(obj)
+	if prev := p.objects[k]; e.mode == modeDeleted && prev != nil && prev.mode == modeWrite && prev.uid == e.uid {
+		e.unseen = true // the cache may not have seen it yet
 	}
-	c.pending[gvk][client.ObjectKeyFromObject(obj)] = expectation{obj: obj.DeepCopyObject().(client.Object), deleted: deleted}
+	p.objects[k] = e
+	if e.mode == modeWrite {
+		// Written after a DeleteAllOf: not one it removed.
+		for _, all := range p.all {
+			all.mu.Lock()
+			all.exempt[obj.GetUID()] = true
+			all.mu.Unlock()
+		}
+	}
 }
 
-// await waits for the pending writes of gvk that match keep, forgetting
-// those the cache holds.
-func (c *Client) await(ctx context.Context, gvk schema.GroupVersionKind, keep func(client.ObjectKey) bool) error {
+// prune drops, at most once per DefaultTTL, the expectations older than
+// it. c.mu is held.
+func (c *Client) prune() {
+	now := time.Now()
+	if now.Sub(c.pruned) < DefaultTTL {
+		return
+	}
+	c.pruned = now
+	for gvk, p := range c.pending {
+		for k, e := range p.objects {
+			if now.Sub(e.at) > DefaultTTL {
+				delete(p.objects, k)
+			}
+		}
+		p.all = slices.DeleteFunc(p.all, func(e *expectation) bool { return now.Sub(e.at) > DefaultTTL })
+		if len(p.objects) == 0 && len(p.all) == 0 {
+			delete(c.pending, gvk)
+		}
+	}
+}
+
+// await waits for the pending expectations of gvk that match keep and
+// forgets those the cache holds, and those that timed out.
+func (c *Client) await(ctx context.Context, gvk schema.GroupVersionKind, namespace string, keep func(client.ObjectKey) bool) error {
 	c.mu.Lock()
-	var todo []expectation
-	for k, e := range c.pending[gvk] {
-		if keep(k) {
-			todo = append(todo, e)
+	var todo []*expectation
+	if p := c.pending[gvk]; p != nil {
+		for k, e := range p.objects {
+			if keep(k) {
+				todo = append(todo, e)
+			}
+		}
+		for _, e := range p.all {
+			if namespace == "" || e.namespace == "" || e.namespace == namespace {
+				todo = append(todo, e)
+			}
 		}
 	}
 	c.mu.Unlock()
+	if len(todo) == 0 {
+		return nil
+	}
+	_, err := waitAll(ctx, c.Client, c.opts, todo)
+	if err != nil && !IsTimeout(err) {
+		return err // keep them: the cache could not be read
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	p := c.pending[gvk]
+	if p == nil {
+		return err // pruned meanwhile
+	}
+	// Forget what caught up, and what timed out: the caller is told once.
 	for _, e := range todo {
-		var err error
-		if e.deleted {
-			err = ForDelete(ctx, c.Client, e.obj, c.opts...)
-		} else {
-			err = ForWrite(ctx, c.Client, e.obj, c.opts...)
+		if e.mode == modeDeleteAll {
+			p.all = slices.DeleteFunc(p.all, func(x *expectation) bool { return x == e })
+			continue
 		}
-		if err != nil {
-			return err
-		}
-		c.mu.Lock()
 		k := client.ObjectKeyFromObject(e.obj)
-		if cur, ok := c.pending[gvk][k]; ok && cur.obj == e.obj {
-			delete(c.pending[gvk], k)
-		}
-		c.mu.Unlock()
-	}
-	return nil
-}
-
-func hasNoWait[O any](opts []O) bool {
-	for _, o := range opts {
-		if _, ok := any(o).(NoWaitOption); ok {
-			return true
+		if p.objects[k] == e {
+			delete(p.objects, k)
 		}
 	}
-	return false
+	return err
 }
 
 // Get waits for this client's writes of the object, then reads the cache.
 func (c *Client) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
 	if !hasNoWait(opts) {
-		if gvk, err := apiutil.GVKForObject(obj, c.Scheme()); err == nil {
-			if err := c.await(ctx, gvk, func(k client.ObjectKey) bool { return k == key }); err != nil {
+		if gvk, err := object.GVK(obj, c.Scheme()); err == nil {
+			if err := c.await(ctx, gvk, key.Namespace, func(k client.ObjectKey) bool { return k == key }); err != nil {
 				return err
 			}
 		}
@@ -116,25 +206,40 @@ func (c *Client) Get(ctx context.Context, key client.ObjectKey, obj client.Objec
 // namespace), then reads the cache.
 func (c *Client) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
 	if !hasNoWait(opts) {
-		gvk, err := apiutil.GVKForObject(list, c.Scheme())
+		gvk, err := object.GVK(list, c.Scheme())
 		if err != nil {
 			return fmt.Errorf("cachewait: %w", err)
 		}
 		gvk.Kind = strings.TrimSuffix(gvk.Kind, "List")
 		lo := (&client.ListOptions{}).ApplyOptions(opts)
-		if err := c.await(ctx, gvk, func(k client.ObjectKey) bool { return lo.Namespace == "" || k.Namespace == lo.Namespace }); err != nil {
+		if err := c.await(ctx, gvk, lo.Namespace, func(k client.ObjectKey) bool {
+			return lo.Namespace == "" || k.Namespace == lo.Namespace
+		}); err != nil {
 			return err
 		}
 	}
 	return c.Client.List(ctx, list, opts...)
 }
 
+func hasNoWait[O any](opts []O) bool {
+	for _, o := range opts {
+		if _, ok := any(o).(NoWait); ok {
+			return true
+		}
+	}
+	return false
+}
+
+func dryRun(d []string) bool { return slices.Contains(d, metav1.DryRunAll) }
+
 // Create creates obj and remembers the write.
 func (c *Client) Create(ctx context.Context, obj client.Object, opts ...client.CreateOption) error {
 	if err := c.Client.Create(ctx, obj, opts...); err != nil {
 		return err
 	}
-	c.record(obj, false)
+	if !dryRun((&client.CreateOptions{}).ApplyOptions(opts).DryRun) {
+		c.record(obj, newWrite(obj, c.Scheme()))
+	}
 	return nil
 }
 
@@ -143,7 +248,9 @@ func (c *Client) Update(ctx context.Context, obj client.Object, opts ...client.U
 	if err := c.Client.Update(ctx, obj, opts...); err != nil {
 		return err
 	}
-	c.record(obj, false)
+	if !dryRun((&client.UpdateOptions{}).ApplyOptions(opts).DryRun) {
+		c.record(obj, newWrite(obj, c.Scheme()))
+	}
 	return nil
 }
 
@@ -152,19 +259,138 @@ func (c *Client) Patch(ctx context.Context, obj client.Object, patch client.Patc
 	if err := c.Client.Patch(ctx, obj, patch, opts...); err != nil {
 		return err
 	}
-	c.record(obj, false)
+	if !dryRun((&client.PatchOptions{}).ApplyOptions(opts).DryRun) {
+		c.record(obj, newWrite(obj, c.Scheme()))
+	}
 	return nil
 }
 
-// Delete deletes obj and remembers the deletion of its UID. An object that
-// still has finalizers is only marked for deletion: Gets then wait until it
-// is really gone.
+// Apply applies obj (server-side) and remembers the write, read from the
+// answer the client decoded into obj.
+func (c *Client) Apply(ctx context.Context, obj runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
+	if err := c.Client.Apply(ctx, obj, opts...); err != nil {
+		return err
+	}
+	if !dryRun((&client.ApplyOptions{}).ApplyOptions(opts).DryRun) {
+		c.recordApplied(obj)
+	}
+	return nil
+}
+
+// recordApplied remembers an Apply, whose answer is in the apply
+// configuration: in the typed representation where the scheme knows the
+// kind, unstructured otherwise.
+func (c *Client) recordApplied(ac runtime.ApplyConfiguration) {
+	data, err := json.Marshal(ac)
+	if err != nil {
+		return
+	}
+	u := &unstructured.Unstructured{}
+	if err := u.UnmarshalJSON(data); err != nil || u.GetResourceVersion() == "" {
+		return
+	}
+	var obj client.Object = u
+	if typed, err := c.Scheme().New(u.GroupVersionKind()); err == nil {
+		if t, ok := typed.(client.Object); ok {
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, t); err == nil {
+				obj = t
+			}
+		}
+	}
+	c.record(obj, newWrite(obj, c.Scheme()))
+}
+
+// Delete deletes obj and remembers the deletion of its UID: later reads wait
+// until the cache no longer holds it, or holds it marked for deletion. An
+// obj that only names the object takes the UID from client.Preconditions or
+// from this Client's pending write of it; without either, reads wait until
+// the cache lacks the name.
 func (c *Client) Delete(ctx context.Context, obj client.Object, opts ...client.DeleteOption) error {
+	o := (&client.DeleteOptions{}).ApplyOptions(opts)
+	del := obj
+	if obj.GetUID() == "" {
+		// Named only: the UID from the preconditions, else from this
+		// Client's pending write of it, so that the deletion mark can be
+		// told from the object. (Reading the cache here could start an
+		// informer.)
+		del = obj.DeepCopyObject().(client.Object)
+		if o.Preconditions != nil && o.Preconditions.UID != nil {
+			del.SetUID(*o.Preconditions.UID)
+		} else if e := c.pendingWrite(obj); e != nil {
+			del.SetUID(e.uid)
+			del.SetResourceVersion(e.want)
+		}
+	}
 	if err := c.Client.Delete(ctx, obj, opts...); err != nil {
 		return err
 	}
-	c.record(obj, true)
+	if dryRun(o.DryRun) {
+		return nil
+	}
+	e := newDelete(del, c.Scheme(), modeDeleted)
+	c.record(obj, e)
 	return nil
+}
+
+// DeleteAllOf deletes the objects of obj's kind that opts select and
+// remembers it: later Lists of that kind (and Gets) in that namespace wait
+// until the cache holds none of them unmarked (see [Client]).
+func (c *Client) DeleteAllOf(ctx context.Context, obj client.Object, opts ...client.DeleteAllOfOption) error {
+	at := time.Now()
+	if err := c.Client.DeleteAllOf(ctx, obj, opts...); err != nil {
+		return err
+	}
+	o := (&client.DeleteAllOfOptions{}).ApplyOptions(opts)
+	if dryRun(o.DryRun) {
+		return nil
+	}
+	gvk, err := object.GVK(obj, c.Scheme())
+	if err != nil {
+		return nil
+	}
+	sel := o.LabelSelector
+	if sel == nil {
+		sel = labels.Everything()
+	}
+	newList, err := c.listFor(obj, gvk)
+	if err != nil {
+		return nil
+	}
+	e := &expectation{obj: object.New(obj), kind: gvk.Kind, mode: modeDeleteAll, at: at,
+		name: strings.TrimSpace(gvk.Kind + " " + o.Namespace), namespace: o.Namespace, selector: sel,
+		newList: newList, exempt: map[types.UID]bool{}}
+	c.mu.Lock()
+	p := c.kind(gvk)
+	p.all = append(p.all, e)
+	c.mu.Unlock()
+	return nil
+}
+
+// listFor returns a constructor of empty lists of obj's kind, in obj's
+// representation.
+func (c *Client) listFor(obj client.Object, gvk schema.GroupVersionKind) (func() client.ObjectList, error) {
+	lgvk := gvk.GroupVersion().WithKind(gvk.Kind + "List")
+	switch obj.(type) {
+	case *unstructured.Unstructured:
+		return func() client.ObjectList {
+			l := &unstructured.UnstructuredList{}
+			l.SetGroupVersionKind(lgvk)
+			return l
+		}, nil
+	case *metav1.PartialObjectMetadata:
+		return func() client.ObjectList {
+			l := &metav1.PartialObjectMetadataList{}
+			l.SetGroupVersionKind(lgvk)
+			return l
+		}, nil
+	}
+	if _, err := c.Scheme().New(lgvk); err != nil {
+		return nil, err
+	}
+	return func() client.ObjectList {
+		l, _ := c.Scheme().New(lgvk)
+		return l.(client.ObjectList)
+	}, nil
 }
 
 // Status returns a writer for the status subresource that remembers its
@@ -176,7 +402,8 @@ type statusWriter struct {
 	w client.SubResourceWriter
 }
 
-// Create implements client.SubResourceWriter.
+// Create implements client.SubResourceWriter. Nothing is remembered: a
+// subresource create (eviction, binding, token) does not write the object.
 func (s *statusWriter) Create(ctx context.Context, obj client.Object, sub client.Object, opts ...client.SubResourceCreateOption) error {
 	return s.w.Create(ctx, obj, sub, opts...)
 }
@@ -186,7 +413,9 @@ func (s *statusWriter) Update(ctx context.Context, obj client.Object, opts ...cl
 	if err := s.w.Update(ctx, obj, opts...); err != nil {
 		return err
 	}
-	s.c.record(obj, false)
+	if !dryRun((&client.SubResourceUpdateOptions{}).ApplyOptions(opts).DryRun) {
+		s.c.record(obj, newWrite(obj, s.c.Scheme()))
+	}
 	return nil
 }
 
@@ -195,11 +424,36 @@ func (s *statusWriter) Patch(ctx context.Context, obj client.Object, patch clien
 	if err := s.w.Patch(ctx, obj, patch, opts...); err != nil {
 		return err
 	}
-	s.c.record(obj, false)
+	if !dryRun((&client.SubResourcePatchOptions{}).ApplyOptions(opts).DryRun) {
+		s.c.record(obj, newWrite(obj, s.c.Scheme()))
+	}
 	return nil
 }
 
-// Apply implements client.SubResourceWriter.
+// Apply implements client.SubResourceWriter, remembering the write.
 func (s *statusWriter) Apply(ctx context.Context, obj runtime.ApplyConfiguration, opts ...client.SubResourceApplyOption) error {
-	return s.w.Apply(ctx, obj, opts...)
+	if err := s.w.Apply(ctx, obj, opts...); err != nil {
+		return err
+	}
+	if !dryRun((&client.SubResourceApplyOptions{}).ApplyOpts(opts).DryRun) {
+		s.c.recordApplied(obj)
+	}
+	return nil
+}
+
+// pendingWrite is this Client's pending write expectation for obj's name,
+// or nil.
+func (c *Client) pendingWrite(obj client.Object) *expectation {
+	gvk, err := object.GVK(obj, c.Scheme())
+	if err != nil {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if p := c.pending[gvk]; p != nil {
+		if e := p.objects[client.ObjectKeyFromObject(obj)]; e != nil && e.mode == modeWrite {
+			return e
+		}
+	}
+	return nil
 }

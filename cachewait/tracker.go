@@ -11,48 +11,57 @@ import (
 
 // Tracker remembers, per owner, the children written and not yet seen in the
 // cache, so that a reconciler can ask without blocking whether the cache has
-// caught up for an owner. The zero value is not usable: make one with
-// [NewTracker]; it is safe for concurrent use.
+// caught up for an owner. Make one with [NewTracker]; it is safe for
+// concurrent use.
+//
+// A child counts as caught up as in [Client]: written (the cache holds the
+// write, or the child is gone), released by the write (the cache no longer
+// holds its UID), or deleted (the cache no longer holds its UID, or holds it
+// marked for deletion). Give [WithAPIReader] so that a child someone else
+// deleted before the cache saw it does not stall its owner until the TTL.
 type Tracker struct {
 	r       client.Reader
-	requeue time.Duration
-	ttl     time.Duration
+	opts    TrackerOptions
 	mu      sync.Mutex
-	pending map[types.UID][]expectation
-}
-
-type expectation struct {
-	obj     client.Object // a copy of the write's answer, or of the deleted object
-	deleted bool
-	at      time.Time
+	pending map[types.UID][]*expectation
 }
 
 // NewTracker returns a Tracker that checks expectations against r, the
-// informer cache. CaughtUp suggests requeue after requeue (50ms when zero);
-// expectations older than ttl (one minute when zero) are dropped, so that a
-// lost event cannot stall an owner for ever.
-func NewTracker(r client.Reader, requeue, ttl time.Duration) *Tracker {
-	if requeue <= 0 {
-		requeue = 50 * time.Millisecond
+// informer cache.
+func NewTracker(r client.Reader, opts ...TrackerOption) *Tracker {
+	o := *(&TrackerOptions{}).ApplyOptions(opts)
+	if o.Requeue <= 0 {
+		o.Requeue = DefaultRequeue
 	}
-	if ttl <= 0 {
-		ttl = time.Minute
+	if o.TTL <= 0 {
+		o.TTL = DefaultTTL
 	}
-	return &Tracker{r: r, requeue: requeue, ttl: ttl, pending: map[types.UID][]expectation{}}
+	if o.APIReaderAfter <= 0 {
+		o.APIReaderAfter = DefaultAPIReaderAfter
+	}
+	return &Tracker{r: r, opts: o, pending: map[types.UID][]*expectation{}}
 }
 
 // Wrote records that child, as the API server answered the write, was
 // written for owner.
-func (t *Tracker) Wrote(owner, child client.Object) { t.add(owner, child, false) }
+func (t *Tracker) Wrote(owner, child client.Object) { t.add(owner, newWrite(child, nil)) }
 
 // Deleted records that child was deleted for owner.
-func (t *Tracker) Deleted(owner, child client.Object) { t.add(owner, child, true) }
+func (t *Tracker) Deleted(owner, child client.Object) {
+	t.add(owner, newDelete(child, nil, modeDeleted))
+}
 
-func (t *Tracker) add(owner, child client.Object, deleted bool) {
+func (t *Tracker) add(owner client.Object, e *expectation) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.pending[owner.GetUID()] = append(t.pending[owner.GetUID()], expectation{
-		obj: child.DeepCopyObject().(client.Object), deleted: deleted, at: time.Now()})
+	if e.mode == modeDeleted {
+		for _, prev := range t.pending[owner.GetUID()] {
+			if prev.mode == modeWrite && prev.uid == e.uid {
+				e.unseen = true // the cache may not have seen it yet
+			}
+		}
+	}
+	t.pending[owner.GetUID()] = append(t.pending[owner.GetUID()], e)
 }
 
 // CaughtUp reads each pending child of owner from the cache once and forgets
@@ -63,33 +72,31 @@ func (t *Tracker) CaughtUp(ctx context.Context, owner client.Object) (time.Durat
 	t.mu.Lock()
 	exps := t.pending[owner.GetUID()]
 	t.mu.Unlock()
-	var left []expectation
+	wo := WaitOptions{APIReader: t.opts.APIReader, APIReaderAfter: t.opts.APIReaderAfter}
+	done := map[*expectation]bool{}
 	for _, e := range exps {
-		if time.Since(e.at) > t.ttl {
+		if time.Since(e.at) > t.opts.TTL {
+			done[e] = true
 			continue
 		}
-		done := writeSeen(e.obj.GetResourceVersion())
-		if e.deleted {
-			done = deleteSeen(e.obj.GetUID())
-		}
-		ok, _, err := caughtUp(ctx, t.r, e.obj, done)
+		ok, _, err := e.check(ctx, t.r, wo)
 		if err != nil {
 			return 0, err
 		}
-		if !ok {
-			left = append(left, e)
-		}
+		done[e] = ok
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	// Keep what was recorded meanwhile, and what is still pending.
-	var newer []expectation
-	if cur := t.pending[owner.GetUID()]; len(cur) >= len(exps) {
-		newer = cur[len(exps):]
+	// Keep what is still pending, and what was recorded meanwhile.
+	var rest []*expectation
+	for _, e := range t.pending[owner.GetUID()] {
+		if !done[e] {
+			rest = append(rest, e)
+		}
 	}
-	if rest := append(left, newer...); len(rest) > 0 {
+	if len(rest) > 0 {
 		t.pending[owner.GetUID()] = rest
-		return t.requeue, nil
+		return t.opts.Requeue, nil
 	}
 	delete(t.pending, owner.GetUID())
 	return 0, nil

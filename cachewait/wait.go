@@ -3,15 +3,20 @@ package cachewait
 import (
 	"context"
 	"fmt"
-	"reflect"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/resourceversion"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/steadyk8s/steady/internal/object"
 )
 
 // waitSeconds observes every wait, by kind and result (caught_up, timeout,
@@ -26,36 +31,109 @@ func init() { metrics.Registry.MustRegister(waitSeconds) }
 
 // ForWrite waits until r, the informer cache, holds obj at a resourceVersion
 // at least as new as obj's, which should be the API server's answer to the
-// write. It returns a [*TimeoutError] when the cache has not caught up when
-// ctx ends or the timeout passes.
-func ForWrite(ctx context.Context, r client.Reader, obj client.Object, opts ...Option) error {
-	want := obj.GetResourceVersion()
-	if want == "" {
-		return fmt.Errorf("cachewait: %s has no resourceVersion; pass the object the write returned", key(obj))
+// write. A write whose object is gone is caught up:
+//
+//   - when the answer is marked for deletion and has no finalizer left (the
+//     write released the object: the API server deleted it), ForWrite waits
+//     until r no longer holds that UID;
+//   - when r holds the object at an older version of the same UID, it waits;
+//   - when r lacks the object (or holds an older one of another UID), r
+//     alone cannot tell "not seen yet" from "deleted since": ForWrite waits,
+//     unless [WithAPIReader] is given, or r was seen holding this UID
+//     before (then the object is gone: the cache saw it and then its
+//     deletion, which came after the write).
+//
+// It returns a [*TimeoutError] when the cache has not caught up when ctx
+// ends or the timeout passes.
+func ForWrite(ctx context.Context, r client.Reader, obj client.Object, opts ...WaitOption) error {
+	if obj.GetResourceVersion() == "" {
+		return fmt.Errorf("cachewait: %s has no resourceVersion; pass the object the write returned", object.Describe(obj, nil))
 	}
-	return wait(ctx, r, obj, "resourceVersion "+want, opts, writeSeen(want))
+	o := (&WaitOptions{}).ApplyOptions(opts).withDefaults()
+	_, err := waitAll(ctx, r, o, []*expectation{newWrite(obj, nil)})
+	return err
 }
 
 // ForDelete waits until r no longer holds obj: not found, or found with
-// another UID (recreated). It returns a [*TimeoutError] like [ForWrite].
-func ForDelete(ctx context.Context, r client.Reader, obj client.Object, opts ...Option) error {
-	uid := obj.GetUID()
-	return wait(ctx, r, obj, "deletion of UID "+string(uid), opts, deleteSeen(uid))
+// another UID at a newer resourceVersion (recreated; an older one means the
+// cache has not got to obj yet). An object held by a finalizer is still held
+// while it is marked for deletion; a [Client] read after its Delete counts
+// the mark as caught up instead. It returns a [*TimeoutError] like
+// [ForWrite].
+func ForDelete(ctx context.Context, r client.Reader, obj client.Object, opts ...WaitOption) error {
+	o := (&WaitOptions{}).ApplyOptions(opts).withDefaults()
+	_, err := waitAll(ctx, r, o, []*expectation{newDelete(obj, nil, modeGone)})
+	return err
 }
 
-// writeSeen is caught up when the cache holds the object at want or newer.
-func writeSeen(want string) func(cached client.Object, found bool) bool {
-	return func(cached client.Object, found bool) bool {
-		return found && atLeast(cached.GetResourceVersion(), want)
-	}
+// mode is what an expectation waits for.
+type mode int8
+
+const (
+	// modeWrite: the cache holds the object at want or newer, or the object
+	// is gone.
+	modeWrite mode = iota
+	// modeGone: the cache no longer holds the UID.
+	modeGone
+	// modeDeleted: the cache no longer holds the UID, or holds it marked for
+	// deletion.
+	modeDeleted
+	// modeDeleteAll: the cache holds no object matching the DeleteAllOf
+	// that is not marked for deletion (or known to have been left alone).
+	modeDeleteAll
+)
+
+// expectation is one write not yet known to be in the cache.
+type expectation struct {
+	obj  client.Object // empty object of the read's type, kind, namespace and name
+	name string        // "Kind namespace/name"
+	kind string
+	want string // resourceVersion written, or of the object deleted
+	uid  types.UID
+	mode mode
+	at   time.Time
+
+	// modeDeleteAll
+	newList   func() client.ObjectList
+	namespace string
+	selector  labels.Selector
+
+	// unseen (modeDeleted): a write of the UID was pending when it was
+	// deleted, so the cache may not have seen the object at all, and its
+	// absence does not show the deletion.
+	unseen bool
+
+	mu      sync.Mutex
+	seenUID bool      // the cache was seen holding uid
+	liveAt  time.Time // last read through the API reader
+	exempt  map[types.UID]bool
 }
 
-// deleteSeen is caught up when the cache no longer holds the object with
-// that UID: absent, or recreated with another UID.
-func deleteSeen(uid types.UID) func(cached client.Object, found bool) bool {
-	return func(cached client.Object, found bool) bool {
-		return !found || (uid != "" && cached.GetUID() != uid)
+func newWrite(obj client.Object, scheme *runtime.Scheme) *expectation {
+	e := &expectation{obj: object.EmptyLike(obj), name: object.Describe(obj, scheme), kind: object.Kind(obj, scheme),
+		want: obj.GetResourceVersion(), uid: obj.GetUID(), at: time.Now()}
+	if obj.GetDeletionTimestamp() != nil && len(obj.GetFinalizers()) == 0 {
+		// Released: the API server deleted it after this write.
+		e.mode = modeGone
 	}
+	return e
+}
+
+func newDelete(obj client.Object, scheme *runtime.Scheme, m mode) *expectation {
+	return &expectation{obj: object.EmptyLike(obj), name: object.Describe(obj, scheme), kind: object.Kind(obj, scheme),
+		want: obj.GetResourceVersion(), uid: obj.GetUID(), mode: m, at: time.Now()}
+}
+
+func (e *expectation) wantString() string {
+	switch e.mode {
+	case modeGone:
+		return "deletion of UID " + string(e.uid)
+	case modeDeleted:
+		return "deletion (or the mark of it) of UID " + string(e.uid)
+	case modeDeleteAll:
+		return "no object left unmarked matching labels " + fmt.Sprintf("%q", e.selector.String())
+	}
+	return "resourceVersion " + e.want
 }
 
 // atLeast reports whether have is as new as want: by comparing them where
@@ -67,64 +145,158 @@ func atLeast(have, want string) bool {
 	return have == want
 }
 
-// caughtUp checks the cache once.
-func caughtUp(ctx context.Context, r client.Reader, obj client.Object, done func(client.Object, bool) bool) (bool, string, error) {
-	cached := emptyLike(obj)
-	err := r.Get(ctx, client.ObjectKeyFromObject(obj), cached)
+// check reads the cache once (and, where the cache cannot tell and the
+// options allow it, the API server once). It returns whether the cache has
+// caught up and the resourceVersion it holds.
+func (e *expectation) check(ctx context.Context, r client.Reader, o WaitOptions) (bool, string, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.mode == modeDeleteAll {
+		return e.checkAll(ctx, r, o)
+	}
+	cached := object.New(e.obj)
+	err := r.Get(ctx, client.ObjectKeyFromObject(e.obj), cached)
 	if err != nil && !apierrors.IsNotFound(err) {
-		return false, "", err
+		return false, "", fmt.Errorf("cachewait: reading %s from the cache: %w", e.name, err)
 	}
 	found := err == nil
 	have := ""
 	if found {
 		have = cached.GetResourceVersion()
 	}
-	return done(cached, found), have, nil
+	if e.uid == "" {
+		// Nothing to tell objects apart by: the version alone.
+		if e.mode == modeWrite {
+			return found && atLeast(have, e.want), have, nil
+		}
+		return !found, have, nil
+	}
+	sameUID := found && cached.GetUID() == e.uid
+	switch {
+	case sameUID:
+		switch {
+		case e.mode == modeWrite && atLeast(have, e.want),
+			e.mode == modeDeleted && cached.GetDeletionTimestamp() != nil:
+			return true, have, nil
+		}
+		e.seenUID = true // an older version of it
+		return false, have, nil
+	case found:
+		// Another UID: a later one (ours is gone) or an earlier one (the
+		// cache has not got to ours yet), by their versions.
+		if c, err := resourceversion.CompareResourceVersion(have, e.want); err == nil {
+			return c > 0, have, nil
+		}
+	case e.mode == modeGone, e.seenUID, e.mode == modeDeleted && !e.unseen:
+		// Absent, and gone for good (released; ForDelete), or the cache
+		// saw it before and has seen its deletion since, which came after
+		// the write.
+		return true, have, nil
+	}
+	// Absent, never seen: not yet created in the cache, or deleted since.
+	gone, err := e.goneLive(ctx, o, e.obj)
+	return gone, have, err
 }
 
-func wait(ctx context.Context, r client.Reader, obj client.Object, want string, opts []Option, done func(client.Object, bool) bool) error {
-	o := options(opts)
+// goneLive asks the API reader, if there is one and the cache has lagged
+// long enough, whether obj (this expectation's UID) is gone.
+func (e *expectation) goneLive(ctx context.Context, o WaitOptions, obj client.Object) (bool, error) {
+	now := time.Now()
+	if o.APIReader == nil || e.uid == "" || now.Sub(e.at) < o.APIReaderAfter || now.Sub(e.liveAt) < o.APIReaderAfter {
+		return false, nil
+	}
+	e.liveAt = now
+	live := object.New(obj)
+	err := o.APIReader.Get(ctx, client.ObjectKeyFromObject(obj), live)
+	switch {
+	case apierrors.IsNotFound(err):
+		return true, nil
+	case err != nil:
+		return false, fmt.Errorf("cachewait: reading %s from the API server: %w", e.name, err)
+	}
+	return live.GetUID() != e.uid, nil
+}
+
+// checkAll is check for a DeleteAllOf: every object the cache holds that
+// matches it must be marked for deletion, or known (through the API
+// reader) to have been left alone, being created later or not matching a
+// field selector.
+func (e *expectation) checkAll(ctx context.Context, r client.Reader, o WaitOptions) (bool, string, error) {
+	list := e.newList()
+	if err := r.List(ctx, list, client.InNamespace(e.namespace), client.MatchingLabelsSelector{Selector: e.selector}); err != nil {
+		return false, "", fmt.Errorf("cachewait: listing %s from the cache: %w", e.name, err)
+	}
+	items, err := meta.ExtractList(list)
+	if err != nil {
+		return false, "", fmt.Errorf("cachewait: listing %s from the cache: %w", e.name, err)
+	}
+	now := time.Now()
+	ask := o.APIReader != nil && now.Sub(e.at) >= o.APIReaderAfter && now.Sub(e.liveAt) >= o.APIReaderAfter
+	done, have := true, ""
+	for _, item := range items {
+		obj, ok := item.(client.Object)
+		if !ok || obj.GetDeletionTimestamp() != nil || e.exempt[obj.GetUID()] {
+			continue
+		}
+		if ask {
+			live := object.EmptyLike(obj)
+			err := o.APIReader.Get(ctx, client.ObjectKeyFromObject(obj), live)
+			if err != nil && !apierrors.IsNotFound(err) {
+				return false, "", fmt.Errorf("cachewait: reading %s from the API server: %w", object.Describe(obj, nil), err)
+			}
+			if err == nil && live.GetUID() == obj.GetUID() && live.GetDeletionTimestamp() == nil {
+				e.exempt[obj.GetUID()] = true // not deleted: it is not what DeleteAllOf removed
+				continue
+			}
+		}
+		done, have = false, obj.GetName()+"@"+obj.GetResourceVersion()
+	}
+	if ask {
+		e.liveAt = now
+	}
+	return done, have, nil
+}
+
+// waitAll waits until the cache has caught up with every expectation, or
+// the timeout. On a timeout it returns the expectations that did not catch
+// up, and a [*TimeoutError] naming the first of them.
+func waitAll(ctx context.Context, r client.Reader, o WaitOptions, exps []*expectation) ([]*expectation, error) {
 	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
 	defer cancel()
-	kind := obj.GetObjectKind().GroupVersionKind().Kind
-	if kind == "" {
-		kind = reflect.TypeOf(obj).Elem().Name()
-	}
+	kind := exps[0].kind
 	start := time.Now()
 	pause := o.InitialBackoff
+	exps = append([]*expectation(nil), exps...)
 	for {
-		ok, have, err := caughtUp(ctx, r, obj, done)
-		switch {
-		case err != nil && ctx.Err() == nil:
-			waitSeconds.WithLabelValues(kind, "error").Observe(time.Since(start).Seconds())
-			return fmt.Errorf("cachewait: reading %s %s from the cache: %w", kind, key(obj), err)
-		case ok:
-			waitSeconds.WithLabelValues(kind, "caught_up").Observe(time.Since(start).Seconds())
-			return nil
+		var left []*expectation
+		have := ""
+		for _, e := range exps {
+			ok, h, err := e.check(ctx, r, o)
+			if err != nil && ctx.Err() == nil {
+				waitSeconds.WithLabelValues(kind, "error").Observe(time.Since(start).Seconds())
+				return nil, err
+			}
+			if !ok {
+				if len(left) == 0 {
+					have = h
+				}
+				left = append(left, e)
+			}
 		}
+		if len(left) == 0 {
+			waitSeconds.WithLabelValues(kind, "caught_up").Observe(time.Since(start).Seconds())
+			return nil, nil
+		}
+		exps = left
 		t := time.NewTimer(pause)
 		select {
 		case <-ctx.Done():
 			t.Stop()
 			waited := time.Since(start)
 			waitSeconds.WithLabelValues(kind, "timeout").Observe(waited.Seconds())
-			return &TimeoutError{Object: kind + " " + key(obj), Want: want, Have: have, Waited: waited, Err: ctx.Err()}
+			return exps, &TimeoutError{Object: exps[0].name, Want: exps[0].wantString(), Have: have, Waited: waited, Err: ctx.Err()}
 		case <-t.C:
 		}
 		pause = min(pause*2, o.MaxBackoff)
 	}
-}
-
-// emptyLike returns a new object of obj's type and kind.
-func emptyLike(obj client.Object) client.Object {
-	out := reflect.New(reflect.TypeOf(obj).Elem()).Interface().(client.Object)
-	out.GetObjectKind().SetGroupVersionKind(obj.GetObjectKind().GroupVersionKind())
-	return out
-}
-
-func key(obj client.Object) string {
-	if obj.GetNamespace() == "" {
-		return obj.GetName()
-	}
-	return obj.GetNamespace() + "/" + obj.GetName()
 }

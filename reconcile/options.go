@@ -21,7 +21,7 @@ type PatchOptions struct {
 	// patched object (see cachewait.ForWrite).
 	CacheReader client.Reader
 	// CacheWaitOptions configure that wait.
-	CacheWaitOptions []cachewait.Option
+	CacheWaitOptions []cachewait.WaitOption
 }
 
 // PatchOption configures [Patcher.Patch].
@@ -59,7 +59,7 @@ func (w WithOwnedConditions) ApplyToPatch(o *PatchOptions) {
 // returned when it does not in time: requeue, the write itself succeeded.
 type WithCacheWait struct {
 	Reader  client.Reader
-	Options []cachewait.Option
+	Options []cachewait.WaitOption
 }
 
 // ApplyToPatch implements [PatchOption].
