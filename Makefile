@@ -7,11 +7,12 @@ SHELL := /bin/bash
 # Every Go module in the repository: the library, and hack/, examples/, bench/.
 MODULES := $(sort $(patsubst %/go.mod,%,$(shell find . -name go.mod -not -path './.git/*')))
 
-.PHONY: envtest test help
+.PHONY: envtest test test-compat help
 
 help:
 	@echo "make test     vet and test every module with -race against a real control plane"
 	@echo "make envtest  build (or find) the envtest assets and print their directory"
+	@echo "make test-compat  the library's suite on controller-runtime v0.25 / k8s.io v0.37 (make test runs it too)"
 
 envtest:
 	@cd hack && go run ./cmd/envtest-assets
@@ -25,4 +26,10 @@ test:
 	done; \
 	for m in $(MODULES); do \
 		echo "==> $$m: go test -race"; (cd "$$m" && go test -race ./...); \
-	done
+	done; \
+	echo "==> library on controller-runtime v0.25: go test -race"; \
+	hack/compat-test.sh
+
+test-compat:
+	@assets="$$(cd hack && go run ./cmd/envtest-assets)"; \
+	KUBEBUILDER_ASSETS="$$assets" STEADY_TESTENV_REQUIRE=1 hack/compat-test.sh
