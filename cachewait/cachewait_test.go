@@ -27,7 +27,7 @@ func TestMain(m *testing.M) { os.Exit(env.Run(m)) }
 // started and synced) get every watch event delay late.
 func startManager(t testing.TB, delay time.Duration) *testapi.Cached {
 	t.Helper()
-	return testapi.StartManager(t, env.Config, env.Scheme, testapi.ManagerOptions{Delay: delay,
+	return testapi.StartManager(t, env, testapi.ManagerOptions{Delay: delay,
 		Informers: []client.Object{&corev1.ConfigMap{}, &testapi.Widget{}}})
 }
 

@@ -22,7 +22,7 @@ import (
 
 func startCached(t *testing.T) *testapi.Cached {
 	t.Helper()
-	return testapi.StartManager(t, env.Config, env.Scheme, testapi.ManagerOptions{
+	return testapi.StartManager(t, env, testapi.ManagerOptions{
 		Delay:     300 * time.Millisecond,
 		Informers: []client.Object{&testapi.Widget{}, &corev1.ConfigMap{}, &appsv1.Deployment{}},
 		Setup: func(mgr ctrl.Manager) error {

@@ -1,8 +1,6 @@
 package testapi
 
 import (
-	"context"
-	"errors"
 	"io"
 	"net/http"
 	"strings"
@@ -10,11 +8,10 @@ import (
 	"testing"
 	"time"
 
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/steadyk8s/steady/testenv"
 )
 
 // Cached is a controller-runtime manager started on a test control plane, as
@@ -40,13 +37,13 @@ type ManagerOptions struct {
 	Setup func(ctrl.Manager) error
 }
 
-// StartManager starts a manager on cfg with scheme and stops it when the
-// test ends.
-func StartManager(t testing.TB, cfg *rest.Config, scheme *runtime.Scheme, o ManagerOptions) *Cached {
+// StartManager starts a manager on env (testenv.Environment.StartManager)
+// whose requests are counted and whose watch events are held back, and
+// stops it when the test ends.
+func StartManager(t testing.TB, env *testenv.Environment, o ManagerOptions) *Cached {
 	t.Helper()
 	n := &Counter{counts: map[string]int{}}
-	cfg = rest.CopyConfig(cfg)
-	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+	wrap := testenv.WithTransport(func(rt http.RoundTripper) http.RoundTripper {
 		return roundTripFunc(func(r *http.Request) (*http.Response, error) {
 			n.add(r)
 			resp, err := rt.RoundTrip(r)
@@ -56,32 +53,11 @@ func StartManager(t testing.TB, cfg *rest.Config, scheme *runtime.Scheme, o Mana
 			return resp, err
 		})
 	})
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	opts := []testenv.ManagerOption{wrap, testenv.WithInformers(o.Informers)}
 	if o.Setup != nil {
-		if err := o.Setup(mgr); err != nil {
-			t.Fatal(err)
-		}
+		opts = append(opts, testenv.WithSetup(o.Setup))
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("manager: %v", err)
-		}
-	})
-	for _, obj := range o.Informers {
-		if _, err := mgr.GetCache().GetInformer(ctx, obj); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if !mgr.GetCache().WaitForCacheSync(ctx) {
-		t.Fatal(errors.New("the manager's cache did not sync"))
-	}
+	mgr := env.StartManager(t, opts...)
 	return &Cached{Manager: mgr, Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Counter: n}
 }
 
