@@ -23,29 +23,39 @@ import (
 // Item 1: a finalizer another writer added after our read survives a Patch
 // that writes status and metadata.
 func TestStatusAndFinalizerKeepAForeignFinalizer(t *testing.T) {
-	w, c, n := fixture(t)
-	ctx := context.Background()
-	p, _ := reconcile.NewPatcher(c, w)
-	other := get(t, w)
-	other.Finalizers = append(other.Finalizers, "other.io/x")
-	if err := env.Client.Update(ctx, other); err != nil {
-		t.Fatal(err)
+	for _, tc := range []struct {
+		name   string
+		status func(w *testapi.Widget)
+	}{
+		{"status field", func(w *testapi.Widget) { w.Status.Phase = "Ready" }},
+		{"condition", func(w *testapi.Widget) { conditions.MarkTrue(w, "Ready", "Ok", "") }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w, c, n := fixture(t)
+			ctx := context.Background()
+			p, _ := reconcile.NewPatcher(c, w)
+			other := get(t, w)
+			other.Finalizers = append(other.Finalizers, "other.io/x")
+			if err := env.Client.Update(ctx, other); err != nil {
+				t.Fatal(err)
+			}
+			n.Reset()
+			w.Finalizers = append(w.Finalizers, "test.steady.dev/mine")
+			tc.status(w)
+			want := w.DeepCopy().Status
+			if err := p.Patch(ctx, w); err != nil {
+				t.Fatal(err)
+			}
+			got := get(t, w)
+			if !slices.Equal(got.Finalizers, []string{"other.io/x", "test.steady.dev/mine"}) {
+				t.Errorf("finalizers = %v, want other.io/x and ours", got.Finalizers)
+			}
+			if got.Status.Phase != want.Phase || len(got.Status.Conditions) != len(want.Conditions) {
+				t.Errorf("status = %+v", got.Status)
+			}
+			t.Logf("requests: %s", n)
+		})
 	}
-	n.Reset()
-	w.Finalizers = append(w.Finalizers, "test.steady.dev/mine")
-	conditions.MarkTrue(w, "Ready", "Ok", "")
-	w.Status.Phase = "Ready"
-	if err := p.Patch(ctx, w); err != nil {
-		t.Fatal(err)
-	}
-	got := get(t, w)
-	if !slices.Equal(got.Finalizers, []string{"other.io/x", "test.steady.dev/mine"}) {
-		t.Errorf("finalizers = %v, want other.io/x and ours", got.Finalizers)
-	}
-	if !conditions.IsTrue(got, "Ready") || got.Status.Phase != "Ready" {
-		t.Errorf("status = %+v", got.Status)
-	}
-	t.Logf("requests: %s", n)
 }
 
 // Item 1: an ownerReference another writer added after our read survives
