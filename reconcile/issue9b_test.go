@@ -274,3 +274,39 @@ func TestForMapsACacheTimeoutToARequeue(t *testing.T) {
 		t.Error("the write was lost")
 	}
 }
+
+// Item 14: For on a stale cached copy of an object that is gone (the
+// finalizer handler's write and the Patch find it missing): no error.
+func TestForOnAStaleCopyOfAGoneObject(t *testing.T) {
+	ctx := context.Background()
+	w := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: env.Namespace(t), Name: "w"}}
+	if err := env.Client.Create(ctx, w); err != nil {
+		t.Fatal(err)
+	}
+	stale := get(t, w)
+	if err := env.Client.Delete(ctx, w); err != nil {
+		t.Fatal(err)
+	}
+	ww, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A cache that has not seen the deletion yet.
+	c := interceptor.NewClient(ww, interceptor.Funcs{
+		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			*obj.(*testapi.Widget) = *stale.DeepCopy()
+			return nil
+		},
+	})
+	r, _ := reconcile.For(c, func(ctx context.Context, obj *testapi.Widget) (ctrl.Result, error) {
+		obj.Status.Phase = "Running"
+		return ctrl.Result{}, nil
+	},
+		reconcile.WithFinalizer("test.steady.dev/mine", finalizer.Func(func(context.Context, client.Object) error { return nil })),
+		reconcile.WithAPIReader{Reader: env.Client})
+	for i := range 3 {
+		if res, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(w)}); err != nil {
+			t.Fatalf("reconcile %d = %+v, %v; want no error for a gone object", i, res, err)
+		}
+	}
+}

@@ -49,9 +49,10 @@ import (
 // other writers keep changing the object.
 const MaxAttempts = 11
 
-// maxStaleReads bounds the re-reads that return the state that just
-// conflicted; with the backoff below they span about five seconds.
-const maxStaleReads = 12
+// maxStaleReads bounds, per Patch, the re-reads through a client that may
+// be a lagging cache which return the state that just conflicted; with the
+// backoff below they span about 2.3 seconds.
+const maxStaleReads = 8
 
 // backoff is the pause before the i-th repeated read (i from 0).
 func backoff(i int) time.Duration {
@@ -120,13 +121,6 @@ const (
 	stepMain   = "metadata and spec"
 )
 
-// Empty reports whether obj differs from before in nothing Patch would
-// write.
-func Empty(before, obj client.Object, o Options) (bool, error) {
-	parts, err := plan(before, obj, o)
-	return len(parts) == 0, err
-}
-
 // Patch writes the difference from before (the object as read) to obj (the
 // object as changed). On success, unless gone, obj holds the API server's
 // answer to the last write; when nothing was to be written, obj is left as
@@ -170,6 +164,7 @@ type state struct {
 	latest map[string]any
 	rv     string
 	uid    string
+	stale  int // stale re-reads so far
 }
 
 // part is one write: the status subresource, or the object.
@@ -388,8 +383,10 @@ func (w *Writer) write(ctx context.Context, obj client.Object, st *state, p *par
 }
 
 // reread reads the object again into st. A different UID or NotFound is
-// gone. When stale is set, a read that returns the resourceVersion already
-// known is repeated with backoff.
+// gone. When stale is set and the read returns the resourceVersion already
+// known: through an API reader, the conflict was transient and the write
+// is retried after a pause; through the client (maybe a lagging cache) the
+// read is repeated with backoff, within a budget per Patch.
 func (w *Writer) reread(ctx context.Context, obj client.Object, st *state, stale bool) (bool, error) {
 	r := w.Reader
 	if r == nil {
@@ -399,7 +396,7 @@ func (w *Writer) reread(ctx context.Context, obj client.Object, st *state, stale
 	if sleep == nil {
 		sleep = sleepCtx
 	}
-	for i := 0; ; i++ {
+	for {
 		fresh := object.EmptyLike(obj)
 		err := r.Get(ctx, client.ObjectKeyFromObject(obj), fresh)
 		if apierrors.IsNotFound(err) {
@@ -411,11 +408,14 @@ func (w *Writer) reread(ctx context.Context, obj client.Object, st *state, stale
 		if st.uid != "" && string(fresh.GetUID()) != st.uid {
 			return true, nil
 		}
-		if stale && fresh.GetResourceVersion() == st.rv && i < maxStaleReads {
-			if err := sleep(ctx, backoff(i)); err != nil {
+		if stale && fresh.GetResourceVersion() == st.rv && st.stale < maxStaleReads {
+			st.stale++
+			if err := sleep(ctx, backoff(st.stale-1)); err != nil {
 				return false, fmt.Errorf("reading the object again: %w", err)
 			}
-			continue
+			if w.Reader == nil {
+				continue
+			}
 		}
 		m, err := object.ToMap(fresh)
 		if err != nil {
