@@ -228,3 +228,24 @@ func TestHandleFaults(t *testing.T) {
 		})
 	}
 }
+
+// A stale live copy of an object that is being deleted meanwhile: the API
+// server refuses the new finalizer; Handle sees the deletion and runs the
+// flow of a deleting object (none of ours is on it: nothing to clean up).
+func TestHandleOnAStaleCopyOfADeletingObject(t *testing.T) {
+	h, ext, _, c, ns := setup(t)
+	ctx := context.Background()
+	w := create(t, c, ns, otherFinalizer)
+	stale := w.DeepCopy()
+	if err := c.Delete(ctx, w); err != nil {
+		t.Fatal(err)
+	}
+	res, err := h.Handle(ctx, stale)
+	if err != nil || !res.Deleting {
+		t.Fatalf("Handle = %+v, %v", res, err)
+	}
+	got, _ := stored(t, c, w)
+	if !slices.Equal(got.Finalizers, []string{otherFinalizer}) || len(ext.calls) != 0 {
+		t.Errorf("finalizers %v, cleanups %v", got.Finalizers, ext.calls)
+	}
+}

@@ -3,6 +3,7 @@ package reconcile_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"slices"
 	"sync/atomic"
@@ -307,6 +308,57 @@ func TestForOnAStaleCopyOfAGoneObject(t *testing.T) {
 	for i := range 3 {
 		if res, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(w)}); err != nil {
 			t.Fatalf("reconcile %d = %+v, %v; want no error for a gone object", i, res, err)
+		}
+	}
+}
+
+// Item 10, on the Patcher alone: write through a manager's cached client,
+// then at once Patch again from the stale cached copy: it succeeds and
+// nothing is lost, with and without an API reader.
+func TestPatchFromAStaleCachedCopy(t *testing.T) {
+	for _, delay := range []time.Duration{100 * time.Millisecond, 300 * time.Millisecond} {
+		for _, withAPIReader := range []bool{true, false} {
+			t.Run(fmt.Sprintf("%s/api reader %v", delay, withAPIReader), func(t *testing.T) {
+				cc := testapi.StartManager(t, env.Config, env.Scheme, testapi.ManagerOptions{Delay: delay, Informers: []client.Object{&testapi.Widget{}}})
+				ctx := context.Background()
+				w := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: env.Namespace(t), Name: "w"}}
+				if err := env.Client.Create(ctx, w); err != nil {
+					t.Fatal(err)
+				}
+				var opts []reconcile.PatcherOption
+				if withAPIReader {
+					opts = append(opts, reconcile.WithAPIReader{Reader: cc.APIReader})
+				}
+				read := func() *testapi.Widget {
+					obj := &testapi.Widget{}
+					deadline := time.Now().Add(10 * time.Second)
+					for cc.Client.Get(ctx, client.ObjectKeyFromObject(w), obj) != nil && time.Now().Before(deadline) {
+						time.Sleep(10 * time.Millisecond)
+					}
+					return obj
+				}
+				first := read()
+				p, _ := reconcile.NewPatcher(cc.Client, first, opts...)
+				first.Finalizers = []string{"test.steady.dev/first"}
+				conditions.MarkTrue(first, "First", "Done", "")
+				if err := p.Patch(ctx, first); err != nil {
+					t.Fatal(err)
+				}
+				stale := read() // the cache has not seen that write yet
+				p, _ = reconcile.NewPatcher(cc.Client, stale, opts...)
+				stale.Finalizers = append(stale.Finalizers, "test.steady.dev/second")
+				conditions.MarkTrue(stale, "Second", "Done", "")
+				stale.Status.Phase = "Second"
+				if err := p.Patch(ctx, stale); err != nil {
+					t.Fatalf("Patch from the stale copy = %v", err)
+				}
+				got := get(t, w)
+				if !slices.Equal(got.Finalizers, []string{"test.steady.dev/first", "test.steady.dev/second"}) ||
+					!conditions.IsTrue(got, "First") || !conditions.IsTrue(got, "Second") || got.Status.Phase != "Second" {
+					t.Errorf("stored %+v", got)
+				}
+				t.Logf("requests: %s", cc.Counter)
+			})
 		}
 	}
 }
