@@ -73,7 +73,7 @@ var thingGV = schema.GroupVersion{Group: "test.steady.dev", Version: "v1"}
 
 func thingScheme() *runtime.Scheme {
 	s := testapi.Scheme()
-	s.AddKnownTypes(thingGV, &Thing{}, &ThingList{})
+	s.AddKnownTypes(thingGV, &Thing{}, &ThingList{}, &Gadget{}, &GadgetList{})
 	return s
 }
 
