@@ -4,6 +4,8 @@ import (
 	"slices"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/steadyk8s/steady/internal/object"
 )
 
 // Has reports whether obj carries the finalizer.
@@ -18,7 +20,7 @@ func Ensure(obj client.Object, name string) (bool, error) {
 		return false, nil
 	}
 	if obj.GetDeletionTimestamp() != nil {
-		return false, &DeletingError{Object: key(obj), Finalizer: name}
+		return false, &DeletingError{Object: object.Key(obj), Finalizer: name}
 	}
 	obj.SetFinalizers(append(obj.GetFinalizers(), name))
 	return true, nil
@@ -34,11 +36,4 @@ func Remove(obj client.Object, name string) bool {
 	}
 	obj.SetFinalizers(kept)
 	return true
-}
-
-func key(obj client.Object) string {
-	if obj.GetNamespace() == "" {
-		return obj.GetName()
-	}
-	return obj.GetNamespace() + "/" + obj.GetName()
 }

@@ -4,32 +4,36 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"reflect"
+	"slices"
 	"strings"
 	"sync"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
-)
 
-// maxConflicts bounds how often a finalizer write is retried after another
-// writer changed the object meanwhile.
-const maxConflicts = 10
+	"github.com/steadyk8s/steady/internal/object"
+	"github.com/steadyk8s/steady/internal/patch"
+)
 
 // Handler runs the finalizer flow for its registered finalizers. Make one
 // with [NewHandler]; it is safe for concurrent use once registration is done.
 type Handler struct {
 	c     client.Client
+	w     patch.Writer
 	mu    sync.RWMutex
 	names []string
 	funcs map[string]Finalizer
 }
 
-// NewHandler returns a Handler that writes through c.
-func NewHandler(c client.Client) *Handler {
-	return &Handler{c: c, funcs: map[string]Finalizer{}}
+// NewHandler returns a Handler that writes through c. Give it the
+// manager's API reader with [WithAPIReader] when c is the manager's cached
+// client.
+func NewHandler(c client.Client, opts ...HandlerOption) *Handler {
+	o := HandlerOptions{}
+	for _, opt := range opts {
+		opt.ApplyToHandler(&o)
+	}
+	return &Handler{c: c, w: patch.Writer{Client: c, Reader: o.APIReader}, funcs: map[string]Finalizer{}}
 }
 
 // Register adds a named finalizer with its cleanup. Names must be qualified
@@ -60,113 +64,117 @@ func (h *Handler) Names() []string {
 }
 
 // Handle runs the flow on obj, which must have been read from the API server
-// and not changed since:
+// (a cached copy will do) and not changed since:
 //
 //   - obj alive: every registered finalizer missing from obj is added and
 //     persisted before Handle returns (one PATCH; none when all are there).
 //   - obj being deleted: the cleanup of each registered finalizer on obj
-//     runs, and the finalizers whose cleanup succeeded are removed in one
-//     PATCH; a failed cleanup keeps its finalizer and its [*CleanupError] is
-//     returned, joined with the others. When the last finalizer goes and
-//     the object with it, that is success.
+//     runs; the finalizers whose cleanup succeeded are removed, and what the
+//     cleanups changed on obj (status, conditions) is written, also when a
+//     cleanup failed or is in progress ([InProgress]): one PATCH of status,
+//     one of the finalizers, each only when needed. A failed cleanup keeps
+//     its finalizer and its [*CleanupError] is returned, joined with the
+//     others. When the last finalizer goes and the object with it, that is
+//     success.
+//   - obj gone (NotFound on the write, or a new object with another UID
+//     under its name): Result.Gone, no error, no cleanup.
 //
-// A finalizer is never added to an object being deleted, and another
-// writer's finalizers are never dropped: on a conflict Handle reads the
-// object again and reapplies only its own change. After a write, obj holds
-// the API server's answer.
+// Writes go through one engine with reconcile.Patcher: the finalizer list
+// is rebased on the latest object and locked on its resourceVersion, so
+// another writer's finalizers are never dropped; a conflict re-reads the
+// object (from the [WithAPIReader] reader when given, waiting with backoff
+// for a lagging cache otherwise); every write carries the object's UID as a
+// precondition, so a recreated object is never written. After a write, obj
+// holds the API server's answer.
 func (h *Handler) Handle(ctx context.Context, obj client.Object) (Result, error) {
-	names := h.Names()
-	for attempt := 0; ; attempt++ {
-		if obj.GetDeletionTimestamp() != nil {
-			return h.finalize(ctx, obj, names)
-		}
-		before := obj.DeepCopyObject().(client.Object)
-		added := false
-		for _, n := range names {
-			ok, _ := Ensure(obj, n) // cannot fail: obj is not being deleted
-			added = added || ok
-		}
-		if !added {
-			return Result{}, nil
-		}
-		err := h.c.Patch(ctx, obj, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}))
-		if err == nil {
-			return Result{Updated: true}, nil
-		}
-		if !apierrors.IsConflict(err) || attempt == maxConflicts {
-			return Result{}, fmt.Errorf("finalizer: adding finalizers to %s: %w", h.describe(obj), err)
-		}
-		if err := refetch(ctx, h.c, obj); err != nil {
-			return Result{}, fmt.Errorf("finalizer: adding finalizers to %s: %w", h.describe(obj), err)
-		}
+	if obj.GetDeletionTimestamp() != nil {
+		return h.finalize(ctx, obj)
 	}
+	before := obj.DeepCopyObject().(client.Object)
+	added := false
+	for _, n := range h.Names() {
+		ok, _ := Ensure(obj, n) // cannot fail: obj is not being deleted
+		added = added || ok
+	}
+	if !added {
+		return Result{}, nil
+	}
+	res, err := h.w.Patch(ctx, before, obj, patch.Options{})
+	if err != nil {
+		// Deleted meanwhile: the API server refuses new finalizers. Run the
+		// flow of a deleting object on what is there now.
+		fresh := object.EmptyLike(obj)
+		if h.reader().Get(ctx, client.ObjectKeyFromObject(obj), fresh) == nil &&
+			fresh.GetUID() == before.GetUID() && fresh.GetDeletionTimestamp() != nil {
+			object.Copy(obj, fresh)
+			return h.finalize(ctx, obj)
+		}
+		object.Copy(obj, before)
+		return Result{}, fmt.Errorf("finalizer: adding finalizers to %s: %w", h.describe(obj), err)
+	}
+	if res.Gone {
+		return Result{Deleting: true, Gone: true}, nil
+	}
+	return Result{Updated: len(res.Wrote) > 0}, nil
 }
 
-func (h *Handler) finalize(ctx context.Context, obj client.Object, names []string) (Result, error) {
+func (h *Handler) reader() client.Reader {
+	if h.w.Reader != nil {
+		return h.w.Reader
+	}
+	return h.c
+}
+
+func (h *Handler) finalize(ctx context.Context, obj client.Object) (Result, error) {
 	h.mu.RLock()
-	funcs := h.funcs
+	names, funcs := append([]string(nil), h.names...), h.funcs
 	h.mu.RUnlock()
+	before := obj.DeepCopyObject().(client.Object)
+	res := Result{Deleting: true}
 	var errs []error
 	var done []string
 	for _, n := range names {
-		if !Has(obj, n) {
+		if !Has(before, n) {
 			continue
 		}
-		if err := funcs[n].Finalize(ctx, obj); err != nil {
+		err := funcs[n].Finalize(ctx, obj)
+		var ip *InProgressError
+		switch {
+		case err == nil:
+			done = append(done, n)
+		case errors.As(err, &ip):
+			if res.RequeueAfter == 0 || (ip.RequeueAfter > 0 && ip.RequeueAfter < res.RequeueAfter) {
+				res.RequeueAfter = ip.RequeueAfter
+			}
+		default:
 			errs = append(errs, &CleanupError{Object: h.describe(obj), Finalizer: n, Err: err})
-			continue
-		}
-		done = append(done, n)
-	}
-	res := Result{Deleting: true}
-	if len(done) == 0 {
-		return res, errors.Join(errs...)
-	}
-	for attempt := 0; ; attempt++ {
-		before := obj.DeepCopyObject().(client.Object)
-		removed := false
-		for _, n := range done {
-			removed = Remove(obj, n) || removed
-		}
-		if !removed {
-			break
-		}
-		err := h.c.Patch(ctx, obj, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}))
-		if err == nil || apierrors.IsNotFound(err) {
-			res.Updated = true // NotFound: the object went with its last finalizer
-			break
-		}
-		if !apierrors.IsConflict(err) || attempt == maxConflicts {
-			errs = append(errs, fmt.Errorf("finalizer: removing %s from %s: %w", strings.Join(done, ", "), h.describe(obj), err))
-			break
-		}
-		if err := refetch(ctx, h.c, obj); apierrors.IsNotFound(err) {
-			res.Updated = true
-			break
-		} else if err != nil {
-			errs = append(errs, fmt.Errorf("finalizer: removing %s from %s: %w", strings.Join(done, ", "), h.describe(obj), err))
-			break
 		}
 	}
+	// What the cleanups did to the finalizers is not theirs to decide: only
+	// the finalizers of succeeded cleanups go.
+	fins := make([]string, 0, len(before.GetFinalizers()))
+	for _, f := range before.GetFinalizers() {
+		if !slices.Contains(done, f) {
+			fins = append(fins, f)
+		}
+	}
+	obj.SetFinalizers(fins)
+	wr, err := h.w.Patch(ctx, before, obj, patch.Options{})
+	if err != nil {
+		what := "writing the cleanup's changes to"
+		if len(done) > 0 {
+			what = fmt.Sprintf("removing %s from", strings.Join(done, ", "))
+		}
+		errs = append(errs, fmt.Errorf("finalizer: %s %s: %w", what, h.describe(obj), err))
+	}
+	if wr.Gone {
+		res.Gone = true
+	}
+	res.Updated = len(wr.Wrote) > 0 || wr.Gone
 	return res, errors.Join(errs...)
 }
 
-// refetch reads obj again into a zeroed object, so that no field of the old
-// copy survives where the new one omits it (an emptied finalizer list, say).
-func refetch(ctx context.Context, c client.Client, obj client.Object) error {
-	gvk := obj.GetObjectKind().GroupVersionKind()
-	key := client.ObjectKeyFromObject(obj)
-	v := reflect.ValueOf(obj).Elem()
-	v.Set(reflect.Zero(v.Type()))
-	obj.GetObjectKind().SetGroupVersionKind(gvk)
-	return c.Get(ctx, key, obj)
-}
-
-// describe names obj as "Kind namespace/name" where its kind is known.
+// describe names obj as "Kind namespace/name".
 func (h *Handler) describe(obj client.Object) string {
-	gvk, err := apiutil.GVKForObject(obj, h.c.Scheme())
-	if err != nil || gvk.Kind == "" {
-		return key(obj)
-	}
-	return gvk.Kind + " " + key(obj)
+	return object.Describe(obj, h.c.Scheme())
 }

@@ -3,13 +3,17 @@ package finalizer
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // Finalizer cleans up what an object owns outside the API server. Finalize
 // must be idempotent: it runs again when an earlier run failed, or succeeded
-// but the finalizer's removal did not reach the API server.
+// but the finalizer's removal did not reach the API server. It may change
+// obj (status, conditions: "deleting 3 of 5 objects"): [Handler.Handle]
+// writes those changes, whether the cleanup succeeded, failed or returned
+// [InProgress]. It must not remove its own finalizer; Handle does.
 type Finalizer interface {
 	Finalize(ctx context.Context, obj client.Object) error
 }
@@ -27,9 +31,16 @@ type Result struct {
 	// Deleting is true when the object is being deleted: Handle ran the
 	// cleanups, and the caller should not reconcile it further.
 	Deleting bool
-	// Updated is true when Handle wrote the object's finalizers; obj then
-	// holds the API server's answer.
+	// Updated is true when Handle wrote the object (its finalizers, or what
+	// a cleanup changed); obj then holds the API server's answer.
 	Updated bool
+	// Gone is true when the object no longer exists (deleted, or replaced by
+	// another object of the same name): there is nothing left to do. Gone
+	// implies Deleting, so that callers stop.
+	Gone bool
+	// RequeueAfter is set when a cleanup is in progress ([InProgress]): look
+	// again then.
+	RequeueAfter time.Duration
 }
 
 // DeletingError is returned by [Ensure] for an object that is being deleted:
@@ -64,3 +75,51 @@ func (e *CleanupError) Error() string {
 
 // Unwrap returns the underlying error.
 func (e *CleanupError) Unwrap() error { return e.Err }
+
+// InProgressError is returned by a cleanup that started but has not
+// finished (waiting for children to go, say): [Handler.Handle] keeps the
+// finalizer, writes what the cleanup changed on the object (a status line
+// "deleting 3 of 5"), returns no error and asks for a requeue after
+// RequeueAfter. Make it with [InProgress].
+type InProgressError struct {
+	// RequeueAfter is when to look again; zero: the caller's default.
+	RequeueAfter time.Duration
+	// Message says what is pending.
+	Message string
+}
+
+// InProgress returns an [*InProgressError]: the cleanup goes on, look again
+// after requeueAfter.
+func InProgress(requeueAfter time.Duration, format string, args ...any) error {
+	return &InProgressError{RequeueAfter: requeueAfter, Message: fmt.Sprintf(format, args...)}
+}
+
+// Error implements error.
+func (e *InProgressError) Error() string {
+	return fmt.Sprintf("finalizer: cleanup in progress: %s", e.Message)
+}
+
+// HandlerOptions configures [NewHandler]. The zero value is no option.
+type HandlerOptions struct {
+	// APIReader re-reads the object after a conflict (see [WithAPIReader]).
+	APIReader client.Reader
+}
+
+// HandlerOption configures [NewHandler].
+type HandlerOption interface {
+	ApplyToHandler(*HandlerOptions)
+}
+
+// WithAPIReader gives a reader that reads from the API server, not a cache
+// (a manager's GetAPIReader()), for the re-reads after a conflict. Without
+// it they go through the Handler's client; when that is a manager's cached
+// client, a conflict with this controller's own previous write waits, with
+// backoff, until the cache holds it.
+type WithAPIReader struct {
+	Reader client.Reader
+}
+
+// ApplyToHandler implements [HandlerOption].
+func (w WithAPIReader) ApplyToHandler(o *HandlerOptions) { o.APIReader = w.Reader }
+
+var _ HandlerOption = WithAPIReader{}

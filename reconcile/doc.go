@@ -10,7 +10,7 @@
 //		if err := r.Get(ctx, req.NamespacedName, bucket); err != nil {
 //			return ctrl.Result{}, client.IgnoreNotFound(err)
 //		}
-//		p, err := reconcile.NewPatcher(r.Client, bucket)
+//		p, err := reconcile.NewPatcher(r.Client, bucket, reconcile.WithAPIReader{Reader: r.APIReader})
 //		if err != nil {
 //			return ctrl.Result{}, err
 //		}
@@ -23,19 +23,43 @@
 // What [Patcher.Patch] guarantees:
 //
 //   - no request when nothing changed, so marking every condition on every
-//     reconcile is free;
-//   - status in one write to the status subresource: conditions,
-//     observedGeneration and the rest land together, so no watcher sees Ready
-//     beside a stale payload; metadata and spec in one merge patch of the
-//     difference;
+//     reconcile is free; the difference is taken on the JSON of the objects,
+//     and an empty object that only exists because a parent struct is not
+//     omitted is no change;
+//   - every change is written, removals too: a dropped label, a bool set to
+//     false, a number set to 0, an emptied list or map, a removed condition,
+//     on typed and unstructured objects;
+//   - status in one write to the status subresource (conditions,
+//     observedGeneration and the rest together), metadata and spec in one
+//     merge patch: 1 PATCH for either, 2 for both, status first;
 //   - other writers' changes survive: fields this reconcile did not touch are
-//     not in the patch, and the two lists a merge patch would replace whole,
-//     conditions and finalizers, are written under optimistic locking and
-//     rebased on a conflict (the conditions this reconcile changed win);
+//     not in the patch, and the lists a merge patch replaces whole,
+//     finalizers, ownerReferences and conditions (of any shape: entries are
+//     kept as the JSON the latest writer wrote), are rebased on the latest
+//     object and written under optimistic locking; on a conflict Patch
+//     re-reads and rebases (the entries this reconcile changed win);
+//   - re-reads go to the API reader given with [WithAPIReader]; without one,
+//     a read that still shows the conflicting state (a lagging cache) is
+//     repeated with backoff, so a reconcile right after this controller's own
+//     write converges either way;
+//   - a deleted and recreated object (another UID) is never written: every
+//     write carries the UID as a precondition;
 //   - an object that is gone (deleted meanwhile, or released by its last
-//     finalizer) is success, not an error.
+//     finalizer) is success, not an error; a failed write is a
+//     [*PatchError] saying what was written before it; an object other than
+//     the snapshotted one is refused with a [*MismatchError];
+//   - a kind without a status subresource gets its status written with the
+//     object, and [WithObservedGeneration] then records the generation that
+//     write produces, so repeated reconciles make no write;
+//   - after a successful Patch the object is the Patcher's new snapshot: a
+//     Patcher can write Reconciling early and the rest at the end.
 //
 // [For] wraps the whole routine (read, finalizers, patch, Ready summary) into
 // a controller-runtime Reconciler for one typed object; it is sugar over the
-// Patcher, not a framework.
+// Patcher, not a framework. What is not a failure is not returned as one: a
+// cache wait that timed out is a requeue, an object gone is done.
+//
+// Options follow one style: each is a small exported type implementing
+// ApplyToPatch, ApplyToPatcher or ApplyToFor (every PatchOption is also a
+// ForOption; [WithAPIReader] also configures finalizer.NewHandler).
 package reconcile

@@ -4,77 +4,139 @@ import (
 	"context"
 	"fmt"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
-	"github.com/steadyk8s/steady/conditions"
-	"github.com/steadyk8s/steady/internal/testapi"
+	"github.com/steadyk8s/steady/finalizer"
 	"github.com/steadyk8s/steady/reconcile"
 )
 
-// exampleWidget creates a Widget in a fresh namespace of the test control
-// plane and returns it as read.
-func exampleWidget() *testapi.Widget {
-	ctx := context.Background()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "example-"}}
-	if err := env.Client.Create(ctx, ns); err != nil {
-		panic(err)
-	}
-	w := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: "w"}, Spec: testapi.WidgetSpec{Size: 1}}
-	if err := env.Client.Create(ctx, w); err != nil {
-		panic(err)
-	}
-	return w
+// countingClient is a fake client (use your manager's client instead) that
+// counts the PATCH requests.
+func countingClient(objs ...client.Object) (client.Client, *int) {
+	scheme := runtime.NewScheme()
+	_ = clientgoscheme.AddToScheme(scheme)
+	patches := 0
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).WithStatusSubresource(objs...).Build()
+	return interceptor.NewClient(c, interceptor.Funcs{
+		Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+			patches++
+			return c.Patch(ctx, obj, patch, opts...)
+		},
+		SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+			patches++
+			return c.SubResource(sub).Patch(ctx, obj, patch, opts...)
+		},
+	}), &patches
 }
 
-// Snapshot, change, patch: the second reconcile, which marks the same
-// state, writes nothing.
+// Snapshot, change, patch: status and spec go out in two PATCHes, and the
+// second reconcile, which sets the same state, writes nothing.
 func ExamplePatcher_Patch() {
 	ctx := context.Background()
-	c, requests, _ := testapi.NewCountingClient(env.Config, env.Scheme)
-	w := exampleWidget()
+	web := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web"}}
+	c, patches := countingClient(web)
 
 	reconcileOnce := func() {
-		obj := &testapi.Widget{}
-		_ = c.Get(ctx, client.ObjectKeyFromObject(w), obj)
-		p, _ := reconcile.NewPatcher(c, obj)
-		conditions.MarkTrue(obj, conditions.Ready, "Provisioned", "size %d", obj.Spec.Size)
-		obj.Status.Phase = "Running"
-		if err := p.Patch(ctx, obj, reconcile.WithObservedGeneration{}); err != nil {
+		obj := &appsv1.Deployment{}
+		if err := c.Get(ctx, client.ObjectKey{Namespace: "shop", Name: "web"}, obj); err != nil {
+			fmt.Println(err)
+			return
+		}
+		p, err := reconcile.NewPatcher(c, obj)
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		obj.Spec.Replicas = ptr.To[int32](3)
+		obj.Status.Conditions = []appsv1.DeploymentCondition{{Type: appsv1.DeploymentAvailable, Status: corev1.ConditionTrue, Reason: "Scaled"}}
+		if err := p.Patch(ctx, obj); err != nil {
 			fmt.Println(err)
 		}
 	}
-	requests.Reset()
+	*patches = 0
 	reconcileOnce()
-	fmt.Println("first:", requests)
-	requests.Reset()
+	fmt.Println("first reconcile, PATCHes:", *patches)
+	*patches = 0
 	reconcileOnce()
-	fmt.Println("second:", requests)
+	fmt.Println("second reconcile, PATCHes:", *patches)
 	// Output:
-	// first: GET=1 PATCH=1
-	// second: GET=1
+	// first reconcile, PATCHes: 2
+	// second reconcile, PATCHes: 0
 }
 
-// For wraps the routine into a controller-runtime Reconciler.
+// A Patcher can write more than once: Reconciling early, the result at
+// the end.
+func ExamplePatcher_Patch_twice() {
+	ctx := context.Background()
+	c, patches := countingClient(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "config"}})
+	cm := &corev1.ConfigMap{}
+	_ = c.Get(ctx, client.ObjectKey{Namespace: "shop", Name: "config"}, cm)
+	p, _ := reconcile.NewPatcher(c, cm)
+
+	cm.Annotations = map[string]string{"example.com/state": "reconciling"}
+	if err := p.Patch(ctx, cm, reconcile.WithOptimisticLock{}); err != nil {
+		fmt.Println(err)
+	}
+	cm.Annotations["example.com/state"] = "done"
+	cm.Data = map[string]string{"key": "value"}
+	if err := p.Patch(ctx, cm, reconcile.WithOptimisticLock{}); err != nil {
+		fmt.Println(err)
+	}
+	fmt.Println(*patches, cm.Annotations["example.com/state"], cm.Data["key"])
+	// Output: 2 done value
+}
+
+// For wraps the routine into a controller-runtime Reconciler: read,
+// finalizers, the body, one deferred Patch.
 func ExampleFor() {
 	ctx := context.Background()
-	w := exampleWidget()
-	r, err := reconcile.For(env.Client, func(ctx context.Context, obj *testapi.Widget) (ctrl.Result, error) {
-		conditions.MarkTrue(obj, "Synced", "Applied", "")
+	c, _ := countingClient(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "config"}})
+	r, err := reconcile.For(c, func(ctx context.Context, cm *corev1.ConfigMap) (ctrl.Result, error) {
+		cm.Data = map[string]string{"greeting": "hello"}
 		return ctrl.Result{}, nil
-	}, reconcile.WithReadySummary(conditions.ForConditionTypes{"Synced"}))
+	},
+		reconcile.WithFinalizer("example.com/cleanup", finalizer.Func(func(context.Context, client.Object) error { return nil })),
+	)
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	if _, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(w)}); err != nil {
+	req := ctrl.Request{NamespacedName: client.ObjectKey{Namespace: "shop", Name: "config"}}
+	if _, err := r.Reconcile(ctx, req); err != nil {
 		fmt.Println(err)
 		return
 	}
-	_ = env.Client.Get(ctx, client.ObjectKeyFromObject(w), w)
-	ready := conditions.Get(w, conditions.Ready)
-	fmt.Println(ready.Status, ready.Reason)
-	// Output: True Succeeded
+	got := &corev1.ConfigMap{}
+	_ = c.Get(ctx, req.NamespacedName, got)
+	fmt.Println(got.Finalizers, got.Data["greeting"])
+	// Output: [example.com/cleanup] hello
+}
+
+// With a manager, give For the manager's API reader: re-reads after a
+// conflict then see the API server, not the (lagging) cache.
+func ExampleWithAPIReader() {
+	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{})
+	if err != nil {
+		panic(err)
+	}
+	r, err := reconcile.For(mgr.GetClient(), func(ctx context.Context, cm *corev1.ConfigMap) (ctrl.Result, error) {
+		cm.Labels = map[string]string{"reconciled": "true"}
+		return ctrl.Result{}, nil
+	}, reconcile.WithAPIReader{Reader: mgr.GetAPIReader()})
+	if err != nil {
+		panic(err)
+	}
+	if err := ctrl.NewControllerManagedBy(mgr).For(&corev1.ConfigMap{}).Complete(r); err != nil {
+		panic(err)
+	}
+	_ = mgr.Start(ctrl.SetupSignalHandler())
 }

@@ -1,12 +1,16 @@
 package reconcile
 
 import (
+	"strings"
+
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/steadyk8s/steady/cachewait"
+	"github.com/steadyk8s/steady/conditions"
+	"github.com/steadyk8s/steady/finalizer"
 )
 
-// PatchOptions configures [Patcher.Patch].
+// PatchOptions configures [Patcher.Patch]. The zero value is no option.
 type PatchOptions struct {
 	// OptimisticLock locks every write on the resourceVersion read and
 	// returns a conflict instead of merging.
@@ -17,6 +21,10 @@ type PatchOptions struct {
 	// OwnedConditions are condition types this controller owns: on a
 	// conflict its values win even where this reconcile did not change them.
 	OwnedConditions []string
+	// ConditionLists are further condition lists, as dotted paths
+	// ("status.deprecated.v1beta1.conditions"), merged by type like
+	// status.conditions.
+	ConditionLists []string
 	// CacheReader, when set, is waited on after a write until it holds the
 	// patched object (see cachewait.ForWrite).
 	CacheReader client.Reader
@@ -24,9 +32,42 @@ type PatchOptions struct {
 	CacheWaitOptions []cachewait.WaitOption
 }
 
-// PatchOption configures [Patcher.Patch].
+// PatchOption configures [Patcher.Patch]. Every PatchOption is also a
+// [ForOption], passed to each Patch that [For] makes.
 type PatchOption interface {
 	ApplyToPatch(*PatchOptions)
+}
+
+// PatcherOptions configures [NewPatcher]. The zero value is no option.
+type PatcherOptions struct {
+	// APIReader re-reads the object after a conflict. Nil: the client
+	// given to NewPatcher, whose reads, when it is a manager's cached
+	// client, may lag; Patch then waits for them with backoff.
+	APIReader client.Reader
+}
+
+// PatcherOption configures [NewPatcher].
+type PatcherOption interface {
+	ApplyToPatcher(*PatcherOptions)
+}
+
+// ForOptions configures [For]. The zero value is no option.
+type ForOptions struct {
+	// Finalizers are registered, in order, on the finalizer handler of For.
+	Finalizers []FinalizerOption
+	// ReadySummary sets the Ready condition from the others after the body.
+	ReadySummary bool
+	// SummaryOptions configure that summary.
+	SummaryOptions []conditions.SummaryOption
+	// PatchOptions are passed to every Patch.
+	PatchOptions []PatchOption
+	// APIReader re-reads objects after conflicts (see [WithAPIReader]).
+	APIReader client.Reader
+}
+
+// ForOption configures [For].
+type ForOption interface {
+	ApplyToFor(*ForOptions)
 }
 
 // WithOptimisticLock makes every write fail with a conflict when the object
@@ -36,13 +77,21 @@ type WithOptimisticLock struct{}
 // ApplyToPatch implements [PatchOption].
 func (WithOptimisticLock) ApplyToPatch(o *PatchOptions) { o.OptimisticLock = true }
 
+// ApplyToFor implements [ForOption].
+func (w WithOptimisticLock) ApplyToFor(o *ForOptions) { o.PatchOptions = append(o.PatchOptions, w) }
+
 // WithObservedGeneration sets status.observedGeneration to
 // metadata.generation in the status write, as kstatus expects of a
-// reconciled object.
+// reconciled object. For a kind without a status subresource, where a
+// status write bumps the generation, it records the generation that write
+// produces, and a change of observedGeneration alone is not written.
 type WithObservedGeneration struct{}
 
 // ApplyToPatch implements [PatchOption].
 func (WithObservedGeneration) ApplyToPatch(o *PatchOptions) { o.ObservedGeneration = true }
+
+// ApplyToFor implements [ForOption].
+func (w WithObservedGeneration) ApplyToFor(o *ForOptions) { o.PatchOptions = append(o.PatchOptions, w) }
 
 // WithOwnedConditions lists condition types that this controller alone
 // writes: on a conflict its values win.
@@ -53,10 +102,28 @@ func (w WithOwnedConditions) ApplyToPatch(o *PatchOptions) {
 	o.OwnedConditions = append(o.OwnedConditions, w...)
 }
 
+// ApplyToFor implements [ForOption].
+func (w WithOwnedConditions) ApplyToFor(o *ForOptions) { o.PatchOptions = append(o.PatchOptions, w) }
+
+// WithConditionLists names condition lists besides status.conditions, as
+// dotted paths, that are merged by type like it: cluster-api's
+// "status.deprecated.v1beta1.conditions", say. Without it such a list is
+// an ordinary field, replaced whole.
+type WithConditionLists []string
+
+// ApplyToPatch implements [PatchOption].
+func (w WithConditionLists) ApplyToPatch(o *PatchOptions) {
+	o.ConditionLists = append(o.ConditionLists, w...)
+}
+
+// ApplyToFor implements [ForOption].
+func (w WithConditionLists) ApplyToFor(o *ForOptions) { o.PatchOptions = append(o.PatchOptions, w) }
+
 // WithCacheWait makes Patch, after it wrote, wait until Reader (the
 // manager's cached client) holds the patched object, so that the next
 // reconcile reads what this one wrote. A [*cachewait.TimeoutError] is
-// returned when it does not in time: requeue, the write itself succeeded.
+// returned when it does not in time: requeue, the write itself succeeded
+// ([For] turns it into a requeue).
 type WithCacheWait struct {
 	Reader  client.Reader
 	Options []cachewait.WaitOption
@@ -67,9 +134,101 @@ func (w WithCacheWait) ApplyToPatch(o *PatchOptions) {
 	o.CacheReader, o.CacheWaitOptions = w.Reader, w.Options
 }
 
+// ApplyToFor implements [ForOption].
+func (w WithCacheWait) ApplyToFor(o *ForOptions) { o.PatchOptions = append(o.PatchOptions, w) }
+
+// WithAPIReader gives a reader that reads from the API server, not a cache
+// (a manager's GetAPIReader()), for the re-reads after a conflict. Without
+// it they go through the client, and when that is a manager's cached
+// client, a conflict with this controller's own previous write waits, with
+// backoff, until the cache holds it. It works for [NewPatcher], [For] and
+// finalizer.NewHandler.
+type WithAPIReader struct {
+	Reader client.Reader
+}
+
+// ApplyToPatcher implements [PatcherOption].
+func (w WithAPIReader) ApplyToPatcher(o *PatcherOptions) { o.APIReader = w.Reader }
+
+// ApplyToFor implements [ForOption].
+func (w WithAPIReader) ApplyToFor(o *ForOptions) { o.APIReader = w.Reader }
+
+// ApplyToHandler implements [finalizer.HandlerOption].
+func (w WithAPIReader) ApplyToHandler(o *finalizer.HandlerOptions) { o.APIReader = w.Reader }
+
+// FinalizerOption registers a finalizer with [For]; make it with
+// [WithFinalizer].
+type FinalizerOption struct {
+	Name      string
+	Finalizer finalizer.Finalizer
+}
+
+// WithFinalizer registers a finalizer and its cleanup: [For] persists it
+// before calling the body, and on deletion runs the cleanup instead of the
+// body, removing the finalizer once the cleanup succeeded.
+func WithFinalizer(name string, f finalizer.Finalizer) FinalizerOption {
+	return FinalizerOption{Name: name, Finalizer: f}
+}
+
+// ApplyToFor implements [ForOption].
+func (f FinalizerOption) ApplyToFor(o *ForOptions) { o.Finalizers = append(o.Finalizers, f) }
+
+// ReadySummaryOption sets the Ready summary in [For]; make it with
+// [WithReadySummary].
+type ReadySummaryOption struct {
+	Options []conditions.SummaryOption
+}
+
+// WithReadySummary sets the Ready condition from the others after the body
+// ran (see [conditions.SetSummary]); the object must be a
+// [conditions.Setter].
+func WithReadySummary(opts ...conditions.SummaryOption) ReadySummaryOption {
+	return ReadySummaryOption{Options: opts}
+}
+
+// ApplyToFor implements [ForOption].
+func (r ReadySummaryOption) ApplyToFor(o *ForOptions) {
+	o.ReadySummary, o.SummaryOptions = true, r.Options
+}
+
+// PatchOptionList passes options to every [Patcher.Patch] of [For]; make
+// it with [WithPatchOptions].
+type PatchOptionList []PatchOption
+
+// WithPatchOptions passes options to every [Patcher.Patch] of [For]. Each
+// PatchOption is also a ForOption, so this is only a grouping.
+func WithPatchOptions(opts ...PatchOption) PatchOptionList { return opts }
+
+// ApplyToFor implements [ForOption].
+func (l PatchOptionList) ApplyToFor(o *ForOptions) { o.PatchOptions = append(o.PatchOptions, l...) }
+
+func splitPaths(paths []string) [][]string {
+	var out [][]string
+	for _, p := range paths {
+		if p = strings.Trim(p, "."); p != "" {
+			out = append(out, strings.Split(p, "."))
+		}
+	}
+	return out
+}
+
 var (
 	_ PatchOption = WithCacheWait{}
 	_ PatchOption = WithOptimisticLock{}
 	_ PatchOption = WithObservedGeneration{}
 	_ PatchOption = WithOwnedConditions(nil)
+	_ PatchOption = WithConditionLists(nil)
+
+	_ ForOption = WithCacheWait{}
+	_ ForOption = WithOptimisticLock{}
+	_ ForOption = WithObservedGeneration{}
+	_ ForOption = WithOwnedConditions(nil)
+	_ ForOption = WithConditionLists(nil)
+	_ ForOption = WithAPIReader{}
+	_ ForOption = FinalizerOption{}
+	_ ForOption = ReadySummaryOption{}
+	_ ForOption = PatchOptionList(nil)
+
+	_ PatcherOption           = WithAPIReader{}
+	_ finalizer.HandlerOption = WithAPIReader{}
 )

@@ -1,0 +1,289 @@
+package reconcile_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand"
+	"slices"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	"github.com/steadyk8s/steady/reconcile"
+)
+
+// TestPropertyConcurrentWriterLosesNothing interleaves another writer's
+// changes (foreign conditions of arbitrary shape, finalizers,
+// ownerReferences, labels, status and spec fields) at random points of our
+// Patch (before it, or before any of its requests, retries included) with
+// random changes of ours: nothing the other wrote is lost, and everything we
+// changed lands.
+func TestPropertyConcurrentWriterLosesNothing(t *testing.T) {
+	seed := time.Now().UnixNano()
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewSource(seed))
+	ctx := context.Background()
+	ns := env.Namespace(t)
+	const rounds = 40
+	for round := range rounds {
+		name := fmt.Sprintf("t%d", round)
+		base := newUnstructured("Thing", ns, name)
+		base.SetLabels(map[string]string{"base": "1"})
+		base.SetFinalizers([]string{"base.io/f"})
+		base.Object["metadata"].(map[string]any)["ownerReferences"] = []any{ownerRef("base", 0)}
+		base.Object["spec"] = map[string]any{"size": int64(1)}
+		u := createU(t, base)
+		u = writeStatus(t, u, map[string]any{"phase": "New", "conditions": []any{
+			map[string]any{"type": "Base", "status": "True", "lastTransitionTime": "2025-01-01T00:00:00Z", "extra": "x"},
+		}})
+
+		// The other writer's ops, applied at random points.
+		var theirs []func(u *unstructured.Unstructured)
+		var planned []func(got *unstructured.Unstructured) error
+		var checks []func(got *unstructured.Unstructured) error // of the ops applied
+		for i := range 1 + rng.Intn(3) {
+			k := fmt.Sprintf("%d-%d", round, i)
+			switch rng.Intn(5) {
+			case 0:
+				cond := randomCondition(rng, "Their"+k)
+				theirs = append(theirs, func(u *unstructured.Unstructured) { appendNested(u, cond, "status", "conditions") })
+				planned = append(planned, hasEntry(cond, "status", "conditions"))
+			case 1:
+				f := "their.io/f" + k
+				theirs = append(theirs, func(u *unstructured.Unstructured) { u.SetFinalizers(append(u.GetFinalizers(), f)) })
+				planned = append(planned, func(got *unstructured.Unstructured) error {
+					if !slices.Contains(got.GetFinalizers(), f) {
+						return fmt.Errorf("finalizer %s lost", f)
+					}
+					return nil
+				})
+			case 2:
+				ref := ownerRef("their"+k, round*10+i+1)
+				theirs = append(theirs, func(u *unstructured.Unstructured) { appendNested(u, ref, "metadata", "ownerReferences") })
+				planned = append(planned, hasEntry(ref, "metadata", "ownerReferences"))
+			case 3:
+				theirs = append(theirs, func(u *unstructured.Unstructured) {
+					l := u.GetLabels()
+					l["their-"+k] = "v"
+					u.SetLabels(l)
+				})
+				planned = append(planned, func(got *unstructured.Unstructured) error {
+					if got.GetLabels()["their-"+k] != "v" {
+						return fmt.Errorf("label their-%s lost", k)
+					}
+					return nil
+				})
+			case 4:
+				theirs = append(theirs, func(u *unstructured.Unstructured) {
+					_ = unstructured.SetNestedField(u.Object, "v", "status", "their-"+k)
+					_ = unstructured.SetNestedField(u.Object, "v", "spec", "their-"+k)
+				})
+				planned = append(planned, func(got *unstructured.Unstructured) error {
+					s, _, _ := unstructured.NestedString(got.Object, "status", "their-"+k)
+					sp, _, _ := unstructured.NestedString(got.Object, "spec", "their-"+k)
+					if s != "v" || sp != "v" {
+						return fmt.Errorf("fields their-%s lost", k)
+					}
+					return nil
+				})
+			}
+		}
+		// When each op happens: before our request number at[i] (0: before Patch).
+		at := make([]int, len(theirs))
+		for i := range at {
+			at[i] = rng.Intn(4)
+		}
+		calls := 0
+		foreign := func(ctx context.Context) error {
+			for i, op := range theirs {
+				if at[i] != calls {
+					continue
+				}
+				cur := getU(t, u)
+				op(cur)
+				if err := env.Client.Update(ctx, cur); err != nil {
+					return err
+				}
+				cur = getU(t, u)
+				op(cur)
+				if err := env.Client.Status().Update(ctx, cur); err != nil {
+					return err
+				}
+				checks = append(checks, planned[i])
+			}
+			return nil
+		}
+		ww, _ := client.NewWithWatch(env.Config, client.Options{Scheme: env.Scheme})
+		c := interceptor.NewClient(ww, interceptor.Funcs{
+			Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+				calls++
+				if err := foreign(ctx); err != nil {
+					return err
+				}
+				return c.Patch(ctx, obj, patch, opts...)
+			},
+			SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+				calls++
+				if err := foreign(ctx); err != nil {
+					return err
+				}
+				return c.SubResource(sub).Patch(ctx, obj, patch, opts...)
+			},
+		})
+
+		p, err := reconcile.NewPatcher(c, u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := foreign(ctx); err != nil { // at 0: between our read and Patch
+			t.Fatal(err)
+		}
+		// Our random changes, and what must hold after.
+		var ours []func(got *unstructured.Unstructured) error
+		var did []string
+		for op := range 9 {
+			if rng.Intn(3) != 0 || (op == 5 && slices.Contains(did, "4")) {
+				continue
+			}
+			did = append(did, fmt.Sprint(op))
+			switch op {
+			case 0:
+				l := u.GetLabels()
+				l["ours"] = "1"
+				delete(l, "base")
+				u.SetLabels(l)
+				ours = append(ours, func(got *unstructured.Unstructured) error {
+					if l := got.GetLabels(); l["ours"] != "1" || l["base"] != "" {
+						return fmt.Errorf("labels %v", l)
+					}
+					return nil
+				})
+			case 1:
+				u.SetFinalizers([]string{"our.io/f"}) // base.io/f removed, ours added
+				ours = append(ours, func(got *unstructured.Unstructured) error {
+					if f := got.GetFinalizers(); slices.Contains(f, "base.io/f") || !slices.Contains(f, "our.io/f") {
+						return fmt.Errorf("finalizers %v", f)
+					}
+					return nil
+				})
+			case 2:
+				u.Object["metadata"].(map[string]any)["ownerReferences"] = []any{ownerRef("ours", 999)}
+				ours = append(ours, func(got *unstructured.Unstructured) error {
+					refs, _, _ := unstructured.NestedSlice(got.Object, "metadata", "ownerReferences")
+					if !slices.ContainsFunc(refs, func(r any) bool { return r.(map[string]any)["name"] == "ours" }) ||
+						slices.ContainsFunc(refs, func(r any) bool { return r.(map[string]any)["name"] == "base" }) {
+						return fmt.Errorf("ownerReferences %s", mustJSON(refs))
+					}
+					return nil
+				})
+			case 3:
+				cond := randomCondition(rng, "Ours")
+				appendNested(u, cond, "status", "conditions")
+				ours = append(ours, hasEntry(cond, "status", "conditions"))
+			case 4:
+				conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+				conds[0].(map[string]any)["extra"] = "changed"
+				_ = unstructured.SetNestedSlice(u.Object, conds, "status", "conditions")
+				ours = append(ours, func(got *unstructured.Unstructured) error {
+					conds, _, _ := unstructured.NestedSlice(got.Object, "status", "conditions")
+					for _, c := range conds {
+						if c.(map[string]any)["type"] == "Base" && c.(map[string]any)["extra"] == "changed" {
+							return nil
+						}
+					}
+					return fmt.Errorf("Base's change lost: %s", mustJSON(conds))
+				})
+			case 5:
+				conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+				conds = slices.DeleteFunc(conds, func(c any) bool { return c.(map[string]any)["type"] == "Base" })
+				_ = unstructured.SetNestedSlice(u.Object, conds, "status", "conditions")
+				ours = append(ours, func(got *unstructured.Unstructured) error {
+					conds, _, _ := unstructured.NestedSlice(got.Object, "status", "conditions")
+					if slices.ContainsFunc(conds, func(c any) bool { return c.(map[string]any)["type"] == "Base" }) {
+						return fmt.Errorf("Base not removed: %s", mustJSON(conds))
+					}
+					return nil
+				})
+			case 6:
+				unstructured.RemoveNestedField(u.Object, "status", "phase")
+				_ = unstructured.SetNestedField(u.Object, true, "status", "ours")
+				ours = append(ours, func(got *unstructured.Unstructured) error {
+					_, has, _ := unstructured.NestedString(got.Object, "status", "phase")
+					b, _, _ := unstructured.NestedBool(got.Object, "status", "ours")
+					if has || !b {
+						return fmt.Errorf("status %s", mustJSON(got.Object["status"]))
+					}
+					return nil
+				})
+			case 7:
+				_ = unstructured.SetNestedField(u.Object, int64(0), "spec", "size")
+				ours = append(ours, func(got *unstructured.Unstructured) error {
+					if s, _, _ := unstructured.NestedInt64(got.Object, "spec", "size"); s != 0 {
+						return fmt.Errorf("spec.size %d", s)
+					}
+					return nil
+				})
+			case 8:
+				_ = unstructured.SetNestedField(u.Object, "mine", "spec", "ours")
+				ours = append(ours, func(got *unstructured.Unstructured) error {
+					if s, _, _ := unstructured.NestedString(got.Object, "spec", "ours"); s != "mine" {
+						return fmt.Errorf("spec.ours %q", s)
+					}
+					return nil
+				})
+			}
+		}
+		if err := p.Patch(ctx, u); err != nil {
+			t.Fatalf("round %d (ours %v, theirs at %v): %v", round, did, at, err)
+		}
+		got := getU(t, u)
+		for _, check := range append(checks, ours...) {
+			if err := check(got); err != nil {
+				t.Errorf("round %d (ours %v, theirs at %v, %d requests): %v", round, did, at, calls, err)
+			}
+		}
+	}
+}
+
+func ownerRef(name string, n int) map[string]any {
+	return map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "name": name,
+		"uid": fmt.Sprintf("00000000-0000-0000-0000-%012d", n)}
+}
+
+// randomCondition is a condition of arbitrary shape: any mix of the fields
+// of metav1.Condition, cluster-api's v1beta1, core types, and unknown ones.
+func randomCondition(rng *rand.Rand, typ string) map[string]any {
+	c := map[string]any{"type": typ, "status": []string{"True", "False", "Unknown"}[rng.Intn(3)]}
+	optional := map[string]any{
+		"lastTransitionTime": "2025-01-01T00:00:00Z", "lastUpdateTime": "2025-01-02T00:00:00Z",
+		"lastProbeTime": "2025-01-03T00:00:00Z", "lastHeartbeatTime": "2025-01-04T00:00:00Z",
+		"severity": "Warning", "reason": "R", "message": "m", "observedGeneration": int64(3),
+		"custom": map[string]any{"nested": []any{"a", int64(1)}},
+	}
+	for k, v := range optional {
+		if rng.Intn(2) == 0 {
+			c[k] = v
+		}
+	}
+	return c
+}
+
+func appendNested(u *unstructured.Unstructured, entry map[string]any, path ...string) {
+	list, _, _ := unstructured.NestedSlice(u.Object, path...)
+	_ = unstructured.SetNestedSlice(u.Object, append(list, entry), path...)
+}
+
+func hasEntry(entry map[string]any, path ...string) func(got *unstructured.Unstructured) error {
+	return func(got *unstructured.Unstructured) error {
+		list, _, _ := unstructured.NestedSlice(got.Object, path...)
+		for _, e := range list {
+			if mustJSON(e) == mustJSON(entry) {
+				return nil
+			}
+		}
+		return fmt.Errorf("%s: entry %s lost or changed: %s", path, mustJSON(entry), mustJSON(list))
+	}
+}
