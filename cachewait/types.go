@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/steadyk8s/steady/internal/observe"
 )
 
 // TimeoutError says the cache did not catch up in time. It is not a failure
@@ -138,7 +140,7 @@ type WithAPIReader struct {
 
 // ApplyToWait implements [WaitOption].
 func (w WithAPIReader) ApplyToWait(o *WaitOptions) {
-	o.APIReader = w.Reader
+	o.APIReader = observe.Reader(w.Reader, "cachewait")
 	if w.After > 0 {
 		o.APIReaderAfter = w.After
 	}
@@ -146,7 +148,7 @@ func (w WithAPIReader) ApplyToWait(o *WaitOptions) {
 
 // ApplyToTracker implements [TrackerOption].
 func (w WithAPIReader) ApplyToTracker(o *TrackerOptions) {
-	o.APIReader = w.Reader
+	o.APIReader = observe.Reader(w.Reader, "cachewait")
 	if w.After > 0 {
 		o.APIReaderAfter = w.After
 	}

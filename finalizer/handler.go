@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/steadyk8s/steady/internal/object"
+	"github.com/steadyk8s/steady/internal/observe"
 	"github.com/steadyk8s/steady/internal/patch"
 )
 
@@ -33,7 +34,7 @@ func NewHandler(c client.Client, opts ...HandlerOption) *Handler {
 	for _, opt := range opts {
 		opt.ApplyToHandler(&o)
 	}
-	return &Handler{c: c, w: patch.Writer{Client: c, Reader: o.APIReader}, funcs: map[string]Finalizer{}}
+	return &Handler{c: c, w: patch.Writer{Client: observe.Client(c, "finalizer"), Reader: observe.Reader(o.APIReader, "finalizer")}, funcs: map[string]Finalizer{}}
 }
 
 // Register adds a named finalizer with its cleanup. Names must be qualified

@@ -139,7 +139,7 @@ func TestCleanupChangesAreWritten(t *testing.T) {
 func TestHandleThroughALaggingCache(t *testing.T) {
 	for _, withAPIReader := range []bool{true, false} {
 		t.Run(map[bool]string{true: "with API reader", false: "cache only"}[withAPIReader], func(t *testing.T) {
-			cc := testapi.StartManager(t, env.Config, env.Scheme, testapi.ManagerOptions{Delay: 300 * time.Millisecond, Informers: []client.Object{&testapi.Widget{}}})
+			cc := testapi.StartManager(t, env, testapi.ManagerOptions{Delay: 300 * time.Millisecond, Informers: []client.Object{&testapi.Widget{}}})
 			ctx := context.Background()
 			var opts []finalizer.HandlerOption
 			if withAPIReader {

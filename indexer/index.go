@@ -13,6 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+
+	"github.com/steadyk8s/steady/internal/observe"
 )
 
 // Index is a field index over objects of type T, a pointer type such as
@@ -162,7 +164,7 @@ func listBy(ctx context.Context, r client.Reader, list client.ObjectList, index,
 		return &NotRegisteredError{Index: index, Type: typ, Err: errAbsent}
 	}
 	opts = append([]client.ListOption{client.MatchingFields{index: value}}, opts...)
-	err := r.List(ctx, list, opts...)
+	err := observe.Reader(r, "indexer").List(ctx, list, opts...)
 	if err == nil {
 		return nil
 	}

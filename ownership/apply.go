@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/steadyk8s/steady/internal/object"
+	"github.com/steadyk8s/steady/internal/observe"
 )
 
 // Apply makes owner the controller of child and server-side applies child
@@ -26,6 +27,7 @@ func Apply(ctx context.Context, c client.Client, owner, child client.Object, fie
 	for _, opt := range opts {
 		opt.ApplyToApply(&o)
 	}
+	c = observe.Client(c, "ownership")
 	if err := validate(c, owner, child); err != nil {
 		return controllerutil.OperationResultNone, err
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/steadyk8s/steady/indexer"
 	"github.com/steadyk8s/steady/internal/object"
+	"github.com/steadyk8s/steady/internal/observe"
 )
 
 // ListChildren lists into list the objects of list's kind that owner
@@ -31,7 +32,7 @@ func ListChildren(ctx context.Context, c client.Client, owner client.Object, lis
 	}
 	err = indexer.ListByControllerOwner(ctx, c, list, gvk.GroupKind(), owner.GetName(), opts...)
 	if nre := (*indexer.NotRegisteredError)(nil); errors.As(err, &nre) {
-		err = c.List(ctx, list, opts...)
+		err = observe.Reader(c, "ownership").List(ctx, list, opts...)
 	}
 	if err != nil {
 		return fmt.Errorf("ownership: listing the children of %s: %w", object.Describe(owner, c.Scheme()), err)

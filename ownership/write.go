@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/steadyk8s/steady/internal/object"
+	"github.com/steadyk8s/steady/internal/observe"
 )
 
 // MutateFn sets the desired state on the child it closes over. It runs on
@@ -50,6 +51,7 @@ func CreateOrUpdate(ctx context.Context, c client.Client, owner, child client.Ob
 	for _, opt := range opts {
 		opt.ApplyToCreateOrUpdate(&o)
 	}
+	c = observe.Client(c, "ownership")
 	live, err := readAndMutate(ctx, c, owner, child, mutate, o.Adopt)
 	if err != nil {
 		return controllerutil.OperationResultNone, err
@@ -115,6 +117,7 @@ func CreateOrPatch(ctx context.Context, c client.Client, owner, child client.Obj
 	for _, opt := range opts {
 		opt.ApplyToCreateOrPatch(&o)
 	}
+	c = observe.Client(c, "ownership")
 	live, err := readAndMutate(ctx, c, owner, child, mutate, o.Adopt)
 	if err != nil {
 		return controllerutil.OperationResultNone, err

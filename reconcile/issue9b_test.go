@@ -194,7 +194,7 @@ func TestForThroughALaggingCache(t *testing.T) {
 			name = "with API reader"
 		}
 		t.Run(name, func(t *testing.T) {
-			cc := testapi.StartManager(t, env.Config, env.Scheme, testapi.ManagerOptions{Delay: 300 * time.Millisecond, Informers: []client.Object{&testapi.Widget{}}})
+			cc := testapi.StartManager(t, env, testapi.ManagerOptions{Delay: 300 * time.Millisecond, Informers: []client.Object{&testapi.Widget{}}})
 			ctx := context.Background()
 			ns := env.Namespace(t)
 			w := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "w"}, Spec: testapi.WidgetSpec{Size: 1}}
@@ -257,7 +257,7 @@ func TestForThroughALaggingCache(t *testing.T) {
 
 // Item 14: a cache wait that times out is a requeue, not an error.
 func TestForMapsACacheTimeoutToARequeue(t *testing.T) {
-	cc := testapi.StartManager(t, env.Config, env.Scheme, testapi.ManagerOptions{Delay: 300 * time.Millisecond, Informers: []client.Object{&testapi.Widget{}}})
+	cc := testapi.StartManager(t, env, testapi.ManagerOptions{Delay: 300 * time.Millisecond, Informers: []client.Object{&testapi.Widget{}}})
 	ctx := context.Background()
 	w := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: env.Namespace(t), Name: "w"}, Spec: testapi.WidgetSpec{Size: 1}}
 	if err := env.Client.Create(ctx, w); err != nil {
@@ -266,7 +266,7 @@ func TestForMapsACacheTimeoutToARequeue(t *testing.T) {
 	r, _ := reconcile.For(env.Client, func(ctx context.Context, obj *testapi.Widget) (ctrl.Result, error) {
 		obj.Status.Phase = "Changed"
 		return ctrl.Result{}, nil
-	}, reconcile.WithCacheWait{Reader: cc.Client, Options: []cachewait.Option{cachewait.WithTimeout(time.Millisecond)}})
+	}, reconcile.WithCacheWait{Reader: cc.Client, Options: []cachewait.WaitOption{cachewait.WithTimeout(time.Millisecond)}})
 	res, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(w)})
 	if err != nil || res.RequeueAfter != reconcile.CacheTimeoutRequeue {
 		t.Errorf("Reconcile = %+v, %v; want a RequeueAfter and no error", res, err)
@@ -319,7 +319,7 @@ func TestPatchFromAStaleCachedCopy(t *testing.T) {
 	for _, delay := range []time.Duration{100 * time.Millisecond, 300 * time.Millisecond} {
 		for _, withAPIReader := range []bool{true, false} {
 			t.Run(fmt.Sprintf("%s/api reader %v", delay, withAPIReader), func(t *testing.T) {
-				cc := testapi.StartManager(t, env.Config, env.Scheme, testapi.ManagerOptions{Delay: delay, Informers: []client.Object{&testapi.Widget{}}})
+				cc := testapi.StartManager(t, env, testapi.ManagerOptions{Delay: delay, Informers: []client.Object{&testapi.Widget{}}})
 				ctx := context.Background()
 				w := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: env.Namespace(t), Name: "w"}}
 				if err := env.Client.Create(ctx, w); err != nil {

@@ -3,6 +3,7 @@ package reconcile
 import (
 	"strings"
 
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/steadyk8s/steady/cachewait"
@@ -30,6 +31,15 @@ type PatchOptions struct {
 	CacheReader client.Reader
 	// CacheWaitOptions configure that wait.
 	CacheWaitOptions []cachewait.WaitOption
+	// Events, when set, records a Kubernetes Event on the object when a
+	// write flips its Ready condition (see [WithEvents]).
+	Events EventRecorder
+}
+
+// EventRecorder records Kubernetes Events: client-go's record.EventRecorder,
+// which a manager's GetEventRecorderFor(name) returns, is one.
+type EventRecorder interface {
+	Eventf(object runtime.Object, eventtype, reason, messageFmt string, args ...any)
 }
 
 // PatchOption configures [Patcher.Patch]. Every PatchOption is also a
@@ -137,6 +147,20 @@ func (w WithCacheWait) ApplyToPatch(o *PatchOptions) {
 // ApplyToFor implements [ForOption].
 func (w WithCacheWait) ApplyToFor(o *ForOptions) { o.PatchOptions = append(o.PatchOptions, w) }
 
+// WithEvents records an Event on the object whenever a Patch writes a flip
+// of its Ready condition: Normal "Ready" when it became True, Warning
+// "NotReady" when it became False or Unknown, with the condition's reason and
+// message. Nothing is recorded when Ready did not change or the write failed.
+//
+//	reconcile.WithEvents{Recorder: mgr.GetEventRecorderFor("bucket-controller")}
+type WithEvents struct{ Recorder EventRecorder }
+
+// ApplyToPatch implements [PatchOption].
+func (w WithEvents) ApplyToPatch(o *PatchOptions) { o.Events = w.Recorder }
+
+// ApplyToFor implements [ForOption].
+func (w WithEvents) ApplyToFor(o *ForOptions) { o.PatchOptions = append(o.PatchOptions, w) }
+
 // WithAPIReader gives a reader that reads from the API server, not a cache
 // (a manager's GetAPIReader()), for the re-reads after a conflict. Without
 // it they go through the client, and when that is a manager's cached
@@ -225,6 +249,7 @@ var (
 	_ ForOption = WithOwnedConditions(nil)
 	_ ForOption = WithConditionLists(nil)
 	_ ForOption = WithAPIReader{}
+	_ ForOption = WithEvents{}
 	_ ForOption = FinalizerOption{}
 	_ ForOption = ReadySummaryOption{}
 	_ ForOption = PatchOptionList(nil)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/steadyk8s/steady/cachewait"
 	"github.com/steadyk8s/steady/internal/object"
+	"github.com/steadyk8s/steady/internal/observe"
 	"github.com/steadyk8s/steady/internal/patch"
 )
 
@@ -23,6 +24,7 @@ import (
 // Reconciling early, and the rest at the end.
 type Patcher struct {
 	w      patch.Writer
+	api    client.Reader // the API reader of WithAPIReader, nil without
 	scheme *runtime.Scheme
 	before client.Object
 }
@@ -40,7 +42,8 @@ func NewPatcher(c client.Client, obj client.Object, opts ...PatcherOption) (*Pat
 		return nil, fmt.Errorf("reconcile: NewPatcher: %w", err)
 	}
 	return &Patcher{
-		w:      patch.Writer{Client: c, Reader: o.APIReader},
+		w:      patch.Writer{Client: observe.Client(c, "reconcile"), Reader: observe.Reader(o.APIReader, "reconcile")},
+		api:    o.APIReader,
 		scheme: c.Scheme(),
 		before: obj.DeepCopyObject().(client.Object),
 	}, nil
@@ -163,9 +166,18 @@ func (p *Patcher) Patch(ctx context.Context, obj client.Object, opts ...PatchOpt
 	if res.Gone {
 		return nil
 	}
+	if o.Events != nil && len(res.Wrote) > 0 {
+		recordReadyFlip(o.Events, p.before, obj)
+	}
 	p.before = obj.DeepCopyObject().(client.Object)
 	if o.CacheReader != nil && len(res.Wrote) > 0 {
-		if err := cachewait.ForWrite(ctx, o.CacheReader, obj, o.CacheWaitOptions...); err != nil {
+		wait := o.CacheWaitOptions
+		if p.api != nil {
+			// Tell a released object from a lagging cache (the caller's own
+			// options still win).
+			wait = append([]cachewait.WaitOption{cachewait.WithAPIReader{Reader: p.api}}, wait...)
+		}
+		if err := cachewait.ForWrite(ctx, o.CacheReader, obj, wait...); err != nil {
 			return fmt.Errorf("reconcile: %s: %w", p.describe(), err)
 		}
 	}

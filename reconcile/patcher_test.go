@@ -19,7 +19,7 @@ import (
 	"github.com/steadyk8s/steady/testenv"
 )
 
-var env = testapi.NewEnv(testenv.WithCRDPaths("testdata"), testenv.WithScheme(thingScheme()))
+var env = testapi.NewEnv(testenv.WithCRDPaths{"testdata"}, testenv.WithScheme{Scheme: thingScheme()})
 
 func TestMain(m *testing.M) { os.Exit(env.Run(m)) }
 

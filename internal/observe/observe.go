@@ -1,0 +1,253 @@
+// Package observe makes the API requests of steady's helpers visible: every
+// request a helper makes through [Client] or [Reader] is counted in
+// controller-runtime's metrics registry by helper and verb, and every write
+// is logged at V(1) on the logger in the request's context, naming the
+// object as "Kind namespace/name" and what the write changed.
+package observe
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/steadyk8s/steady/internal/object"
+)
+
+// Requests counts the requests of steady's helpers by helper (the package:
+// reconcile, finalizer, ownership, ...) and verb (get, list, create, update,
+// patch, apply, delete, deleteallof; "status-" before a write of the status
+// subresource, "dryrun-" before a dry run).
+var Requests = prometheus.NewCounterVec(prometheus.CounterOpts{
+	Name: "steady_requests_total",
+	Help: "API requests made by steady's helpers, by helper and verb.",
+}, []string{"helper", "verb"})
+
+func init() { metrics.Registry.MustRegister(Requests) }
+
+// Client wraps c so that the requests made through it are counted and its
+// writes logged under helper's name.
+func Client(c client.Client, helper string) client.Client {
+	if o, ok := c.(*observed); ok {
+		c = o.Client
+	}
+	return &observed{Client: c, helper: helper}
+}
+
+// Reader wraps r likewise; nil stays nil.
+func Reader(r client.Reader, helper string) client.Reader {
+	if r == nil {
+		return nil
+	}
+	return &observedReader{r: r, helper: helper}
+}
+
+type observed struct {
+	client.Client
+	helper string
+}
+
+type observedReader struct {
+	r      client.Reader
+	helper string
+}
+
+func (o *observedReader) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	Requests.WithLabelValues(o.helper, "get").Inc()
+	return o.r.Get(ctx, key, obj, opts...)
+}
+
+func (o *observedReader) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	Requests.WithLabelValues(o.helper, "list").Inc()
+	return o.r.List(ctx, list, opts...)
+}
+
+func (o *observed) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	Requests.WithLabelValues(o.helper, "get").Inc()
+	return o.Client.Get(ctx, key, obj, opts...)
+}
+
+func (o *observed) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	Requests.WithLabelValues(o.helper, "list").Inc()
+	return o.Client.List(ctx, list, opts...)
+}
+
+func (o *observed) Create(ctx context.Context, obj client.Object, opts ...client.CreateOption) error {
+	dry := dryRun((&client.CreateOptions{}).ApplyOptions(opts).DryRun)
+	err := o.Client.Create(ctx, obj, opts...)
+	o.done(ctx, "", "create", dry, obj, func() []string { return []string{"created"} }, err)
+	return err
+}
+
+func (o *observed) Update(ctx context.Context, obj client.Object, opts ...client.UpdateOption) error {
+	dry := dryRun((&client.UpdateOptions{}).ApplyOptions(opts).DryRun)
+	err := o.Client.Update(ctx, obj, opts...)
+	o.done(ctx, "", "update", dry, obj, func() []string { return []string{"metadata", "spec"} }, err)
+	return err
+}
+
+func (o *observed) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+	dry := dryRun((&client.PatchOptions{}).ApplyOptions(opts).DryRun)
+	changed := patchedFields(ctx, obj, patch) // before the call: obj becomes the answer
+	err := o.Client.Patch(ctx, obj, patch, opts...)
+	o.done(ctx, "", "patch", dry, obj, changed, err)
+	return err
+}
+
+func (o *observed) Apply(ctx context.Context, cfg runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
+	dry := dryRun((&client.ApplyOptions{}).ApplyOptions(opts).DryRun)
+	err := o.Client.Apply(ctx, cfg, opts...)
+	Requests.WithLabelValues(o.helper, prefix(dry)+"apply").Inc()
+	if log := logf.FromContext(ctx).V(1); log.Enabled() && !dry {
+		log.Info("steady: apply", "helper", o.helper, "changed", topLevel(cfg), "error", err)
+	}
+	return err
+}
+
+func (o *observed) Delete(ctx context.Context, obj client.Object, opts ...client.DeleteOption) error {
+	dry := dryRun((&client.DeleteOptions{}).ApplyOptions(opts).DryRun)
+	err := o.Client.Delete(ctx, obj, opts...)
+	o.done(ctx, "", "delete", dry, obj, func() []string { return []string{"deleted"} }, err)
+	return err
+}
+
+func (o *observed) DeleteAllOf(ctx context.Context, obj client.Object, opts ...client.DeleteAllOfOption) error {
+	dry := dryRun((&client.DeleteAllOfOptions{}).ApplyOptions(opts).DryRun)
+	err := o.Client.DeleteAllOf(ctx, obj, opts...)
+	o.done(ctx, "", "deleteallof", dry, obj, func() []string { return []string{"deleted"} }, err)
+	return err
+}
+
+func (o *observed) Status() client.SubResourceWriter {
+	return &observedStatus{o: o, w: o.Client.Status()}
+}
+
+type observedStatus struct {
+	o *observed
+	w client.SubResourceWriter
+}
+
+func (s *observedStatus) Create(ctx context.Context, obj client.Object, sub client.Object, opts ...client.SubResourceCreateOption) error {
+	err := s.w.Create(ctx, obj, sub, opts...)
+	s.o.done(ctx, "status-", "create", false, obj, func() []string { return []string{"status"} }, err)
+	return err
+}
+
+func (s *observedStatus) Update(ctx context.Context, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+	o := &client.SubResourceUpdateOptions{}
+	o.ApplyOptions(opts)
+	err := s.w.Update(ctx, obj, opts...)
+	s.o.done(ctx, "status-", "update", dryRun(o.DryRun), obj, func() []string { return []string{"status"} }, err)
+	return err
+}
+
+func (s *observedStatus) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+	o := &client.SubResourcePatchOptions{}
+	o.ApplyOptions(opts)
+	changed := patchedFields(ctx, obj, patch)
+	err := s.w.Patch(ctx, obj, patch, opts...)
+	s.o.done(ctx, "status-", "patch", dryRun(o.DryRun), obj, changed, err)
+	return err
+}
+
+func (s *observedStatus) Apply(ctx context.Context, cfg runtime.ApplyConfiguration, opts ...client.SubResourceApplyOption) error {
+	err := s.w.Apply(ctx, cfg, opts...)
+	Requests.WithLabelValues(s.o.helper, "status-apply").Inc()
+	if log := logf.FromContext(ctx).V(1); log.Enabled() {
+		log.Info("steady: apply", "helper", s.o.helper, "changed", []string{"status"}, "error", err)
+	}
+	return err
+}
+
+// done counts a write and logs it at V(1); dry runs are counted, not logged.
+func (o *observed) done(ctx context.Context, sub, verb string, dry bool, obj client.Object, changed func() []string, err error) {
+	Requests.WithLabelValues(o.helper, prefix(dry)+sub+verb).Inc()
+	if dry {
+		return
+	}
+	if log := logf.FromContext(ctx).V(1); log.Enabled() {
+		kv := []any{"helper", o.helper, "object", object.Describe(obj, o.Scheme()), "changed", changed()}
+		if err != nil {
+			kv = append(kv, "error", err.Error())
+		}
+		log.Info("steady: "+sub+verb, kv...)
+	}
+}
+
+func prefix(dry bool) string {
+	if dry {
+		return "dryrun-"
+	}
+	return ""
+}
+
+func dryRun(d []string) bool { return slices.Contains(d, "All") }
+
+// patchedFields returns the top-level fields a patch sets (metadata, spec,
+// status and so on), computed before the call, while obj is still what the
+// patch was made from, and only when the write will be logged. A metadata
+// that carries only preconditions (resourceVersion, uid) does not count.
+func patchedFields(ctx context.Context, obj client.Object, patch client.Patch) func() []string {
+	if !logf.FromContext(ctx).V(1).Enabled() {
+		return func() []string { return nil }
+	}
+	data, err := patch.Data(obj)
+	if err != nil {
+		return func() []string { return nil }
+	}
+	var out []string
+	if patch.Type() == types.JSONPatchType {
+		var ops []struct {
+			Path string `json:"path"`
+		}
+		_ = json.Unmarshal(data, &ops)
+		for _, op := range ops {
+			if f := strings.SplitN(strings.TrimPrefix(op.Path, "/"), "/", 2)[0]; !slices.Contains(out, f) {
+				out = append(out, f)
+			}
+		}
+		sort.Strings(out)
+		return func() []string { return out }
+	}
+	var m map[string]json.RawMessage
+	_ = json.Unmarshal(data, &m)
+	var md map[string]json.RawMessage
+	if json.Unmarshal(m["metadata"], &md) == nil {
+		delete(md, "resourceVersion")
+		delete(md, "uid")
+		if len(md) == 0 {
+			delete(m, "metadata")
+		}
+	}
+	out = keys(m)
+	return func() []string { return out }
+}
+
+func topLevel(cfg runtime.ApplyConfiguration) []string {
+	data, err := json.Marshal(cfg)
+	if err != nil {
+		return nil
+	}
+	var m map[string]json.RawMessage
+	_ = json.Unmarshal(data, &m)
+	delete(m, "apiVersion")
+	delete(m, "kind")
+	return keys(m)
+}
+
+func keys(m map[string]json.RawMessage) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,70 @@
+package observe
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/go-logr/logr/funcr"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+)
+
+// The counting and the log lines are pure logic: a fake client serves.
+func TestCountsAndLogsWrites(t *testing.T) {
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a"}, Data: map[string]string{"k": "v"}}
+	base := fake.NewClientBuilder().WithObjects(cm.DeepCopy()).Build()
+	var lines []string
+	log := funcr.New(func(prefix, args string) { lines = append(lines, args) }, funcr.Options{Verbosity: 1})
+	ctx := logf.IntoContext(context.Background(), log)
+	c := Client(base, "testhelper")
+
+	getBefore := testutil.ToFloat64(Requests.WithLabelValues("testhelper", "get"))
+	patchBefore := testutil.ToFloat64(Requests.WithLabelValues("testhelper", "patch"))
+	dryBefore := testutil.ToFloat64(Requests.WithLabelValues("testhelper", "dryrun-patch"))
+
+	var got corev1.ConfigMap
+	if err := c.Get(ctx, client.ObjectKeyFromObject(cm), &got); err != nil {
+		t.Fatal(err)
+	}
+	before := got.DeepCopy()
+	got.Labels = map[string]string{"x": "y"}
+	if err := c.Patch(ctx, &got, client.MergeFrom(before), client.DryRunAll); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Patch(ctx, &got, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
+		t.Fatal(err)
+	}
+	if d := testutil.ToFloat64(Requests.WithLabelValues("testhelper", "get")) - getBefore; d != 1 {
+		t.Errorf("get counted %v times, want 1", d)
+	}
+	if d := testutil.ToFloat64(Requests.WithLabelValues("testhelper", "patch")) - patchBefore; d != 1 {
+		t.Errorf("patch counted %v times, want 1", d)
+	}
+	if d := testutil.ToFloat64(Requests.WithLabelValues("testhelper", "dryrun-patch")) - dryBefore; d != 1 {
+		t.Errorf("dry-run patch counted %v times, want 1", d)
+	}
+	if len(lines) != 1 {
+		t.Fatalf("want one logged write (dry runs and reads are not logged), got %q", lines)
+	}
+	for _, want := range []string{`"helper"="testhelper"`, `"object"="ConfigMap ns/a"`, `"changed"=["metadata"]`} {
+		if !strings.Contains(lines[0], want) {
+			t.Errorf("log line %q lacks %s", lines[0], want)
+		}
+	}
+
+	// A status-only change with a lock: the precondition is not a metadata change.
+	before = got.DeepCopy()
+	got.Data["k"] = "w"
+	lines = nil
+	if err := c.Patch(ctx, &got, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
+		t.Fatal(err)
+	}
+	if len(lines) != 1 || !strings.Contains(lines[0], `"changed"=["data"]`) {
+		t.Errorf("log = %q, want changed=[data] only", lines)
+	}
+}
