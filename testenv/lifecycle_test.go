@@ -268,7 +268,8 @@ func TestInstallCRDsMakesTheGarbageCollectorKnowTheKind(t *testing.T) {
 func TestStartManagerRunsTheControllerUnderTest(t *testing.T) {
 	ns := env.Namespace(t)
 	var requests atomic.Int64
-	mgr := env.StartManager(t, testenv.WithSetup(func(mgr ctrl.Manager) error {
+	var counter testenv.RequestCounter
+	mgr := env.StartManager(t, testenv.WithTransport(counter.Wrap), testenv.WithSetup(func(mgr ctrl.Manager) error {
 		return ctrl.NewControllerManagedBy(mgr).For(&corev1.ConfigMap{}).Named("copier").
 			Complete(crreconcile.Func(func(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 				requests.Add(1)
@@ -306,5 +307,8 @@ func TestStartManagerRunsTheControllerUnderTest(t *testing.T) {
 			t.Fatalf("the controller did not act (%d requests)", requests.Load())
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+	if counter.Get("PATCH") != 1 || counter.Get("WATCH") == 0 { // the informer lists by a streaming WATCH
+		t.Errorf("the manager's requests were not counted as expected: %s", &counter)
 	}
 }

@@ -42,11 +42,11 @@ type ManagerOptions struct {
 // stops it when the test ends.
 func StartManager(t testing.TB, env *testenv.Environment, o ManagerOptions) *Cached {
 	t.Helper()
-	n := &Counter{counts: map[string]int{}}
+	n := &Counter{}
 	wrap := testenv.WithTransport(func(rt http.RoundTripper) http.RoundTripper {
+		counted := n.Wrap(rt)
 		return roundTripFunc(func(r *http.Request) (*http.Response, error) {
-			n.add(r)
-			resp, err := rt.RoundTrip(r)
+			resp, err := counted.RoundTrip(r)
 			if err == nil && o.Delay > 0 && strings.Contains(r.URL.RawQuery, "watch=true") {
 				resp.Body = Lagging(resp.Body, o.Delay)
 			}
