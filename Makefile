@@ -7,11 +7,12 @@ SHELL := /bin/bash
 # Every Go module in the repository: the library, and hack/, examples/, bench/.
 MODULES := $(sort $(patsubst %/go.mod,%,$(shell find . -name go.mod -not -path './.git/*')))
 
-.PHONY: envtest test test-compat help
+.PHONY: envtest test test-compat generate help
 
 help:
 	@echo "make test     vet and test every module with -race against a real control plane"
 	@echo "make envtest  build (or find) the envtest assets and print their directory"
+	@echo "make generate  regenerate the examples' deepcopy code, CRDs and RBAC (controller-gen, pinned in examples/go.mod)"
 	@echo "make test-compat  the library's suite on controller-runtime v0.25 / k8s.io v0.37 (make test runs it too)"
 
 envtest:
@@ -33,3 +34,6 @@ test:
 test-compat:
 	@assets="$$(cd hack && go run ./cmd/envtest-assets)"; \
 	KUBEBUILDER_ASSETS="$$assets" STEADY_TESTENV_REQUIRE=1 hack/compat-test.sh
+
+generate:
+	@cd examples && go generate ./...
