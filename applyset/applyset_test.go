@@ -180,7 +180,7 @@ func TestParentOfAnotherToolIsRefused(t *testing.T) {
 	if !errors.As(err, &te) || n.Writes() != 0 {
 		t.Fatalf("apply to kubectl's parent: %v (requests %s)", err, n)
 	}
-	adopting, _ := applyset.New(c, parent, applyset.Adopt())
+	adopting, _ := applyset.New(c, parent, applyset.Adopt{})
 	if _, err := adopting.Apply(ctx, parse(t, cm("a"))); err != nil {
 		t.Fatal(err)
 	}
