@@ -170,4 +170,3 @@ func keepAnnotated(o client.Object) bool {
 	a := o.GetAnnotations()
 	return a[OnRemoveAnnotation] == "keep" || a[LifecycleDeletion] == "detach"
 }
-
