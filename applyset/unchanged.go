@@ -1,6 +1,7 @@
 package applyset
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"reflect"
 	"slices"
@@ -50,7 +51,37 @@ func knownUnchanged(obj, live *unstructured.Unstructured, manager string) bool {
 			delete(want, "metadata")
 		}
 	}
-	return covers(want, owned, live.Object)
+	return covers(want, owned, secretView(obj, live))
+}
+
+// secretView is live as obj's fields read it. The API server moves a
+// Secret's stringData into data (base64-encoded) but records the ownership
+// of stringData: live's data is shown back as stringData for the keys obj
+// sets there.
+func secretView(obj, live *unstructured.Unstructured) map[string]any {
+	sd, ok := obj.Object["stringData"].(map[string]any)
+	if !ok || obj.GetAPIVersion() != "v1" || obj.GetKind() != "Secret" {
+		return live.Object
+	}
+	data, _ := live.Object["data"].(map[string]any)
+	view := map[string]any{}
+	for k := range sd {
+		enc, ok := data[k].(string)
+		if !ok {
+			continue
+		}
+		dec, err := base64.StdEncoding.DecodeString(enc)
+		if err != nil {
+			continue
+		}
+		view[k] = string(dec)
+	}
+	out := make(map[string]any, len(live.Object)+1)
+	for k, v := range live.Object {
+		out[k] = v
+	}
+	out["stringData"] = view
+	return out
 }
 
 // covers walks what we set (want), the fields we own (owned, in the FieldsV1
