@@ -32,12 +32,13 @@ type Set struct {
 //
 // c must read unstructured objects from the API server: a direct client
 // (client.New), or a manager's client with its default options, which reads
-// unstructured objects directly and only typed ones from its cache. Every
-// read of applyset is unstructured; a client that caches unstructured
-// objects (client.CacheOptions.Unstructured) could show a stale parent, and
-// the parent's writes carry the resourceVersion that was read so that such
-// a read fails with a Conflict rather than shrinking the parent's
-// group-kinds.
+// unstructured objects directly and only typed ones from its cache (every
+// read of applyset is unstructured). A client that caches unstructured
+// objects (client.CacheOptions.Unstructured) could show a stale parent or
+// stale members: Apply refuses it with [ErrCachedClient] before it writes
+// anything. The parent's writes also carry the resourceVersion that was
+// read, so that a parent changed since fails with a Conflict rather than
+// losing group-kinds.
 func New(c client.Client, parent client.Object, opts ...SetOption) (*Set, error) {
 	o := SetOptions{}
 	for _, opt := range opts {

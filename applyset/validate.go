@@ -2,8 +2,11 @@ package applyset
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"k8s.io/apimachinery/pkg/fields"
 	"slices"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -28,11 +31,18 @@ func (s *Set) listMembers(ctx context.Context, mapping *meta.RESTMapping, namesp
 	gvk := mapping.GroupVersionKind
 	list := &unstructured.UnstructuredList{}
 	list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
-	opts := []client.ListOption{client.MatchingLabels{PartOfLabel: s.ID()}}
+	// metadata.name!="" holds for every object; the API server takes it, and
+	// an informer cache refuses it (non-exact field match): a client that
+	// lists unstructured objects from a cache, which may be stale, is
+	// refused rather than trusted.
+	opts := []client.ListOption{client.MatchingLabels{PartOfLabel: s.ID()}, client.MatchingFieldsSelector{Selector: everyName}}
 	if namespace != "" {
 		opts = append(opts, client.InNamespace(namespace))
 	}
 	if err := s.c.List(ctx, list, opts...); err != nil {
+		if strings.Contains(err.Error(), "non-exact field matches are not supported by the cache") {
+			return nil, fmt.Errorf("%w: %w", ErrCachedClient, err)
+		}
 		return nil, err
 	}
 	out := make([]*unstructured.Unstructured, 0, len(list.Items))
@@ -45,6 +55,15 @@ func (s *Set) listMembers(ctx context.Context, mapping *meta.RESTMapping, namesp
 	}
 	return out, nil
 }
+
+// everyName selects every object.
+var everyName = fields.OneTermNotEqualSelector("metadata.name", "")
+
+// ErrCachedClient is returned (wrapped) when the client of a [Set] reads
+// unstructured objects from an informer cache, which may be stale: pass a
+// direct client, or a manager's client with its default options (it reads
+// unstructured objects from the API server).
+var ErrCachedClient = errors.New("applyset: the client lists unstructured objects from a cache; it needs a client that reads them from the API server")
 
 func (s *Set) applyOptions(dryRun bool) []client.ApplyOption {
 	opts := []client.ApplyOption{client.FieldOwner(s.o.FieldManager)}
