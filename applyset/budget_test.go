@@ -171,16 +171,7 @@ func TestWaitCurrentListsPerKind(t *testing.T) {
 	c, n := counting(t)
 	ns := env.Namespace(t)
 	set, _ := applyset.New(c, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "set"}}, applyset.WaitCurrent(time.Second))
-	deploy := `apiVersion: apps/v1
-kind: Deployment
-metadata: {name: web}
-spec:
-  selector: {matchLabels: {app: web}}
-  template:
-    metadata: {labels: {app: web}}
-    spec: {containers: [{name: web, image: nginx}]}
-`
-	objs := parse(t, requestTable(100, 0, 0)+deploy)
+	objs := parse(t, requestTable(100, 0, 0)+deployYAML)
 	n.Reset()
 	_, err := set.Apply(ctx, objs)
 	var nce *applyset.NotCurrentError
