@@ -3,6 +3,8 @@ package applyset_test
 import (
 	"context"
 	"errors"
+	"io"
+	"net/http"
 	"strings"
 	"sync"
 	"testing"
@@ -14,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
@@ -78,6 +81,36 @@ func TestDiscoveryFailureKeepsTheKind(t *testing.T) {
 			}
 		})
 	}
+	t.Run("503 from the group's discovery path", func(t *testing.T) {
+		cfg := rest.CopyConfig(env.Config)
+		cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+			return roundTrip(func(r *http.Request) (*http.Response, error) {
+				switch {
+				case r.URL.Path == "/apis" || r.URL.Path == "/api":
+					// Legacy discovery, group by group, as from a server
+					// without aggregated discovery.
+					r = r.Clone(r.Context())
+					r.Header.Set("Accept", "application/json")
+				case strings.HasPrefix(r.URL.Path, "/apis/"+gv.Group+"/"):
+					return &http.Response{StatusCode: http.StatusServiceUnavailable, Header: http.Header{"Content-Type": {"text/plain"}},
+						Body: io.NopCloser(strings.NewReader("overloaded")), Request: r}, nil
+				}
+				return rt.RoundTrip(r)
+			})
+		})
+		c, err := client.New(cfg, client.Options{Scheme: env.Scheme})
+		if err != nil {
+			t.Fatal(err)
+		}
+		flaky, _ := applyset.New(c, parent)
+		res, err := flaky.Apply(ctx, parse(t, cm("a")))
+		if err == nil || res.Count(applyset.Skipped) != 0 || res.Count(applyset.Failed) != 1 {
+			t.Fatalf("prune while discovery fails: %+v, %v", res.Objects, err)
+		}
+		if got := parentKinds(t, parent); got != "ConfigMap,Widget.test.steady.dev" {
+			t.Errorf("parent kinds = %q: the widget would be forgotten", got)
+		}
+	})
 	w := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "w"}}
 	if !exists(t, w) || w.Labels[applyset.PartOfLabel] != set.ID() {
 		t.Fatal("the widget was pruned or detached while discovery failed")
@@ -87,6 +120,10 @@ func TestDiscoveryFailureKeepsTheKind(t *testing.T) {
 		t.Fatalf("prune once discovery answers: %+v, %v", res.Objects, err)
 	}
 }
+
+type roundTrip func(*http.Request) (*http.Response, error)
+
+func (f roundTrip) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
 func interceptedClient(t *testing.T, funcs interceptor.Funcs) client.Client {
 	t.Helper()
