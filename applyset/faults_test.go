@@ -157,6 +157,35 @@ func TestFaults(t *testing.T) {
 			t.Errorf("parent kinds = %q after a failed delete", got)
 		}
 	})
+	t.Run("parent changed since it was read", func(t *testing.T) {
+		ns := env.Namespace(t)
+		parent := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "set"}}
+		set, _ := applyset.New(env.Client, parent)
+		if _, err := set.Apply(ctx, parse(t, cm("a")+secret("s"))); err != nil {
+			t.Fatal(err)
+		}
+		// Another writer changes the parent right after it is read.
+		c := interceptedClient(t, interceptor.Funcs{Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			err := c.Get(ctx, key, obj, opts...)
+			if key.Name == "set" {
+				p := &corev1.Secret{}
+				_ = env.Client.Get(ctx, key, p)
+				p.Labels["touched"] = "yes"
+				if err := env.Client.Update(ctx, p); err != nil {
+					t.Error(err)
+				}
+			}
+			return err
+		}})
+		faulty, _ := applyset.New(c, parent)
+		_, err := faulty.Apply(ctx, parse(t, cm("a")))
+		if !apierrors.IsConflict(err) {
+			t.Fatalf("apply on a parent changed since read: %v", err)
+		}
+		if got := parentKinds(t, parent); got != "ConfigMap,Secret" {
+			t.Errorf("parent kinds = %q", got)
+		}
+	})
 	t.Run("409 on an apply", func(t *testing.T) {
 		ns := env.Namespace(t)
 		parent := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "set"}}
