@@ -46,7 +46,8 @@
 // [*ValidationError] with Written empty. Two kinds of members can only be
 // dry-run once what they need is in place: a member whose kind a CRD of the
 // set defines (when that CRD is new or changes) and a member in a Namespace
-// of the set that does not exist yet. Apply validates them after writing the
+// of the set that is not live as a member yet (it is new, or about to be
+// adopted). Apply validates them after writing the
 // parent, the CRDs and the Namespaces, and before writing any other member;
 // if one is refused, the [*ValidationError] lists in Written what was
 // written. A member that the API server refuses at the real apply despite
