@@ -21,6 +21,8 @@ type run struct {
 	// listed holds the members listed live per kind and namespace, for the
 	// checks and for prune; a kind not served at the start is absent.
 	listed map[listKey][]*unstructured.Unstructured
+	// unlisted holds the lists that failed.
+	unlisted sets.Set[listKey]
 	// crdWritten holds the kinds defined by the CRDs this Apply wrote.
 	crdWritten sets.Set[schema.GroupKind]
 }
@@ -32,7 +34,7 @@ type run struct {
 func (s *Set) Apply(ctx context.Context, objs []*unstructured.Unstructured) (*Result, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	r := &run{s: s, res: &Result{}, listed: map[listKey][]*unstructured.Unstructured{}, crdWritten: sets.New[schema.GroupKind]()}
+	r := &run{s: s, res: &Result{}, listed: map[listKey][]*unstructured.Unstructured{}, crdWritten: sets.New[schema.GroupKind](), unlisted: sets.New[listKey]()}
 	return r.res, r.apply(ctx, objs)
 }
 
@@ -159,8 +161,14 @@ func (r *run) list(ctx context.Context, gks sets.Set[schema.GroupKind], namespac
 			if apierrors.IsNotFound(err) {
 				break // the mapping is stale, the kind not served: prune decides
 			}
+			if errors.Is(err, ErrCachedClient) {
+				return err
+			}
 			if err != nil {
-				return fmt.Errorf("applyset: listing the members %s in %q, nothing written: %w", gk, ns, err)
+				// Its members are read one by one; prune lists again and
+				// fails if it still cannot.
+				r.unlisted.Insert(listKey{gk, ns})
+				continue
 			}
 			r.listed[listKey{gk, ns}] = items
 		}

@@ -157,6 +157,31 @@ func TestFaults(t *testing.T) {
 			t.Errorf("parent kinds = %q after a failed delete", got)
 		}
 	})
+	t.Run("503 on a LIST", func(t *testing.T) {
+		ns := env.Namespace(t)
+		parent := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "set"}}
+		set, _ := applyset.New(env.Client, parent)
+		if _, err := set.Apply(ctx, parse(t, cm("a")+secret("s")+secret("old"))); err != nil {
+			t.Fatal(err)
+		}
+		c := interceptedClient(t, interceptor.Funcs{List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+			if list.GetObjectKind().GroupVersionKind().Kind == "SecretList" {
+				return apierrors.NewServiceUnavailable("overloaded")
+			}
+			return c.List(ctx, list, opts...)
+		}})
+		faulty, _ := applyset.New(c, parent)
+		res, err := faulty.Apply(ctx, parse(t, cm("a")+secret("s")))
+		if !apierrors.IsServiceUnavailable(err) || res.Count(applyset.Unchanged) != 2 || res.Count(applyset.Failed) != 1 {
+			t.Fatalf("apply with Secrets unlistable: %+v, %v", res.Objects, err)
+		}
+		if got := parentKinds(t, parent); got != "ConfigMap,Secret" || !exists(t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "old"}}) {
+			t.Errorf("parent kinds = %q", got)
+		}
+		if res, err := set.Apply(ctx, parse(t, cm("a")+secret("s"))); err != nil || res.Count(applyset.Pruned) != 1 {
+			t.Errorf("prune once Secrets list again: %+v, %v", res.Objects, err)
+		}
+	})
 	t.Run("parent changed since it was read", func(t *testing.T) {
 		ns := env.Namespace(t)
 		parent := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "set"}}

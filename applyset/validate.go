@@ -4,17 +4,20 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"k8s.io/apimachinery/pkg/fields"
 	"slices"
 	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/steadyk8s/steady/internal/object"
 )
 
 // listKey is one LIST: a kind in a namespace ("" for a cluster-scoped kind).
@@ -88,6 +91,15 @@ func (r *run) check(ctx context.Context, members []*member) error {
 			continue
 		}
 		m.checked = true
+		if r.unlisted.Has(listKey{m.id.GroupKind, m.id.Namespace}) {
+			live := object.EmptyLike(m.obj)
+			if err := r.s.c.Get(ctx, client.ObjectKeyFromObject(m.obj), live); err == nil && live.GetLabels()[PartOfLabel] == r.s.ID() {
+				m.live = live
+			} else if err != nil && !apierrors.IsNotFound(err) {
+				errs = append(errs, fmt.Errorf("%s: %w", m.id, err))
+				continue
+			}
+		}
 		if m.live != nil && knownUnchanged(m.obj, m.live, r.s.o.FieldManager) {
 			m.changed = false
 			continue
