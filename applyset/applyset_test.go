@@ -180,7 +180,7 @@ func TestParentOfAnotherToolIsRefused(t *testing.T) {
 	if !errors.As(err, &te) || n.Writes() != 0 {
 		t.Fatalf("apply to kubectl's parent: %v (requests %s)", err, n)
 	}
-	adopting, _ := applyset.New(c, parent, applyset.Adopt())
+	adopting, _ := applyset.New(c, parent, applyset.Adopt{})
 	if _, err := adopting.Apply(ctx, parse(t, cm("a"))); err != nil {
 		t.Fatal(err)
 	}
@@ -370,6 +370,18 @@ func TestParseErrorsNameTheDocument(t *testing.T) {
 
 func errorsAs(err error, target any) bool { return errors.As(err, target) }
 
+// deployYAML is a Deployment, which never becomes Current on envtest
+// (no controller rolls it out).
+const deployYAML = `apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec:
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec: {containers: [{name: web, image: nginx}]}
+`
+
 // TestWaitCurrentHoldsThePrune: envtest runs no deployment controller, so a
 // Deployment never becomes Current; the old members must then stay.
 func TestWaitCurrentHoldsThePrune(t *testing.T) {
@@ -380,16 +392,7 @@ func TestWaitCurrentHoldsThePrune(t *testing.T) {
 	if _, err := set.Apply(ctx, parse(t, cm("old"))); err != nil {
 		t.Fatalf("a ConfigMap is Current at once: %v", err)
 	}
-	deploy := `apiVersion: apps/v1
-kind: Deployment
-metadata: {name: web}
-spec:
-  selector: {matchLabels: {app: web}}
-  template:
-    metadata: {labels: {app: web}}
-    spec: {containers: [{name: web, image: nginx}]}
-`
-	_, err := set.Apply(ctx, parse(t, cm("new")+deploy))
+	_, err := set.Apply(ctx, parse(t, cm("new")+deployYAML))
 	var nce *applyset.NotCurrentError
 	if !errors.As(err, &nce) || nce.Objects["Deployment.apps "+ns+"/web"] == "" {
 		t.Fatalf("apply with a Deployment that never rolls out: %v", err)

@@ -2,12 +2,15 @@ package applyset_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/steadyk8s/steady/applyset"
 )
@@ -19,19 +22,65 @@ func ExampleID() {
 	// Output: applyset-Nyr3IAAXrFz98NTI-Op855yJQ03yYTZmwIRi3--f_IQ-v1
 }
 
+// ParseYAML reads a multi-document stream; the items of a List are objects
+// of their own, and a document that is not an object names itself.
+func ExampleParseYAML() {
+	objs, err := applyset.ParseYAML([]byte(`
+apiVersion: v1
+kind: Namespace
+metadata: {name: shop}
+---
+apiVersion: v1
+kind: List
+items:
+- {apiVersion: v1, kind: ConfigMap, metadata: {name: settings, namespace: shop}, data: {color: blue}}
+- {apiVersion: v1, kind: ConfigMap, metadata: {name: flags, namespace: shop}}
+`))
+	fmt.Println(len(objs), err)
+	for _, o := range objs {
+		fmt.Println(o.GetKind(), o.GetNamespace(), o.GetName())
+	}
+
+	_, err = applyset.ParseYAML([]byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: web, labels: {tier: 2}}\n"))
+	var pe *applyset.ParseError
+	fmt.Println(errors.As(err, &pe), pe.Document, pe.Field)
+	// Output:
+	// 3 <nil>
+	// Namespace  shop
+	// ConfigMap shop settings
+	// ConfigMap shop flags
+	// true 0 metadata.labels.tier
+}
+
+// An object's identity, as results name it.
+func ExampleObjectID_String() {
+	id := applyset.ObjectID{Namespace: "shop", Name: "web", GroupKind: schema.GroupKind{Group: "apps", Kind: "Deployment"}}
+	fmt.Println(id)
+	// Output: Deployment.apps shop/web
+}
+
 // Apply a set, then apply it again without one object: that object is
-// pruned, the rest is left untouched.
+// pruned, the rest is left untouched (and costs no request per object).
+// This needs a cluster: ctrl.GetConfig reads the kubeconfig.
 func ExampleSet_Apply() {
 	ctx := context.Background()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "example-"}}
-	_ = env.Client.Create(ctx, ns)
-	parent := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: "shop-manifests"}}
-	set, err := applyset.New(env.Client, parent, applyset.FieldManager("shop-operator"))
+	cfg, err := ctrl.GetConfig()
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	v1, _ := applyset.ParseYAML([]byte(`
+	c, err := client.New(cfg, client.Options{})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	parent := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "shop-manifests"}}
+	set, err := applyset.New(c, parent, applyset.FieldManager("shop-operator"))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	v1, err := applyset.ParseYAML([]byte(`
 apiVersion: v1
 kind: ConfigMap
 metadata: {name: settings}
@@ -42,20 +91,18 @@ kind: ConfigMap
 metadata: {name: legacy}
 data: {old: "true"}
 `))
-	v2 := v1[:1]
-	for _, objs := range [][]*unstructured.Unstructured{v1, v2} {
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, objs := range [][]*unstructured.Unstructured{v1, v1[:1]} {
 		res, err := set.Apply(ctx, objs)
 		if err != nil {
 			fmt.Println(err)
 			return
 		}
 		for _, o := range res.Objects {
-			fmt.Println(o.Action, o.ID.Name)
+			fmt.Println(o.Action, o.ID)
 		}
 	}
-	// Output:
-	// Applied settings
-	// Applied legacy
-	// Unchanged settings
-	// Pruned legacy
 }

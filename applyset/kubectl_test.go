@@ -121,7 +121,7 @@ func TestKubectlInterop(t *testing.T) {
 		if !exists(t, configMap(ns, "two")) {
 			t.Fatal("the refused apply pruned")
 		}
-		adopt, _ := applyset.New(env.Client, parent, applyset.Adopt())
+		adopt, _ := applyset.New(env.Client, parent, applyset.Adopt{})
 		res, err := adopt.Apply(ctx, parse(t, cm("one")))
 		if err != nil || res.Count(applyset.Pruned) != 1 || exists(t, configMap(ns, "two")) || !exists(t, configMap(ns, "one")) {
 			t.Fatalf("adopting apply: %+v, %v", res, err)

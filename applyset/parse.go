@@ -10,20 +10,21 @@ import (
 	"sort"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 )
 
-// ParseYAML decodes a multi-document YAML (or JSON) stream into objects. A
-// document that is not a Kubernetes object, or lacks apiVersion, kind or
-// metadata.name, is a [*ParseError] naming its index and field. Empty
-// documents and List kinds' items are handled.
+// ParseYAML decodes a multi-document YAML (or JSON) stream into objects.
+// Empty documents are skipped and the items of a List kind are returned as
+// objects. A document, or an item of a List, that is not a Kubernetes
+// object is a [*ParseError] naming its index and field: apiVersion, kind or
+// metadata.name missing, or metadata holding a value the API server would
+// refuse (a label "tier: 2" must be quoted).
 func ParseYAML(data []byte) ([]*unstructured.Unstructured, error) {
 	return parse("input", data)
 }
 
 // ReadFS reads every .yaml, .yml and .json file of fsys that matches pattern
-// (path.Match syntax, "*.yaml" say), in name order.
+// (path.Match syntax, "*.yaml" say), in name order, as [ParseYAML] does.
 func ReadFS(fsys fs.FS, pattern string) ([]*unstructured.Unstructured, error) {
 	names, err := fs.Glob(fsys, pattern)
 	if err != nil {
@@ -63,35 +64,32 @@ func parse(source string, data []byte) ([]*unstructured.Unstructured, error) {
 		if len(m) == 0 {
 			continue
 		}
-		u := &unstructured.Unstructured{Object: m}
-		fail := func(field, msg string) error {
-			return &ParseError{Source: source, Document: i, Field: field, Err: errors.New(msg)}
+		fail := func(prefix string, fe *fieldError) error {
+			return &ParseError{Source: source, Document: i, Field: prefix + fe.field, Err: fe.err}
+		}
+		items, isList := m["items"].([]any)
+		if !isList {
+			if fe := checkObject(m); fe != nil {
+				return nil, fail("", fe)
+			}
+			out = append(out, &unstructured.Unstructured{Object: m})
+			continue
 		}
 		for _, f := range []string{"apiVersion", "kind"} {
 			if s, ok := m[f].(string); !ok || s == "" {
-				return nil, fail(f, "missing or not a string")
+				return nil, &ParseError{Source: source, Document: i, Field: f, Err: errors.New("missing or not a string")}
 			}
 		}
-		if _, ok := m["metadata"].(map[string]any); !ok && !u.IsList() {
-			return nil, fail("metadata", "missing or not an object")
-		}
-		if u.IsList() {
-			err := u.EachListItem(func(o runtime.Object) error {
-				item, ok := o.(*unstructured.Unstructured)
-				if !ok || item.GetName() == "" {
-					return fail("items", "an item has no metadata.name")
-				}
-				out = append(out, item)
-				return nil
-			})
-			if err != nil {
-				return nil, err
+		for j, it := range items {
+			prefix := fmt.Sprintf("items[%d].", j)
+			item, ok := it.(map[string]any)
+			if !ok {
+				return nil, &ParseError{Source: source, Document: i, Field: fmt.Sprintf("items[%d]", j), Err: fmt.Errorf("%v is not an object", it)}
 			}
-			continue
+			if fe := checkObject(item); fe != nil {
+				return nil, fail(prefix, fe)
+			}
+			out = append(out, &unstructured.Unstructured{Object: item})
 		}
-		if u.GetName() == "" {
-			return nil, fail("metadata.name", "missing")
-		}
-		out = append(out, u)
 	}
 }

@@ -5,8 +5,7 @@ import (
 	"sort"
 	"strings"
 
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"sigs.k8s.io/cli-utils/pkg/object"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 // Labels and annotations of the ApplySet protocol, and the two keep
@@ -24,6 +23,26 @@ const (
 	defaultFieldManagerAffix = "-applyset"
 )
 
+// ObjectID identifies an object by group, kind, namespace and name. Its
+// fields are those of cli-utils' object.ObjMetadata, in the same order, so
+// that object.ObjMetadata(id) converts it (or use the applyset/cliutils
+// package); applyset does not import cli-utils/pkg/object, which would add
+// kustomize and cli-runtime to every binary.
+type ObjectID struct {
+	Namespace string
+	Name      string
+	GroupKind schema.GroupKind
+}
+
+// String names the object as "Kind.group namespace/name" ("Kind name" for a
+// cluster-scoped object of the core group).
+func (id ObjectID) String() string {
+	if id.Namespace == "" {
+		return id.GroupKind.String() + " " + id.Name
+	}
+	return id.GroupKind.String() + " " + id.Namespace + "/" + id.Name
+}
+
 // Action is what happened to one object.
 type Action string
 
@@ -39,9 +58,10 @@ const (
 
 // ObjectResult is what happened to one object.
 type ObjectResult struct {
-	// ID is the object's identity, as cli-utils writes it in inventories.
-	ID object.ObjMetadata
-	// Object is "Kind.group namespace/name".
+	// ID is the object's identity; for a Skipped kind or a Failed list only
+	// its GroupKind (and Namespace) are set.
+	ID ObjectID
+	// Object is ID as a string, "Kind.group namespace/name".
 	Object string
 	Action Action
 	// Err is set for Failed, and says why for Skipped.
@@ -64,13 +84,18 @@ func (r *Result) Count(a Action) int {
 	return n
 }
 
+func (r *Result) add(id ObjectID, a Action, err error) {
+	r.Objects = append(r.Objects, ObjectResult{ID: id, Object: id.String(), Action: a, Err: err})
+}
+
 // ParseError names the document of a multi-document input that is wrong.
 type ParseError struct {
 	// Source names the input (a file name, or "input").
 	Source string
 	// Document is the index of the document, from 0.
 	Document int
-	// Field is the field at fault, when known.
+	// Field is the field at fault, when known ("items[2].kind" for an item
+	// of a List).
 	Field string
 	Err   error
 }
@@ -87,18 +112,23 @@ func (e *ParseError) Error() string {
 // Unwrap returns the underlying error.
 func (e *ParseError) Unwrap() error { return e.Err }
 
-// ToolingError is returned for a parent managed by another tool.
+// ToolingError is returned for a parent that another tool manages, or for
+// an existing Secret or ConfigMap that is not a parent yet (Tooling empty).
+// Nothing was written.
 type ToolingError struct {
 	Parent, Tooling, Want string
 }
 
 // Error implements error.
 func (e *ToolingError) Error() string {
-	return fmt.Sprintf("applyset: parent %s is managed by tooling %q, not %q; pass applyset.Adopt() to take it over", e.Parent, e.Tooling, e.Want)
+	if e.Tooling == "" {
+		return fmt.Sprintf("applyset: parent %s already exists and is missing the annotation %s; pass applyset.Adopt{} to make it a parent", e.Parent, ToolingAnnotation)
+	}
+	return fmt.Sprintf("applyset: parent %s is managed by tooling %q, not %q; pass applyset.Adopt{} to take it over", e.Parent, e.Tooling, e.Want)
 }
 
 // NotCurrentError lists the objects that kstatus did not find Current
-// within the wait of [WaitCurrent]; nothing was pruned.
+// within the wait of [WaitCurrent]; they were applied, nothing was pruned.
 type NotCurrentError struct {
 	// Objects maps "Kind.group namespace/name" to its kstatus status and
 	// message.
@@ -112,13 +142,19 @@ func (e *NotCurrentError) Error() string {
 		parts = append(parts, o+": "+s)
 	}
 	sort.Strings(parts)
-	return "applyset: not current, nothing pruned: " + strings.Join(parts, "; ")
+	return "applyset: applied but not current, nothing pruned: " + strings.Join(parts, "; ")
 }
 
-// ValidationError lists the objects that the server-side dry run refused;
-// nothing was written.
+// ValidationError lists the objects that the checks of the input or the
+// server-side dry run refused. Written names what this Apply had written
+// before (the parent, CRDs and Namespaces of the set, which must be in place
+// before the members they define or hold can be dry-run); no member was
+// written besides those.
 type ValidationError struct {
 	Errors []error
+	// Written is what was written before the refusal, "Kind.group
+	// namespace/name" in order; empty when nothing was.
+	Written []string
 }
 
 // Error implements error.
@@ -127,16 +163,11 @@ func (e *ValidationError) Error() string {
 	for i, err := range e.Errors {
 		msgs[i] = err.Error()
 	}
-	return "applyset: nothing applied, the dry run refused: " + strings.Join(msgs, "; ")
+	if len(e.Written) == 0 {
+		return "applyset: nothing written, refused: " + strings.Join(msgs, "; ")
+	}
+	return "applyset: refused: " + strings.Join(msgs, "; ") + "; written before the refusal: " + strings.Join(e.Written, ", ")
 }
 
 // Unwrap returns the underlying errors.
 func (e *ValidationError) Unwrap() []error { return e.Errors }
-
-func describe(u *unstructured.Unstructured) string {
-	gk := u.GroupVersionKind().GroupKind().String()
-	if u.GetNamespace() == "" {
-		return gk + " " + u.GetName()
-	}
-	return gk + " " + u.GetNamespace() + "/" + u.GetName()
-}

@@ -1,0 +1,94 @@
+package applyset
+
+import (
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/sets"
+)
+
+// member is one object to apply.
+type member struct {
+	obj     *unstructured.Unstructured // a copy of the input, namespaced and labelled
+	id      ObjectID
+	mapping *meta.RESTMapping          // nil until its CRD is established
+	live    *unstructured.Unstructured // as listed with the part-of label; nil if not listed
+	checked bool                       // validated (by the fast path or a dry run)
+	changed bool                       // an apply would change it
+}
+
+// prepare checks the input without a request (but REST mappings), defaults
+// namespaces and labels the members part of the set. It returns the members
+// and the group-kinds that CRDs of the set define.
+func (s *Set) prepare(objs []*unstructured.Unstructured) ([]*member, sets.Set[schema.GroupKind], error) {
+	crdKinds := sets.New[schema.GroupKind]()
+	crdScope := map[schema.GroupKind]string{}
+	for _, o := range objs {
+		if o != nil && o.GroupVersionKind().GroupKind() == crdGK {
+			g, _, _ := unstructured.NestedString(o.Object, "spec", "group")
+			k, _, _ := unstructured.NestedString(o.Object, "spec", "names", "kind")
+			scope, _, _ := unstructured.NestedString(o.Object, "spec", "scope")
+			crdKinds.Insert(schema.GroupKind{Group: g, Kind: k})
+			crdScope[schema.GroupKind{Group: g, Kind: k}] = scope
+		}
+	}
+	var members []*member
+	var errs []error
+	seen := map[ObjectID]bool{}
+	for i, in := range objs {
+		if in == nil {
+			errs = append(errs, fmt.Errorf("object %d: nil", i))
+			continue
+		}
+		if fe := checkObject(in.Object); fe != nil {
+			errs = append(errs, fmt.Errorf("object %d, %s: %w", i, idOf(in), fe))
+			continue
+		}
+		o := in.DeepCopy()
+		gvk := o.GroupVersionKind()
+		m := &member{obj: o}
+		mapping, err := s.c.RESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version)
+		switch {
+		case err == nil:
+			m.mapping = mapping
+		case crdKinds.Has(gvk.GroupKind()):
+			// defined by a CRD of this set: mapped once it is established
+		default:
+			errs = append(errs, fmt.Errorf("object %d, %s: unknown kind: %w", i, idOf(o), err))
+			continue
+		}
+		namespaced := crdScope[gvk.GroupKind()] != "Cluster"
+		if m.mapping != nil {
+			namespaced = m.mapping.Scope.Name() == meta.RESTScopeNameNamespace
+		}
+		switch {
+		case namespaced && o.GetNamespace() == "" && s.namespaced:
+			o.SetNamespace(s.parent.GetNamespace())
+		case namespaced && o.GetNamespace() == "":
+			errs = append(errs, fmt.Errorf("object %d, %s: field metadata.namespace: a namespaced member of a cluster-scoped parent needs a namespace", i, idOf(o)))
+			continue
+		case !namespaced && o.GetNamespace() != "":
+			errs = append(errs, fmt.Errorf("object %d, %s: field metadata.namespace: set on a cluster-scoped kind", i, idOf(o)))
+			continue
+		}
+		m.id = idOf(o)
+		if seen[m.id] {
+			errs = append(errs, fmt.Errorf("object %d, %s: appears twice", i, m.id))
+			continue
+		}
+		seen[m.id] = true
+		labels := o.GetLabels() // checked: every value is a string
+		if labels == nil {
+			labels = map[string]string{}
+		}
+		labels[PartOfLabel] = s.ID()
+		o.SetLabels(labels)
+		members = append(members, m)
+	}
+	if len(errs) > 0 {
+		return nil, nil, &ValidationError{Errors: errs}
+	}
+	return members, crdKinds, nil
+}

@@ -1,0 +1,157 @@
+package applyset
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/steadyk8s/steady/internal/object"
+)
+
+// listKey is one LIST: a kind in a namespace ("" for a cluster-scoped kind).
+type listKey struct {
+	gk        schema.GroupKind
+	namespace string
+}
+
+// listMembers lists the objects of mapping's kind in namespace ("" for all
+// of a cluster-scoped kind) that are labelled part of the set, as
+// unstructured objects, which even a manager's client reads from the API
+// server.
+func (s *Set) listMembers(ctx context.Context, mapping *meta.RESTMapping, namespace string) ([]*unstructured.Unstructured, error) {
+	gvk := mapping.GroupVersionKind
+	list := &unstructured.UnstructuredList{}
+	list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+	// metadata.name!="" holds for every object; the API server takes it, and
+	// an informer cache refuses it (non-exact field match): a client that
+	// lists unstructured objects from a cache, which may be stale, is
+	// refused rather than trusted.
+	opts := []client.ListOption{client.MatchingLabels{PartOfLabel: s.ID()}, client.MatchingFieldsSelector{Selector: everyName}}
+	if namespace != "" {
+		opts = append(opts, client.InNamespace(namespace))
+	}
+	if err := s.c.List(ctx, list, opts...); err != nil {
+		if strings.Contains(err.Error(), "non-exact field matches are not supported by the cache") {
+			return nil, fmt.Errorf("%w: %w", ErrCachedClient, err)
+		}
+		return nil, err
+	}
+	out := make([]*unstructured.Unstructured, 0, len(list.Items))
+	for i := range list.Items {
+		item := &list.Items[i]
+		item.SetGroupVersionKind(gvk)
+		if item.GetLabels()[PartOfLabel] == s.ID() {
+			out = append(out, item)
+		}
+	}
+	return out, nil
+}
+
+// everyName selects every object.
+var everyName = fields.OneTermNotEqualSelector("metadata.name", "")
+
+// ErrCachedClient is returned (wrapped) when the client of a [Set] reads
+// unstructured objects from an informer cache, which may be stale: pass a
+// direct client, or a manager's client with its default options (it reads
+// unstructured objects from the API server).
+var ErrCachedClient = errors.New("applyset: the client lists unstructured objects from a cache; it needs a client that reads them from the API server")
+
+func (s *Set) applyOptions(dryRun bool) []client.ApplyOption {
+	opts := []client.ApplyOption{client.FieldOwner(s.o.FieldManager)}
+	if s.o.Force {
+		opts = append(opts, client.ForceOwnership)
+	}
+	if dryRun {
+		opts = append(opts, client.DryRunAll)
+	}
+	return opts
+}
+
+// check validates the members not yet checked and marks which would change.
+// A member listed live is known unchanged without a request when
+// [knownUnchanged] says so; every other member is applied with dryRun=All,
+// which the API server validates as it would the real apply. It returns a
+// [*ValidationError] with every refusal.
+func (r *run) check(ctx context.Context, members []*member) error {
+	var errs []error
+	for _, m := range members {
+		if m.checked {
+			continue
+		}
+		m.checked = true
+		if r.unlisted.Has(listKey{m.id.GroupKind, m.id.Namespace}) {
+			live := object.EmptyLike(m.obj)
+			if err := r.s.c.Get(ctx, client.ObjectKeyFromObject(m.obj), live); err == nil && live.GetLabels()[PartOfLabel] == r.s.ID() {
+				m.live = live
+			} else if err != nil && !apierrors.IsNotFound(err) {
+				errs = append(errs, fmt.Errorf("%s: %w", m.id, err))
+				continue
+			}
+		}
+		if m.live != nil && knownUnchanged(m.obj, m.live, r.s.o.FieldManager) {
+			m.changed = false
+			continue
+		}
+		out, err := r.dryRun(ctx, m)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", m.id, err))
+			continue
+		}
+		m.changed = m.live == nil || !sameContent(m.live, out)
+	}
+	if len(errs) > 0 {
+		return &ValidationError{Errors: errs, Written: slices.Clone(r.written)}
+	}
+	return nil
+}
+
+// dryRun applies m with dryRun=All. A member whose CRD this Apply wrote is
+// retried for a moment on a refusal: the API server takes a CRD's new
+// schema asynchronously.
+func (r *run) dryRun(ctx context.Context, m *member) (*unstructured.Unstructured, error) {
+	deadline := time.Now().Add(schemaLag)
+	for {
+		out := m.obj.DeepCopy()
+		err := r.s.c.Apply(ctx, client.ApplyConfigurationFromUnstructured(out), r.s.applyOptions(true)...)
+		if err == nil || !r.crdWritten.Has(m.id.GroupKind) || time.Now().After(deadline) || pause(ctx, 100*time.Millisecond) != nil {
+			return out, err
+		}
+	}
+}
+
+// schemaLag bounds the retries of a dry run against a CRD just written.
+const schemaLag = 3 * time.Second
+
+// sameContent compares what an apply would leave with what is there,
+// ignoring the fields that move on every write.
+func sameContent(live, next *unstructured.Unstructured) bool {
+	strip := func(u *unstructured.Unstructured) map[string]any {
+		c := u.DeepCopy().Object
+		for _, f := range []string{"resourceVersion", "generation", "managedFields"} {
+			unstructured.RemoveNestedField(c, "metadata", f)
+		}
+		return c
+	}
+	return equality.Semantic.DeepEqual(strip(live), strip(next)) && sameManagers(live, next)
+}
+
+// sameManagers compares the managed fields but for their timestamps.
+func sameManagers(a, b *unstructured.Unstructured) bool {
+	fa, fb := a.GetManagedFields(), b.GetManagedFields()
+	return slices.EqualFunc(fa, fb, func(x, y metav1.ManagedFieldsEntry) bool {
+		x.Time, y.Time = nil, nil
+		return equality.Semantic.DeepEqual(x, y)
+	})
+}
