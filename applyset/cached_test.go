@@ -20,7 +20,7 @@ import (
 // and start no informer.
 func TestManagersClient(t *testing.T) {
 	ctx := context.Background()
-	cc := testapi.StartManager(t, env.Config, env.Scheme, testapi.ManagerOptions{Delay: 300 * time.Millisecond, Informers: []client.Object{&testapi.Widget{}}})
+	cc := testapi.StartManager(t, env, testapi.ManagerOptions{Delay: 300 * time.Millisecond, Informers: []client.Object{&testapi.Widget{}}})
 	ns := env.Namespace(t)
 	parent := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "set"}}
 	set, err := applyset.New(cc.Client, parent)
@@ -67,7 +67,7 @@ func TestManagersClient(t *testing.T) {
 // members; it is refused with ErrCachedClient before anything is written.
 func TestClientCachingUnstructuredIsRefused(t *testing.T) {
 	ctx := context.Background()
-	cc := testapi.StartManager(t, env.Config, env.Scheme, testapi.ManagerOptions{Delay: 300 * time.Millisecond})
+	cc := testapi.StartManager(t, env, testapi.ManagerOptions{Delay: 300 * time.Millisecond})
 	c, err := client.New(env.Config, client.Options{Scheme: env.Scheme, Cache: &client.CacheOptions{Reader: cc.Manager.GetCache(), Unstructured: true}})
 	if err != nil {
 		t.Fatal(err)

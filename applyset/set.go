@@ -13,6 +13,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/steadyk8s/steady/internal/object"
+
+	"github.com/steadyk8s/steady/internal/observe"
 )
 
 // Set is an ApplySet: a parent object and the members labelled part of it.
@@ -71,7 +73,7 @@ func New(c client.Client, parent client.Object, opts ...SetOption) (*Set, error)
 	if namespaced && p.GetNamespace() == "" {
 		return nil, fmt.Errorf("applyset: parent %s is namespaced but has no namespace", idOf(p))
 	}
-	return &Set{c: c, parent: p, namespaced: namespaced, o: o}, nil
+	return &Set{c: observe.Client(c, "applyset"), parent: p, namespaced: namespaced, o: o}, nil
 }
 
 // ID is the set's applyset.kubernetes.io/id, as kubectl computes it.
