@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"fmt"
 	"go/ast"
+	"go/format"
 	"go/parser"
 	"go/token"
 	"io/fs"
@@ -18,22 +19,29 @@ import (
 	"testing"
 )
 
-// The rules for Go code blocks in docs/*.md and README.md:
+// The rules for Go code blocks (```go) in docs/*.md, README.md and
+// CHANGELOG.md:
 //
-//   - A complete file: its first line that is not a "// file:" marker is a
-//     package clause. It is compiled (go build and go vet, test files
-//     included) in a temporary module example.com/bucket that requires steady
-//     (replaced by this checkout, so no network is needed). A block whose
-//     first line is "// file: <path>" is written at that path of the module
-//     (api/v1/bucket_types.go completes the Bucket API package of
-//     testdata/bucket); any other block gets a directory of its own.
-//     A block whose package clause ends in _test, or that declares a Test,
-//     Benchmark or TestMain function, is written as a _test.go file.
+//   - A complete file: a package clause with only comments before it (a
+//     first line "// file: <path>", a package comment). All of them are
+//     vetted, which type-checks them, test files included, by one go vet in
+//     a temporary module example.com/bucket that requires steady, replaced
+//     by this checkout, with the versions of its go.mod and go.sum (no
+//     network: GOPROXY=off). The module starts as a copy of
+//     testdata/bucket, a kubebuilder-style project (the Bucket API package
+//     without its types file, and the CRD); a block whose first line is
+//     "// file: <path>" is written at that path (conditions.md writes
+//     api/v1/bucket_types.go), any other block in a directory of its own.
+//     A block whose package name ends in _test, or that declares a Test,
+//     Benchmark, Fuzz or TestMain function, is written as a _test.go file.
+//     With STEADY_DOCS_RUN=1 the module's tests run too (testing.md's suite
+//     needs the control plane).
 //   - A fragment taken from an Example: its first line is
 //     "// Example: <pkg>.<Name>", where Name is a function, a type, a
-//     variable or a Type.Method declared in <pkg>'s *_test.go files. The rest of the block,
-//     line by line with indentation ignored, must be a contiguous run of
-//     that declaration's lines; a line "// ..." skips lines.
+//     variable or a Type.Method declared in <pkg>'s *_test.go files. The
+//     rest of the block, line by line with indentation ignored, must be a
+//     contiguous run of that declaration's lines; a line "// ..." skips
+//     lines.
 //
 // Any other go block fails the test. Blocks in other languages are not
 // checked.
@@ -143,7 +151,7 @@ func firstLine(b block) string {
 }
 
 // TestCodeBlocks compiles every complete Go file of the documentation in one
-// go build and one go vet, and checks every fragment against its Example.
+// go vet, and checks every fragment against its Example.
 func TestCodeBlocks(t *testing.T) {
 	root := repoRoot(t)
 	var files []block
@@ -152,7 +160,11 @@ func TestCodeBlocks(t *testing.T) {
 			switch first := firstLine(b); {
 			case strings.HasPrefix(first, exampleMarker):
 				checkFragment(t, root, b, strings.TrimSpace(strings.TrimPrefix(first, exampleMarker)))
-			case strings.HasPrefix(first, fileMarker) || strings.HasPrefix(first, "package ") || isFileAfterComments(b):
+			case isFileAfterComments(b):
+				src := strings.Join(b.lines, "\n") + "\n"
+				if formatted, err := format.Source([]byte(src)); err == nil && string(formatted) != src {
+					t.Errorf("%s: not gofmt'ed; gofmt makes it:\n%s", b, formatted)
+				}
 				files = append(files, b)
 			default:
 				t.Errorf("%s: a go block must be a complete file (starting with a package clause, or %q) or a fragment whose first line is %q; it starts with %q",
@@ -173,8 +185,7 @@ func isFileAfterComments(b block) bool {
 	return err == nil && f.Name != nil
 }
 
-// compile writes the blocks into a temporary module and runs go build and
-// go vet on it, reporting errors at the documentation's lines.
+// compile writes the blocks into a temporary module and runs go vet on it, reporting errors at the documentation's lines.
 func compile(t *testing.T, root string, blocks []block) {
 	t.Helper()
 	dir := t.TempDir()
@@ -244,7 +255,9 @@ func compile(t *testing.T, root string, blocks []block) {
 		return
 	}
 
-	steps := [][]string{{"build", "./..."}, {"vet", "./..."}}
+	// go vet type-checks every package, test files included, in one command;
+	// go build would add nothing but the compiled objects.
+	steps := [][]string{{"vet", "./..."}}
 	if os.Getenv(runEnv) != "" {
 		steps = append(steps, []string{"test", "-v", "-count=1", "./..."})
 	}
@@ -498,11 +511,49 @@ func TestLinks(t *testing.T) {
 			if strings.Contains(target, "://") || strings.HasPrefix(target, "mailto:") {
 				continue
 			}
-			if _, err := os.Stat(filepath.Join(root, filepath.Dir(doc), filepath.FromSlash(target))); err != nil {
+			path := filepath.Join(root, filepath.Dir(doc), filepath.FromSlash(target))
+			if _, err := os.Stat(path); err != nil {
 				t.Errorf("%s: link to %s: %v", doc, target, err)
+				continue
+			}
+			if anchor := strings.TrimPrefix(m[2], "#"); anchor != "" && strings.HasSuffix(target, ".md") {
+				if !headings(t, path)[anchor] {
+					t.Errorf("%s: link to %s#%s: no such heading", doc, target, anchor)
+				}
 			}
 		}
 	}
+}
+
+// headings returns the anchors GitHub makes of a markdown file's headings.
+func headings(t *testing.T, path string) map[string]bool {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	anchors := map[string]bool{}
+	inCode := false
+	for _, l := range strings.Split(string(data), "\n") {
+		if fence.MatchString(l) {
+			inCode = !inCode
+		}
+		if inCode || !strings.HasPrefix(l, "#") {
+			continue
+		}
+		title := strings.ToLower(strings.TrimSpace(strings.TrimLeft(l, "#")))
+		var b strings.Builder
+		for _, r := range title {
+			switch {
+			case r == ' ':
+				b.WriteRune('-')
+			case r == '-' || r == '_' || ('a' <= r && r <= 'z') || ('0' <= r && r <= '9'):
+				b.WriteRune(r)
+			}
+		}
+		anchors[b.String()] = true
+	}
+	return anchors
 }
 
 // TestGuides checks that every package has its guide.
@@ -512,6 +563,63 @@ func TestGuides(t *testing.T) {
 		"reconcile", "conditions", "finalizer", "ownership", "indexer", "predicates", "cachewait", "applyset"} {
 		if _, err := os.Stat(filepath.Join(root, "docs", name+".md")); err != nil {
 			t.Errorf("docs/%s.md: %v", name, err)
+		}
+	}
+}
+
+var edge = regexp.MustCompile(`^\s*([a-z/]+)\s*-->\s*([a-z/]+)\s*$`)
+
+// TestArchitectureGraph checks the Mermaid graph of architecture.md against
+// the imports between steady's packages, as go list reports them.
+func TestArchitectureGraph(t *testing.T) {
+	root := repoRoot(t)
+	data, err := os.ReadFile(filepath.Join(root, "docs", "architecture.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := map[string]bool{}
+	inGraph := false
+	for _, l := range strings.Split(string(data), "\n") {
+		switch {
+		case strings.HasPrefix(l, "```mermaid"):
+			inGraph = true
+		case inGraph && strings.HasPrefix(l, "```"):
+			inGraph = false
+		case inGraph:
+			if m := edge.FindStringSubmatch(l); m != nil {
+				doc[m[1]+" --> "+m[2]] = true
+			}
+		}
+	}
+	const mod = "github.com/steadyk8s/steady/"
+	cmd := exec.Command("go", "list", "-f", `{{.ImportPath}}{{range .Imports}} {{.}}{{end}}`, "./...")
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "GOWORK=off")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	code := map[string]bool{}
+	for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		f := strings.Fields(l)
+		from := strings.TrimPrefix(f[0], mod)
+		if !strings.HasPrefix(f[0], mod) || from == "internal/testapi" || strings.HasPrefix(from, "docs") {
+			continue
+		}
+		for _, imp := range f[1:] {
+			if strings.HasPrefix(imp, mod) {
+				code[from+" --> "+strings.TrimPrefix(imp, mod)] = true
+			}
+		}
+	}
+	for e := range code {
+		if !doc[e] {
+			t.Errorf("docs/architecture.md: the graph lacks %s (an import in the code)", e)
+		}
+	}
+	for e := range doc {
+		if !code[e] {
+			t.Errorf("docs/architecture.md: the graph has %s, which the code does not import", e)
 		}
 	}
 }
