@@ -126,7 +126,7 @@ func goBlocks(t *testing.T, root, doc string) []block {
 		}
 		if strings.HasPrefix(strings.TrimSpace(line), marker) && strings.TrimSpace(line) == strings.Repeat(string(marker[0]), len(strings.TrimSpace(line))) {
 			open = false
-			if lang == "go" {
+			if lang == "go" || lang == "golang" {
 				n++
 				current.n = n
 				blocks = append(blocks, current)
