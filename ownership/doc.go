@@ -43,7 +43,8 @@
 // the owner references or the finalizers carries the resourceVersion read
 // and is a conflict if another writer changed the child since. Status is
 // compared exactly and patched on the status subresource (on the object for
-// kinds without one), without a dry run. Results are controllerutil's:
+// kinds without one), without a dry run: only what mutate changed, under the
+// same lock when the patch replaces a list (conditions). Results are controllerutil's:
 // created, updated, updatedStatusOnly, updatedStatus, unchanged.
 //
 // Typed and unstructured children behave the same; the caller's object is

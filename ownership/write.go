@@ -3,6 +3,7 @@ package ownership
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"reflect"
 
@@ -10,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -100,7 +102,10 @@ func CreateOrUpdate(ctx context.Context, c client.Client, owner, child client.Ob
 // patched first: a patch is written only when the dry run's answer differs
 // from the live object, not when the difference is only server defaults.
 // Status is compared exactly and patched on the status subresource (on the
-// object itself for kinds without one), with no dry run. Fields mutate did
+// object itself for kinds without one), with no dry run; its patch, too,
+// holds only what mutate changed, and one that replaces or removes a list
+// (conditions, say) is a conflict error if another writer changed the
+// child since the read. Fields mutate did
 // not change are not in the patch, so another writer's changes to them
 // survive even when the read was stale; a patch that changes the owner
 // references or finalizers, lists a merge patch replaces whole, carries the
@@ -128,7 +133,11 @@ func CreateOrPatch(ctx context.Context, c client.Client, owner, child client.Obj
 		if err := c.Create(ctx, child); err != nil {
 			return controllerutil.OperationResultNone, fmt.Errorf("ownership: creating %s: %w", name, err)
 		}
-		if _, err := patchStatus(ctx, c, child, wanted["status"]); err != nil {
+		created, err := object.ToMap(child)
+		if err != nil {
+			return controllerutil.OperationResultCreated, fmt.Errorf("ownership: created %s, but reading its status failed: %w", name, err)
+		}
+		if _, err := patchStatus(ctx, c, child, created["status"], wanted["status"]); err != nil {
 			return controllerutil.OperationResultCreated, fmt.Errorf("ownership: created %s, but writing its status failed: %w", name, err)
 		}
 		return controllerutil.OperationResultCreated, nil
@@ -178,7 +187,7 @@ func CreateOrPatch(ctx context.Context, c client.Client, owner, child client.Obj
 		object.Copy(child, live)
 	}
 	if statusDiffers {
-		wrote, err := patchStatus(ctx, c, child, wantStatus)
+		wrote, err := patchStatus(ctx, c, child, liveMap["status"], wantStatus)
 		if err != nil {
 			if result == controllerutil.OperationResultUpdated {
 				return result, fmt.Errorf("ownership: patched %s, but patching its status failed: %w", name, err)
@@ -195,12 +204,18 @@ func CreateOrPatch(ctx context.Context, c client.Client, owner, child client.Obj
 	return result, nil
 }
 
-// patchStatus makes child's status, on the API server, want (a status in
-// map form, nil for none): a merge patch of the difference from child (the
-// object as the API server holds it) to the status subresource, or to the
-// object itself for kinds without a status subresource. child receives the
-// answer. It reports whether the status changed on the server.
-func patchStatus(ctx context.Context, c client.Client, child client.Object, want any) (bool, error) {
+// patchStatus writes, to the status subresource (or to the object itself
+// for kinds without one), a merge patch of the change from base, the status
+// mutate ran on, to want (statuses in map form, nil for none). child is the
+// object as the API server last answered (base's object, or newer after a
+// patch of ours) and receives the answer. Only the fields mutate changed
+// are in the patch, so another writer's changes to the others survive a
+// stale read. A patch that replaces or removes a list (conditions, say) is
+// locked: it carries child's resourceVersion, and when child's status is no
+// longer base (another writer changed it since the read) it is a conflict
+// error without a request. It reports whether the status changed on the
+// server.
+func patchStatus(ctx context.Context, c client.Client, child client.Object, base, want any) (bool, error) {
 	have, err := object.ToMap(child)
 	if err != nil {
 		return false, err
@@ -208,9 +223,21 @@ func patchStatus(ctx context.Context, c client.Client, child client.Object, want
 	if equalStatus(have["status"], want) {
 		return false, nil
 	}
-	data, err := mergePatch(map[string]any{"status": have["status"]}, map[string]any{"status": want})
+	data, err := mergePatch(map[string]any{"status": base}, map[string]any{"status": want})
 	if err != nil || data == nil {
 		return false, err
+	}
+	var parsed map[string]any
+	if err := json.Unmarshal(data, &parsed); err != nil {
+		return false, err
+	}
+	if replacesList(parsed, map[string]any{"status": base}) {
+		if !equalStatus(have["status"], base) {
+			return false, conflict(c, child, errors.New("its status changed since it was read, and the status patch replaces a list"))
+		}
+		if data, err = withResourceVersion(data, child.GetResourceVersion()); err != nil {
+			return false, err
+		}
 	}
 	rv := child.GetResourceVersion()
 	patch := client.RawPatch(types.MergePatchType, data)
@@ -224,6 +251,40 @@ func patchStatus(ctx context.Context, c client.Client, child client.Object, want
 		}
 	}
 	return child.GetResourceVersion() != rv, nil
+}
+
+// replacesList reports whether a merge patch sets or removes a list (which
+// a merge patch replaces whole) where base, the object it was made from,
+// has one or it adds one.
+func replacesList(patch, base any) bool {
+	switch p := patch.(type) {
+	case []any:
+		return true
+	case nil:
+		_, isList := base.([]any)
+		return isList
+	case map[string]any:
+		b, _ := base.(map[string]any)
+		for k, v := range p {
+			if replacesList(v, b[k]) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// conflict is the conflict error of a write not made because child changed
+// since it was read.
+func conflict(c client.Client, child client.Object, err error) error {
+	gvk, gerr := object.GVK(child, c.Scheme())
+	gr := schema.GroupResource{Group: gvk.Group, Resource: gvk.Kind}
+	if gerr == nil {
+		if m, merr := c.RESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version); merr == nil {
+			gr = m.Resource.GroupResource()
+		}
+	}
+	return apierrors.NewConflict(gr, child.GetName(), err)
 }
 
 // readAndMutate validates the reference, reads child, runs mutate and sets
