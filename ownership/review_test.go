@@ -9,6 +9,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -102,5 +103,73 @@ func TestAnotherWritersStatusSurvivesAStaleRead(t *testing.T) {
 				t.Errorf("the other writer's status is lost: %+v", got.Status)
 			}
 		})
+	}
+}
+
+// TestSpecAndStatusChangeTogether: a change of spec and status in one call
+// writes both and reports updatedStatus, on a typed child whose server
+// answer to the spec patch does not carry the new status.
+func TestSpecAndStatusChangeTogether(t *testing.T) {
+	ctx := context.Background()
+	c, n := counting(t)
+	ns := env.Namespace(t)
+	o := owner(t, ns, "owner")
+	for i, step := range []struct {
+		size  int
+		phase string
+		want  controllerutil.OperationResult
+	}{{1, "", "created"}, {2, "Running", "updatedStatus"}, {2, "Running", "unchanged"}, {3, "", "updatedStatus"}, {3, "", "unchanged"}} {
+		w := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "w"}}
+		n.Reset()
+		op, err := ownership.CreateOrPatch(ctx, c, o, w, func() error {
+			w.Spec.Size = step.size
+			w.Status.Phase = step.phase
+			return nil
+		})
+		if err != nil || op != step.want {
+			t.Fatalf("call %d: %s, %v; want %s", i, op, err, step.want)
+		}
+		var got testapi.Widget
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(w), &got); err != nil {
+			t.Fatal(err)
+		}
+		if got.Spec.Size != step.size || got.Status.Phase != step.phase || w.Status.Phase != step.phase {
+			t.Errorf("call %d: stored size %d phase %q, caller's phase %q", i, got.Spec.Size, got.Status.Phase, w.Status.Phase)
+		}
+		t.Logf("call %d: %s", i, n)
+	}
+}
+
+// TestStatusOfAKindWithoutASubresourceIsOneWrite: on a kind without a
+// status subresource, a status change is one write (not a request to a
+// status subresource that is not there first, but for the first status
+// write of the kind, which finds that out), and a status and spec change
+// no more than one dry run and two writes.
+func TestStatusOfAKindWithoutASubresourceIsOneWrite(t *testing.T) {
+	ctx := context.Background()
+	c, n := counting(t)
+	ns := env.Namespace(t)
+	o := owner(t, ns, "owner")
+	for i, step := range []struct {
+		size   int64
+		phase  string
+		want   controllerutil.OperationResult
+		writes int
+	}{{1, "A", "created", 1}, {1, "B", "updatedStatusOnly", 2}, // at most once per kind
+		{1, "B2", "updatedStatusOnly", 1}, {1, "C", "updatedStatusOnly", 1}, {2, "D", "updatedStatus", 2}, {2, "D", "unchanged", 0}} {
+		u := unstructuredChild(gizmoGVK, ns, "g")
+		n.Reset()
+		op, err := ownership.CreateOrPatch(ctx, c, o, u, func() error {
+			if err := unstructured.SetNestedField(u.Object, step.size, "spec", "size"); err != nil {
+				return err
+			}
+			return unstructured.SetNestedField(u.Object, step.phase, "status", "phase")
+		})
+		if err != nil || op != step.want {
+			t.Fatalf("call %d: %s, %v; want %s", i, op, err, step.want)
+		}
+		if n.Writes() > step.writes {
+			t.Errorf("call %d (%s): requests %s, want at most %d writes", i, op, n, step.writes)
+		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"sync"
 
 	jsonpatch "github.com/evanphx/json-patch/v5"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -102,7 +103,9 @@ func CreateOrUpdate(ctx context.Context, c client.Client, owner, child client.Ob
 // patched first: a patch is written only when the dry run's answer differs
 // from the live object, not when the difference is only server defaults.
 // Status is compared exactly and patched on the status subresource (on the
-// object itself for kinds without one), with no dry run; its patch, too,
+// object itself for kinds without one: the first status write of such a
+// kind finds that out, with a request to the status subresource, and later
+// ones write the object at once), with no dry run; its patch, too,
 // holds only what mutate changed, and one that replaces or removes a list
 // (conditions, say) is a conflict error if another writer changed the
 // child since the read. Fields mutate did
@@ -241,6 +244,17 @@ func patchStatus(ctx context.Context, c client.Client, child client.Object, base
 	}
 	rv := child.GetResourceVersion()
 	patch := client.RawPatch(types.MergePatchType, data)
+	gvk, gvkErr := object.GVK(child, c.Scheme())
+	if _, known := noStatusSubresource.Load(gvk); known && gvkErr == nil {
+		if err := c.Patch(ctx, child, patch); err != nil {
+			return false, err
+		}
+		if child.GetResourceVersion() != rv {
+			return true, nil
+		}
+		// Nothing written: the kind may have a status subresource now.
+		noStatusSubresource.Delete(gvk)
+	}
 	if err := c.Status().Patch(ctx, child, patch); err != nil {
 		if !apierrors.IsNotFound(err) {
 			return false, err
@@ -249,9 +263,17 @@ func patchStatus(ctx context.Context, c client.Client, child client.Object, base
 		if err := c.Patch(ctx, child, patch); err != nil {
 			return false, err
 		}
+		if gvkErr == nil {
+			noStatusSubresource.Store(gvk, true)
+		}
 	}
 	return child.GetResourceVersion() != rv, nil
 }
+
+// noStatusSubresource holds the kinds (schema.GroupVersionKind) found
+// without a status subresource, whose status patchStatus writes on the
+// object at once instead of asking the status subresource first.
+var noStatusSubresource sync.Map
 
 // replacesList reports whether a merge patch sets or removes a list (which
 // a merge patch replaces whole) where base, the object it was made from,
