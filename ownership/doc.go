@@ -57,7 +57,9 @@
 // [Adopt]{} takes it over explicitly. References the API server or the
 // garbage collector would reject are an [*InvalidOwnerError] before any
 // request: a namespaced owner of a cluster-scoped child, an owner in another
-// namespace, an owner without a UID. Options are small types passed to each
+// namespace, an owner without a UID (SetControllerReference and
+// SetOwnerReference refuse the last two, and a child without a namespace
+// under a namespaced owner, in memory, as controllerutil does). Options are small types passed to each
 // call that takes them: [Adopt] (CreateOrUpdate, CreateOrPatch, Apply,
 // SetControllerReference) and [Force] (Apply).
 //

@@ -2,10 +2,12 @@ package ownership_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -171,5 +173,42 @@ func TestStatusOfAKindWithoutASubresourceIsOneWrite(t *testing.T) {
 		if n.Writes() > step.writes {
 			t.Errorf("call %d (%s): requests %s, want at most %d writes", i, op, n, step.writes)
 		}
+	}
+}
+
+// TestReferencesTheGarbageCollectorWouldMisreadAreRefused: as
+// controllerutil's do, SetControllerReference and SetOwnerReference refuse
+// an owner in another namespace (the garbage collector looks the owner up
+// in the child's namespace, finds nothing and deletes the child), a
+// namespaced owner of a child without a namespace, and an owner without a
+// UID, and leave the child as it was.
+func TestReferencesTheGarbageCollectorWouldMisreadAreRefused(t *testing.T) {
+	o := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "o", UID: "1"}}
+	noUID := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "o"}}
+	for _, tc := range []struct {
+		name         string
+		owner, child client.Object
+	}{
+		{"owner in another namespace", o, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "b", Name: "c"}}},
+		{"child without a namespace", o, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "c"}}},
+		{"owner without a UID", noUID, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "c"}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for name, set := range map[string]func() (bool, error){
+				"SetControllerReference": func() (bool, error) { return ownership.SetControllerReference(tc.owner, tc.child, env.Scheme) },
+				"SetOwnerReference":      func() (bool, error) { return ownership.SetOwnerReference(tc.owner, tc.child, env.Scheme) },
+			} {
+				changed, err := set()
+				var ioe *ownership.InvalidOwnerError
+				if !errors.As(err, &ioe) || changed || len(tc.child.GetOwnerReferences()) != 0 {
+					t.Errorf("%s: %v, %v, references %v; want an *InvalidOwnerError and no change", name, changed, err, tc.child.GetOwnerReferences())
+				}
+			}
+		})
+	}
+	// A cluster-scoped owner can own a namespaced child.
+	cluster := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Name: "o", UID: "2"}}
+	if ok, err := ownership.SetControllerReference(cluster, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "b", Name: "c"}}, env.Scheme); !ok || err != nil {
+		t.Errorf("cluster-scoped owner: %v, %v", ok, err)
 	}
 }
