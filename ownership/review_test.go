@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 
@@ -12,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -210,5 +212,56 @@ func TestReferencesTheGarbageCollectorWouldMisreadAreRefused(t *testing.T) {
 	cluster := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Name: "o", UID: "2"}}
 	if ok, err := ownership.SetControllerReference(cluster, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "b", Name: "c"}}, env.Scheme); !ok || err != nil {
 		t.Errorf("cluster-scoped owner: %v, %v", ok, err)
+	}
+}
+
+// TestNoWriteWhenTheSchemaDefaultedFields: a wholesale unstructured spec
+// of a custom resource whose schema defaults fields (a number, a bool, a
+// nested object) is written once; the same call then costs a GET and at
+// most one dry run, and writes nothing. Setting a defaulted field away from
+// its default and back, or dropping a list, is written.
+func TestNoWriteWhenTheSchemaDefaultedFields(t *testing.T) {
+	ctx := context.Background()
+	c, n := counting(t)
+	ns := env.Namespace(t)
+	o := owner(t, ns, "owner")
+	gvk := gizmoGVK.GroupVersion().WithKind("Doodad")
+	for _, fn := range fns {
+		t.Run(fn.name, func(t *testing.T) {
+			for i, step := range []struct {
+				spec map[string]any
+				want controllerutil.OperationResult
+			}{
+				{map[string]any{"color": "red", "tags": []any{"a"}}, "created"},
+				{map[string]any{"color": "red", "tags": []any{"a"}}, "unchanged"},
+				{map[string]any{"color": "red", "tags": []any{"a"}}, "unchanged"},
+				{map[string]any{"color": "red", "replicas": int64(3)}, "updated"},
+				{map[string]any{"color": "red", "replicas": int64(3)}, "unchanged"},
+				{map[string]any{"color": "red"}, "updated"},
+				{map[string]any{"color": "red", "replicas": int64(1)}, "unchanged"},
+				{map[string]any{"color": "red", "policy": map[string]any{"mode": "manual"}}, "updated"},
+				{map[string]any{"color": "red", "policy": map[string]any{"mode": "manual"}}, "unchanged"},
+				{map[string]any{"color": "red", "policy": map[string]any{}}, "updated"},
+				{map[string]any{"color": "red"}, "unchanged"},
+			} {
+				u := unstructuredChild(gvk, ns, "d-"+strings.ToLower(fn.name))
+				n.Reset()
+				op, err := fn.fn(ctx, c, o, u, func() error { u.Object["spec"] = runtime.DeepCopyJSON(step.spec); return nil })
+				if err != nil || op != step.want {
+					t.Fatalf("call %d: %s, %v; want %s", i, op, err, step.want)
+				}
+				if n.Get("GET") != 1 || n.Get("DRYRUN-PUT")+n.Get("DRYRUN-PATCH") > 1 || op == controllerutil.OperationResultNone && n.Writes() != 0 {
+					t.Errorf("call %d (%s): requests %s", i, op, n)
+				}
+				stored := unstructuredChild(gvk, ns, "d-"+strings.ToLower(fn.name))
+				if err := env.Client.Get(ctx, client.ObjectKeyFromObject(stored), stored); err != nil {
+					t.Fatal(err)
+				}
+				tags, _, _ := unstructured.NestedStringSlice(stored.Object, "spec", "tags")
+				if _, want := step.spec["tags"]; want != (len(tags) > 0) {
+					t.Errorf("call %d: stored tags %v", i, tags)
+				}
+			}
+		})
 	}
 }
