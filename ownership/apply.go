@@ -20,7 +20,10 @@ import (
 // whether the child was created, updated or left unchanged (its
 // resourceVersion did not move). On success child holds the API server's
 // answer. A field this manager applied before and child no longer sets is
-// removed by the API server (server-side apply's ownership rules).
+// removed by the API server (server-side apply's ownership rules). With
+// [Adopt]{}, the other controller's reference is removed first, by a patch
+// of its own: if the apply then fails, the result is updated and the error
+// says that the child was left without a controller.
 func Apply(ctx context.Context, c client.Client, owner, child client.Object, fieldManager string, opts ...ApplyOption) (controllerutil.OperationResult, error) {
 	o := ApplyOptions{}
 	for _, opt := range opts {
@@ -36,7 +39,7 @@ func Apply(ctx context.Context, c client.Client, owner, child client.Object, fie
 	name := object.Describe(child, c.Scheme())
 	live := &unstructured.Unstructured{}
 	live.SetGroupVersionKind(gvk)
-	rv := ""
+	rv, released := "", ""
 	if err := c.Get(ctx, client.ObjectKeyFromObject(child), live); err == nil {
 		rv = live.GetResourceVersion()
 		if cur := metav1.GetControllerOfNoCopy(live); cur != nil && cur.UID != owner.GetUID() {
@@ -47,6 +50,7 @@ func Apply(ctx context.Context, c client.Client, owner, child client.Object, fie
 			if err := release(ctx, c, live, cur.UID); err != nil {
 				return controllerutil.OperationResultNone, err
 			}
+			released = controllerName(cur)
 		}
 	} else if !apierrors.IsNotFound(err) {
 		return controllerutil.OperationResultNone, fmt.Errorf("ownership: reading %s: %w", name, err)
@@ -72,6 +76,10 @@ func Apply(ctx context.Context, c client.Client, owner, child client.Object, fie
 		applyOpts = append(applyOpts, client.ForceOwnership)
 	}
 	if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), applyOpts...); err != nil {
+		if released != "" {
+			return controllerutil.OperationResultUpdated, fmt.Errorf("ownership: removed the controller reference of %s from %s, but applying it failed (it has no controller now): %w",
+				released, name, err)
+		}
 		return controllerutil.OperationResultNone, fmt.Errorf("ownership: applying %s: %w", name, err)
 	}
 	if err := object.FromMap(u.Object, child); err != nil {
