@@ -330,3 +330,102 @@ func TestApplyResultAfterAStaleRead(t *testing.T) {
 		t.Errorf("apply of the same child after another writer's change: %s, %v; want unchanged", op, err)
 	}
 }
+
+// TestCreateOrUpdateLocksAlsoWhenMutateRebuildsTheMetadata: a mutate that
+// builds the child's metadata anew (name, namespace, labels: the
+// resourceVersion read is gone with the rest) still updates under the
+// resourceVersion that was read, so another writer's status written since
+// the (stale) read is a conflict to requeue on, never overwritten.
+func TestCreateOrUpdateLocksAlsoWhenMutateRebuildsTheMetadata(t *testing.T) {
+	ctx := context.Background()
+	ns := env.Namespace(t)
+	o := owner(t, ns, "owner")
+	size := int64(1)
+	call := func(c client.Client) (controllerutil.OperationResult, error) {
+		u := unstructuredChild(gizmoGVK, ns, "g")
+		return ownership.CreateOrUpdate(ctx, c, o, u, func() error {
+			u.Object["metadata"] = map[string]any{"name": "g", "namespace": ns, "labels": map[string]any{"app": "g"}}
+			return unstructured.SetNestedField(u.Object, size, "spec", "size")
+		})
+	}
+	if _, err := call(env.Client); err != nil {
+		t.Fatal(err)
+	}
+	c := staleAfterGet(t, func(ctx context.Context, key client.ObjectKey) {
+		other := unstructuredChild(gizmoGVK, ns, "g")
+		if err := env.Client.Get(ctx, key, other); err != nil {
+			t.Error(err)
+			return
+		}
+		_ = unstructured.SetNestedField(other.Object, "Running", "status", "phase")
+		if err := env.Client.Update(ctx, other); err != nil {
+			t.Error(err)
+		}
+	})
+	size = 2
+	_, errs := requeue(t, func() (controllerutil.OperationResult, error) { return call(c) })
+	for _, err := range errs {
+		if !apierrors.IsConflict(err) {
+			t.Errorf("failed with %v, want a conflict", err)
+		}
+	}
+	stored := unstructuredChild(gizmoGVK, ns, "g")
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(stored), stored); err != nil {
+		t.Fatal(err)
+	}
+	phase, _, _ := unstructured.NestedString(stored.Object, "status", "phase")
+	got, _, _ := unstructured.NestedInt64(stored.Object, "spec", "size")
+	if phase != "Running" || got != 2 {
+		t.Errorf("stored status.phase %q, spec.size %d; want Running, 2", phase, got)
+	}
+}
+
+// TestCreateOrUpdateLocksATypedChildWhoseMetadataMutateRebuilds: the same
+// for a built-in kind, where an update without a resourceVersion is not
+// refused but overwrites: another writer's data key written since the read
+// must survive.
+func TestCreateOrUpdateLocksATypedChildWhoseMetadataMutateRebuilds(t *testing.T) {
+	ctx := context.Background()
+	ns := env.Namespace(t)
+	o := owner(t, ns, "owner")
+	value := "1"
+	call := func(c client.Client) (controllerutil.OperationResult, error) {
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cm"}}
+		return ownership.CreateOrUpdate(ctx, c, o, cm, func() error {
+			cm.ObjectMeta = metav1.ObjectMeta{Namespace: ns, Name: "cm", Labels: map[string]string{"app": "cm"}}
+			if cm.Data == nil {
+				cm.Data = map[string]string{}
+			}
+			cm.Data["ours"] = value
+			return nil
+		})
+	}
+	if _, err := call(env.Client); err != nil {
+		t.Fatal(err)
+	}
+	c := staleAfterGet(t, func(ctx context.Context, key client.ObjectKey) {
+		var other corev1.ConfigMap
+		if err := env.Client.Get(ctx, key, &other); err != nil {
+			t.Error(err)
+			return
+		}
+		other.Data["theirs"] = "x"
+		if err := env.Client.Update(ctx, &other); err != nil {
+			t.Error(err)
+		}
+	})
+	value = "2"
+	_, errs := requeue(t, func() (controllerutil.OperationResult, error) { return call(c) })
+	for _, err := range errs {
+		if !apierrors.IsConflict(err) {
+			t.Errorf("failed with %v, want a conflict", err)
+		}
+	}
+	var got corev1.ConfigMap
+	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "cm"}, &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Data["theirs"] != "x" || got.Data["ours"] != "2" {
+		t.Errorf("stored data %v: the other writer's key or ours is lost", got.Data)
+	}
+}

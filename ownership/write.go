@@ -42,9 +42,9 @@ var serverMetadata = []string{"resourceVersion", "managedFields", "generation", 
 // costs one GET when nothing differs, one GET and one dry run when only
 // defaults differ, and one more request, the update, for a real change.
 //
-// The update carries the resourceVersion that was read, so a child changed
-// since (a stale cache) is a conflict error to requeue on, never an
-// overwrite. Status is written with the object only for kinds without a
+// The update carries the resourceVersion that was read (put back if mutate
+// rebuilt the metadata), so a child changed since (a stale cache) is a
+// conflict error to requeue on, never an overwrite. Status is written with the object only for kinds without a
 // status subresource; use [CreateOrPatch] to write status.
 //
 // On success child holds the live object, as written or as read.
@@ -333,6 +333,9 @@ func readAndMutate(ctx context.Context, c client.Client, owner, child client.Obj
 	if client.ObjectKeyFromObject(child) != key {
 		return nil, fmt.Errorf("ownership: mutate changed the name or namespace of %s %s to %s", object.Kind(child, c.Scheme()), key, client.ObjectKeyFromObject(child))
 	}
+	if live != nil {
+		keepServerMetadata(child, live)
+	}
 	opts := []SetControllerReferenceOption{}
 	if adopt {
 		opts = append(opts, Adopt{})
@@ -341,6 +344,21 @@ func readAndMutate(ctx context.Context, c client.Client, owner, child client.Obj
 		return nil, err
 	}
 	return live, nil
+}
+
+// keepServerMetadata puts back on child the metadata the API server owns,
+// as read in live, which a mutate that builds the metadata anew drops: an
+// update then still carries the resourceVersion that was read (without
+// one, an update overwrites whatever changed since the read, or is
+// refused, for custom resources).
+func keepServerMetadata(child, live client.Object) {
+	child.SetResourceVersion(live.GetResourceVersion())
+	child.SetUID(live.GetUID())
+	child.SetGeneration(live.GetGeneration())
+	child.SetCreationTimestamp(live.GetCreationTimestamp())
+	child.SetDeletionTimestamp(live.GetDeletionTimestamp())
+	child.SetDeletionGracePeriodSeconds(live.GetDeletionGracePeriodSeconds())
+	child.SetManagedFields(live.GetManagedFields())
 }
 
 // maps converts both objects to maps (copies) without the metadata the
