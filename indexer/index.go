@@ -7,6 +7,7 @@ import (
 	"maps"
 	"reflect"
 	"strings"
+	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -55,13 +56,22 @@ type declaration struct {
 // declarations Register added to it.
 var registered byIdentity[map[declaration]any]
 
+// registering serialises Register.
+var registering sync.Mutex
+
 // Register adds the index to fi, usually mgr.GetFieldIndexer(), before the
 // manager starts. Registering the same *Index on the same indexer again is
 // a no-op; another index with the same name and type (another *Index, or
-// one added with fi.IndexField directly) is a [*ConflictError]. Where fi is
+// one added with fi.IndexField directly) is a [*ConflictError], also when
+// controllers register concurrently. Where fi is
 // not a pointer, the two cannot be told apart and both are a
 // [*ConflictError].
 func (i *Index[T]) Register(ctx context.Context, fi client.FieldIndexer) error {
+	// One registration at a time: between a successful IndexField and its
+	// record below, the same *Index registered concurrently (controllers set
+	// up in parallel) would find the index and no record, a false conflict.
+	registering.Lock()
+	defer registering.Unlock()
 	var zero T
 	typ := reflect.TypeOf(zero)
 	decl := declaration{typ: typ, name: i.name}
