@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"maps"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
@@ -105,7 +107,8 @@ func (i *Index[T]) Register(ctx context.Context, fi client.FieldIndexer) error {
 }
 
 // List lists into list the objects whose index values include value;
-// further options (client.InNamespace, say) narrow it.
+// further options (client.InNamespace, say) narrow it, a field selector
+// (client.MatchingFields on another index) too: it is ANDed with this one.
 func (i *Index[T]) List(ctx context.Context, r client.Reader, list client.ObjectList, value string, opts ...client.ListOption) error {
 	var zero T
 	return listBy(ctx, r, list, i.name, fmt.Sprintf("%T", zero), value, opts)
@@ -171,7 +174,15 @@ func listBy(ctx context.Context, r client.Reader, list client.ObjectList, index,
 	if m, _ := absent.get(r); m[key] {
 		return &NotRegisteredError{Index: index, Type: typ, Err: errAbsent}
 	}
-	opts = append([]client.ListOption{client.MatchingFields{index: value}}, opts...)
+	// A field selector among opts narrows the index's, never replaces it
+	// (a MatchingFields option sets the selector whole).
+	given := &client.ListOptions{}
+	given.ApplyOptions(opts)
+	sel := fields.OneTermEqualSelector(index, value)
+	if given.FieldSelector != nil && !given.FieldSelector.Empty() {
+		sel = fields.AndSelectors(sel, given.FieldSelector)
+	}
+	opts = append(slices.Clone(opts), client.MatchingFieldsSelector{Selector: sel})
 	err := r.List(ctx, list, opts...)
 	if err == nil {
 		return nil
