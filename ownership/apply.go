@@ -56,6 +56,9 @@ func Apply(ctx context.Context, c client.Client, owner, child client.Object, fie
 		return controllerutil.OperationResultNone, fmt.Errorf("ownership: reading %s: %w", name, err)
 	}
 
+	if err := object.NormalizeJSON(child); err != nil {
+		return controllerutil.OperationResultNone, fmt.Errorf("ownership: %s: %w", name, err)
+	}
 	m, err := object.ToMap(child)
 	if err != nil {
 		return controllerutil.OperationResultNone, fmt.Errorf("ownership: %w", err)

@@ -329,6 +329,9 @@ func readAndMutate(ctx context.Context, c client.Client, owner, child client.Obj
 		if err := mutate(); err != nil {
 			return nil, fmt.Errorf("ownership: mutating %s: %w", object.Describe(child, c.Scheme()), err)
 		}
+		if err := object.NormalizeJSON(child); err != nil { // a Go int in an unstructured child, say
+			return nil, fmt.Errorf("ownership: mutating %s: %w", object.Describe(child, c.Scheme()), err)
+		}
 	}
 	if client.ObjectKeyFromObject(child) != key {
 		return nil, fmt.Errorf("ownership: mutate changed the name or namespace of %s %s to %s", object.Kind(child, c.Scheme()), key, client.ObjectKeyFromObject(child))
