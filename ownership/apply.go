@@ -19,7 +19,10 @@ import (
 // compared, so applying the same child again changes nothing. It reports
 // whether the child was created, updated or left unchanged (its
 // resourceVersion did not move). On success child holds the API server's
-// answer. A field this manager applied before and child no longer sets is
+// answer. Besides owner's controller reference, the child's non-controller
+// owner references are applied ([SetOwnerReference]); a controller
+// reference of another owner on child is not. A field this manager applied
+// before and child no longer sets is
 // removed by the API server (server-side apply's ownership rules). With
 // [Adopt]{}, the other controller's reference is removed first, by a patch
 // of its own: if the apply then fails, the result is updated and the error
@@ -73,7 +76,13 @@ func Apply(ctx context.Context, c client.Client, owner, child client.Object, fie
 	if err != nil {
 		return controllerutil.OperationResultNone, err
 	}
-	u.SetOwnerReferences([]metav1.OwnerReference{ref})
+	refs := []metav1.OwnerReference{ref}
+	for _, r := range child.GetOwnerReferences() {
+		if r.UID != ref.UID && (r.Controller == nil || !*r.Controller) {
+			refs = append(refs, r) // the caller's other owners (SetOwnerReference)
+		}
+	}
+	u.SetOwnerReferences(refs)
 	applyOpts := []client.ApplyOption{client.FieldOwner(fieldManager)}
 	if o.Force {
 		applyOpts = append(applyOpts, client.ForceOwnership)

@@ -468,3 +468,38 @@ func TestUnstructuredChildWithGoInts(t *testing.T) {
 		})
 	}
 }
+
+// TestApplyKeepsTheChildsOtherOwnerReferences: the non-controller owner
+// references the caller put on the child (SetOwnerReference) are applied
+// beside the controller reference, not dropped; a controller reference of
+// another owner that the child was read with is not applied back.
+func TestApplyKeepsTheChildsOtherOwnerReferences(t *testing.T) {
+	ctx := context.Background()
+	ns := env.Namespace(t)
+	a, b, x := owner(t, ns, "a"), owner(t, ns, "b"), owner(t, ns, "x")
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cfg"}, Data: map[string]string{"k": "v"}}
+	if _, err := ownership.SetOwnerReference(b, cm, env.Scheme); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ownership.Apply(ctx, env.Client, a, cm, "steady-test"); err != nil {
+		t.Fatal(err)
+	}
+	var got corev1.ConfigMap
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(cm), &got); err != nil {
+		t.Fatal(err)
+	}
+	if len(got.OwnerReferences) != 2 || !metav1.IsControlledBy(&got, a) {
+		t.Errorf("stored owner references %v, want a's (controller) and b's", got.OwnerReferences)
+	}
+	// x adopts the child it read (holding a's controller reference).
+	if _, err := ownership.Apply(ctx, env.Client, x, &got, "steady-test", ownership.Adopt{}); err != nil {
+		t.Fatal(err)
+	}
+	var after corev1.ConfigMap
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(cm), &after); err != nil {
+		t.Fatal(err)
+	}
+	if !metav1.IsControlledBy(&after, x) || len(after.OwnerReferences) != 2 {
+		t.Errorf("after the adoption: %v, want x's (controller) and b's", after.OwnerReferences)
+	}
+}
