@@ -503,3 +503,48 @@ func TestApplyKeepsTheChildsOtherOwnerReferences(t *testing.T) {
 		t.Errorf("after the adoption: %v, want x's (controller) and b's", after.OwnerReferences)
 	}
 }
+
+// TestConditionsSurviveALaggingCache: through a manager's cached client
+// held 300ms back, CreateOrPatch changing our condition of a child right
+// after another controller added its own keeps both (after conflicts to
+// requeue on).
+func TestConditionsSurviveALaggingCache(t *testing.T) {
+	ctx := context.Background()
+	cc := startCached(t)
+	ns := env.Namespace(t)
+	o := owner(t, ns, "owner")
+	now := metav1.Now()
+	set := func(c client.Client, status metav1.ConditionStatus) (controllerutil.OperationResult, error) {
+		w := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "child"}}
+		return ownership.CreateOrPatch(ctx, c, o, w, func() error {
+			meta.SetStatusCondition(&w.Status.Conditions, metav1.Condition{Type: "Ours", Status: status, Reason: "R", Message: "m", LastTransitionTime: now})
+			return nil
+		})
+	}
+	if _, err := set(env.Client, metav1.ConditionFalse); err != nil {
+		t.Fatal(err)
+	}
+	w := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "child"}}
+	cachedSees(t, cc, w)
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(w), w); err != nil {
+		t.Fatal(err)
+	}
+	meta.SetStatusCondition(&w.Status.Conditions, metav1.Condition{Type: "Theirs", Status: metav1.ConditionTrue, Reason: "R", Message: "m", LastTransitionTime: now})
+	if err := env.Client.Status().Update(ctx, w); err != nil {
+		t.Fatal(err)
+	}
+	_, errs := requeue(t, func() (controllerutil.OperationResult, error) { return set(cc.Client, metav1.ConditionTrue) })
+	for _, err := range errs {
+		if !apierrors.IsConflict(err) {
+			t.Errorf("failed with %v, want a conflict", err)
+		}
+	}
+	var got testapi.Widget
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(w), &got); err != nil {
+		t.Fatal(err)
+	}
+	if !meta.IsStatusConditionTrue(got.Status.Conditions, "Ours") || meta.FindStatusCondition(got.Status.Conditions, "Theirs") == nil {
+		t.Errorf("stored conditions %v: ours not set or theirs lost", got.Status.Conditions)
+	}
+	t.Logf("%d conflict(s) before the write landed", len(errs))
+}
