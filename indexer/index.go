@@ -58,8 +58,12 @@ type declaration struct {
 // declarations Register added to it.
 var registered byIdentity[map[declaration]any]
 
-// registering serialises Register.
-var registering sync.Mutex
+// registering holds, per field indexer, the lock that serialises Register
+// on it; noIdentityMu serialises Register on indexers without an identity.
+var (
+	registering  byIdentity[*sync.Mutex]
+	noIdentityMu sync.Mutex
+)
 
 // Register adds the index to fi, usually mgr.GetFieldIndexer(), before the
 // manager starts. Registering the same *Index on the same indexer again is
@@ -69,11 +73,20 @@ var registering sync.Mutex
 // not a pointer, the two cannot be told apart and both are a
 // [*ConflictError].
 func (i *Index[T]) Register(ctx context.Context, fi client.FieldIndexer) error {
-	// One registration at a time: between a successful IndexField and its
-	// record below, the same *Index registered concurrently (controllers set
-	// up in parallel) would find the index and no record, a false conflict.
-	registering.Lock()
-	defer registering.Unlock()
+	// One registration at a time per indexer: between a successful
+	// IndexField and its record below, the same *Index registered
+	// concurrently (controllers set up in parallel) would find the index
+	// and no record, a false conflict.
+	mu := &noIdentityMu
+	registering.update(fi, func(m *sync.Mutex) *sync.Mutex {
+		if m == nil {
+			m = &sync.Mutex{}
+		}
+		mu = m
+		return m
+	})
+	mu.Lock()
+	defer mu.Unlock()
 	var zero T
 	typ := reflect.TypeOf(zero)
 	decl := declaration{typ: typ, name: i.name}
