@@ -187,12 +187,7 @@ var propertyKinds = []propertyKind{
 // state, reports updated exactly when the two differ, and a second call
 // writes nothing. The seed is logged; STEADY_SEED replays one.
 func TestPropertyDesiredStateLands(t *testing.T) {
-	seed := time.Now().UnixNano()
-	if s, err := strconv.ParseInt(os.Getenv("STEADY_SEED"), 10, 64); err == nil {
-		seed = s
-	}
-	t.Logf("seed %d (STEADY_SEED=%d replays it)", seed, seed)
-	r := rand.New(rand.NewSource(seed))
+	r := seeded(t)
 	ctx := context.Background()
 	c, n := counting(t)
 	ns := env.Namespace(t)
@@ -253,12 +248,7 @@ func TestPropertyDesiredStateLands(t *testing.T) {
 // what we did not change is the other writer's. The seed is logged;
 // STEADY_SEED replays one.
 func TestPropertyAnotherWritersStatusSurvives(t *testing.T) {
-	seed := time.Now().UnixNano()
-	if s, err := strconv.ParseInt(os.Getenv("STEADY_SEED"), 10, 64); err == nil {
-		seed = s
-	}
-	t.Logf("seed %d (STEADY_SEED=%d replays it)", seed, seed)
-	r := rand.New(rand.NewSource(seed))
+	r := seeded(t)
 	ctx := context.Background()
 	ns := env.Namespace(t)
 	o := owner(t, ns, "owner")
@@ -322,4 +312,15 @@ func TestPropertyAnotherWritersStatusSurvives(t *testing.T) {
 			t.Errorf("%s: our change is lost: size %d, %+v (ours: size %d, replicas %d, condition %v)", name, got.Spec.Size, s, ourSize, ourReplicas, ourCond)
 		}
 	}
+}
+
+// seeded returns a random source with a logged seed, STEADY_SEED's if set.
+func seeded(t *testing.T) *rand.Rand {
+	t.Helper()
+	seed := time.Now().UnixNano()
+	if s, err := strconv.ParseInt(os.Getenv("STEADY_SEED"), 10, 64); err == nil {
+		seed = s
+	}
+	t.Logf("seed %d (STEADY_SEED=%d replays it)", seed, seed)
+	return rand.New(rand.NewSource(seed))
 }
