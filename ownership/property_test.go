@@ -272,18 +272,11 @@ func TestPropertyAnotherWritersStatusSurvives(t *testing.T) {
 		}
 		theirPhase, theirList, theirCond := []string{"", "Running", "Failed"}[r.Intn(3)], randomList(r, "a", "b"), r.Intn(2) == 0
 		ourSize, ourReplicas, ourCond := 1+r.Intn(2), r.Intn(3), r.Intn(2) == 0
-		c := staleAfterGet(t, func(ctx context.Context, key client.ObjectKey) {
-			var other testapi.Widget
-			if err := env.Client.Get(ctx, key, &other); err != nil {
-				t.Error(err)
-				return
-			}
+		c := staleAfterGet(t, &testapi.Widget{}, true, func(obj client.Object) {
+			other := obj.(*testapi.Widget)
 			other.Status.Phase, other.Status.Namespaces = theirPhase, theirList
 			if theirCond {
 				meta.SetStatusCondition(&other.Status.Conditions, cond("Theirs", true))
-			}
-			if err := env.Client.Status().Update(ctx, &other); err != nil {
-				t.Error(err)
 			}
 		})
 		_, errs := requeue(t, func() (controllerutil.OperationResult, error) {

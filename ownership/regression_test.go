@@ -24,16 +24,34 @@ import (
 
 // staleAfterGet is a client whose first Get is followed, before the caller
 // goes on, by another writer's change: the read the caller holds is stale,
-// as a lagging cache's read is, deterministically.
-func staleAfterGet(t *testing.T, other func(ctx context.Context, key client.ObjectKey)) client.Client {
+// as a lagging cache's read is, deterministically. The other writer reads
+// the child into a copy of obj, changes it and updates it (its status when
+// status is true).
+func staleAfterGet(t *testing.T, obj client.Object, status bool, change func(client.Object)) client.Client {
 	t.Helper()
 	var once sync.Once
 	return interceptor.NewClient(watchClient(t), interceptor.Funcs{
-		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
-			if err := c.Get(ctx, key, obj, opts...); err != nil {
+		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, into client.Object, opts ...client.GetOption) error {
+			if err := c.Get(ctx, key, into, opts...); err != nil {
 				return err
 			}
-			once.Do(func() { other(ctx, key) })
+			once.Do(func() {
+				other := obj.DeepCopyObject().(client.Object)
+				if err := env.Client.Get(ctx, key, other); err != nil {
+					t.Error(err)
+					return
+				}
+				change(other)
+				update := env.Client.Update
+				if status {
+					update = func(ctx context.Context, o client.Object, opts ...client.UpdateOption) error {
+						return env.Client.Status().Update(ctx, o)
+					}
+				}
+				if err := update(ctx, other); err != nil {
+					t.Error(err)
+				}
+			})
 			return nil
 		},
 	})
@@ -71,17 +89,10 @@ func TestAnotherWritersStatusSurvivesAStaleRead(t *testing.T) {
 			}); err != nil {
 				t.Fatal(err)
 			}
-			c := staleAfterGet(t, func(ctx context.Context, key client.ObjectKey) {
-				var other testapi.Widget
-				if err := env.Client.Get(ctx, key, &other); err != nil {
-					t.Error(err)
-					return
-				}
+			c := staleAfterGet(t, &testapi.Widget{}, true, func(obj client.Object) {
+				other := obj.(*testapi.Widget)
 				other.Status.Phase = "Running"
 				meta.SetStatusCondition(&other.Status.Conditions, theirs)
-				if err := env.Client.Status().Update(ctx, &other); err != nil {
-					t.Error(err)
-				}
 			})
 			_, errs := requeue(t, func() (controllerutil.OperationResult, error) {
 				w := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
@@ -315,16 +326,9 @@ func TestApplyResultAfterAStaleRead(t *testing.T) {
 	if _, err := ownership.Apply(ctx, env.Client, a, desired(), "steady-test"); err != nil {
 		t.Fatal(err)
 	}
-	c := staleAfterGet(t, func(ctx context.Context, key client.ObjectKey) {
-		var other corev1.ConfigMap
-		if err := env.Client.Get(ctx, key, &other); err != nil {
-			t.Error(err)
-			return
-		}
+	c := staleAfterGet(t, &corev1.ConfigMap{}, false, func(obj client.Object) {
+		other := obj.(*corev1.ConfigMap)
 		other.Labels = map[string]string{"team": "x"}
-		if err := env.Client.Update(ctx, &other); err != nil {
-			t.Error(err)
-		}
 	})
 	if op, err := ownership.Apply(ctx, c, a, desired(), "steady-test"); err != nil || op != controllerutil.OperationResultNone {
 		t.Errorf("apply of the same child after another writer's change: %s, %v; want unchanged", op, err)
@@ -351,16 +355,9 @@ func TestCreateOrUpdateLocksAlsoWhenMutateRebuildsTheMetadata(t *testing.T) {
 	if _, err := call(env.Client); err != nil {
 		t.Fatal(err)
 	}
-	c := staleAfterGet(t, func(ctx context.Context, key client.ObjectKey) {
-		other := unstructuredChild(gizmoGVK, ns, "g")
-		if err := env.Client.Get(ctx, key, other); err != nil {
-			t.Error(err)
-			return
-		}
+	c := staleAfterGet(t, unstructuredChild(gizmoGVK, ns, "g"), false, func(obj client.Object) {
+		other := obj.(*unstructured.Unstructured)
 		_ = unstructured.SetNestedField(other.Object, "Running", "status", "phase")
-		if err := env.Client.Update(ctx, other); err != nil {
-			t.Error(err)
-		}
 	})
 	size = 2
 	_, errs := requeue(t, func() (controllerutil.OperationResult, error) { return call(c) })
@@ -403,16 +400,9 @@ func TestCreateOrUpdateLocksATypedChildWhoseMetadataMutateRebuilds(t *testing.T)
 	if _, err := call(env.Client); err != nil {
 		t.Fatal(err)
 	}
-	c := staleAfterGet(t, func(ctx context.Context, key client.ObjectKey) {
-		var other corev1.ConfigMap
-		if err := env.Client.Get(ctx, key, &other); err != nil {
-			t.Error(err)
-			return
-		}
+	c := staleAfterGet(t, &corev1.ConfigMap{}, false, func(obj client.Object) {
+		other := obj.(*corev1.ConfigMap)
 		other.Data["theirs"] = "x"
-		if err := env.Client.Update(ctx, &other); err != nil {
-			t.Error(err)
-		}
 	})
 	value = "2"
 	_, errs := requeue(t, func() (controllerutil.OperationResult, error) { return call(c) })
@@ -547,4 +537,40 @@ func TestConditionsSurviveALaggingCache(t *testing.T) {
 		t.Errorf("stored conditions %v: ours not set or theirs lost", got.Status.Conditions)
 	}
 	t.Logf("%d conflict(s) before the write landed", len(errs))
+}
+
+// TestDroppingAllOurLabelsKeepsAnotherWritersNewOnes: CreateOrPatch
+// dropping every label it read (and every annotation) removes those, not
+// the labels another writer added since a stale read.
+func TestDroppingAllOurLabelsKeepsAnotherWritersNewOnes(t *testing.T) {
+	ctx := context.Background()
+	ns := env.Namespace(t)
+	o := owner(t, ns, "owner")
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cm"}}
+	if _, err := ownership.CreateOrPatch(ctx, env.Client, o, cm, func() error {
+		cm.Labels, cm.Annotations = map[string]string{"ours": "1"}, map[string]string{"ours": "1"}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	c := staleAfterGet(t, &corev1.ConfigMap{}, false, func(obj client.Object) {
+		other := obj.(*corev1.ConfigMap)
+		other.Labels["theirs"], other.Annotations["theirs"] = "x", "x"
+	})
+	_, errs := requeue(t, func() (controllerutil.OperationResult, error) {
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cm"}}
+		return ownership.CreateOrPatch(ctx, c, o, cm, func() error { cm.Labels, cm.Annotations = nil, nil; return nil })
+	})
+	for _, err := range errs {
+		if !apierrors.IsConflict(err) {
+			t.Errorf("failed with %v, want a conflict", err)
+		}
+	}
+	var got corev1.ConfigMap
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(cm), &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Labels["theirs"] != "x" || got.Annotations["theirs"] != "x" || got.Labels["ours"] != "" || got.Annotations["ours"] != "" {
+		t.Errorf("stored labels %v, annotations %v; want theirs only", got.Labels, got.Annotations)
+	}
 }

@@ -110,7 +110,9 @@ func CreateOrUpdate(ctx context.Context, c client.Client, owner, child client.Ob
 // (conditions, say) is a conflict error if another writer changed the
 // child since the read. Fields mutate did
 // not change are not in the patch, so another writer's changes to them
-// survive even when the read was stale; a patch that changes the owner
+// survive even when the read was stale (dropping every label or
+// annotation removes those read, not others added since); a patch that
+// changes the owner
 // references or finalizers, lists a merge patch replaces whole, carries the
 // resourceVersion that was read and fails with a conflict if another
 // writer changed the child since.
@@ -152,6 +154,9 @@ func CreateOrPatch(ctx context.Context, c client.Client, owner, child client.Obj
 	wantStatus := wantMap["status"]
 	mainPatch, err := mergePatch(withoutStatus(liveMap), withoutStatus(wantMap))
 	if err != nil {
+		return controllerutil.OperationResultNone, fmt.Errorf("ownership: %s: %w", name, err)
+	}
+	if mainPatch, err = removeOnlyKeysRead(mainPatch, liveMap); err != nil {
 		return controllerutil.OperationResultNone, fmt.Errorf("ownership: %s: %w", name, err)
 	}
 	statusDiffers := !equalStatus(liveMap["status"], wantStatus)
@@ -454,6 +459,37 @@ func mergePatch(a, b map[string]any) ([]byte, error) {
 		return nil, nil
 	}
 	return p, nil
+}
+
+// removeOnlyKeysRead rewrites a merge patch that removes the labels or
+// annotations whole (null) into one that removes the keys read in live, so
+// that keys another writer added since a stale read survive.
+func removeOnlyKeysRead(patch []byte, live map[string]any) ([]byte, error) {
+	if patch == nil {
+		return nil, nil
+	}
+	var p map[string]any
+	if err := json.Unmarshal(patch, &p); err != nil {
+		return nil, err
+	}
+	md, _ := p["metadata"].(map[string]any)
+	changed := false
+	for _, f := range []string{"labels", "annotations"} {
+		v, ok := md[f]
+		read, _, _ := unstructured.NestedMap(live, "metadata", f)
+		if !ok || v != nil || len(read) == 0 {
+			continue
+		}
+		nulls := make(map[string]any, len(read))
+		for k := range read {
+			nulls[k] = nil
+		}
+		md[f], changed = nulls, true
+	}
+	if !changed {
+		return patch, nil
+	}
+	return json.Marshal(p)
 }
 
 // locks reports whether a merge patch replaces a list another writer may
