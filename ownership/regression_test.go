@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -572,5 +573,39 @@ func TestDroppingAllOurLabelsKeepsAnotherWritersNewOnes(t *testing.T) {
 	}
 	if got.Labels["theirs"] != "x" || got.Annotations["theirs"] != "x" || got.Labels["ours"] != "" || got.Annotations["ours"] != "" {
 		t.Errorf("stored labels %v, annotations %v; want theirs only", got.Labels, got.Annotations)
+	}
+}
+
+// TestRemovingTheWholeStatusRemovesWhatWasRead: an unstructured child's
+// mutate that deletes the status removes the status fields it read, not
+// those another writer set since a stale read.
+func TestRemovingTheWholeStatusRemovesWhatWasRead(t *testing.T) {
+	ctx := context.Background()
+	ns := env.Namespace(t)
+	o := owner(t, ns, "owner")
+	for _, gvk := range []schema.GroupVersionKind{testapi.GroupVersion.WithKind("Widget"), gizmoGVK} {
+		t.Run(gvk.Kind, func(t *testing.T) {
+			u := unstructuredChild(gvk, ns, "s")
+			if _, err := ownership.CreateOrPatch(ctx, env.Client, o, u, func() error {
+				return unstructured.SetNestedField(u.Object, int64(3), "status", "replicas")
+			}); err != nil {
+				t.Fatal(err)
+			}
+			c := staleAfterGet(t, unstructuredChild(gvk, ns, "s"), gvk.Kind == "Widget", func(obj client.Object) {
+				_ = unstructured.SetNestedField(obj.(*unstructured.Unstructured).Object, "Running", "status", "phase")
+			})
+			u = unstructuredChild(gvk, ns, "s")
+			if _, err := ownership.CreateOrPatch(ctx, c, o, u, func() error { delete(u.Object, "status"); return nil }); err != nil && !apierrors.IsConflict(err) {
+				t.Fatal(err)
+			}
+			stored := unstructuredChild(gvk, ns, "s")
+			if err := env.Client.Get(ctx, client.ObjectKeyFromObject(stored), stored); err != nil {
+				t.Fatal(err)
+			}
+			phase, _, _ := unstructured.NestedString(stored.Object, "status", "phase")
+			if _, has, _ := unstructured.NestedInt64(stored.Object, "status", "replicas"); phase != "Running" || has {
+				t.Errorf("stored status %v: want the other writer's phase kept, our replicas removed", stored.Object["status"])
+			}
+		})
 	}
 }

@@ -239,6 +239,18 @@ func patchStatus(ctx context.Context, c client.Client, child client.Object, base
 	if err := json.Unmarshal(data, &parsed); err != nil {
 		return false, err
 	}
+	if read, ok := base.(map[string]any); ok && len(read) > 0 && parsed["status"] == nil {
+		// The whole status removed: remove the fields read, not those
+		// another writer set since.
+		nulls := make(map[string]any, len(read))
+		for k := range read {
+			nulls[k] = nil
+		}
+		parsed["status"] = nulls
+		if data, err = json.Marshal(parsed); err != nil {
+			return false, err
+		}
+	}
 	if replacesList(parsed, map[string]any{"status": base}) {
 		if !equalStatus(have["status"], base) {
 			return false, conflict(c, child, errors.New("its status changed since it was read, and the status patch replaces a list"))
