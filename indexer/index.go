@@ -6,10 +6,13 @@ import (
 	"fmt"
 	"maps"
 	"reflect"
+	"slices"
 	"strings"
+	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
@@ -57,13 +60,35 @@ type declaration struct {
 // declarations Register added to it.
 var registered byIdentity[map[declaration]any]
 
+// registering holds, per field indexer, the lock that serialises Register
+// on it; noIdentityMu serialises Register on indexers without an identity.
+var (
+	registering  byIdentity[*sync.Mutex]
+	noIdentityMu sync.Mutex
+)
+
 // Register adds the index to fi, usually mgr.GetFieldIndexer(), before the
 // manager starts. Registering the same *Index on the same indexer again is
 // a no-op; another index with the same name and type (another *Index, or
-// one added with fi.IndexField directly) is a [*ConflictError]. Where fi is
+// one added with fi.IndexField directly) is a [*ConflictError], also when
+// controllers register concurrently. Where fi is
 // not a pointer, the two cannot be told apart and both are a
 // [*ConflictError].
 func (i *Index[T]) Register(ctx context.Context, fi client.FieldIndexer) error {
+	// One registration at a time per indexer: between a successful
+	// IndexField and its record below, the same *Index registered
+	// concurrently (controllers set up in parallel) would find the index
+	// and no record, a false conflict.
+	mu := &noIdentityMu
+	registering.update(fi, func(m *sync.Mutex) *sync.Mutex {
+		if m == nil {
+			m = &sync.Mutex{}
+		}
+		mu = m
+		return m
+	})
+	mu.Lock()
+	defer mu.Unlock()
 	var zero T
 	typ := reflect.TypeOf(zero)
 	decl := declaration{typ: typ, name: i.name}
@@ -97,7 +122,8 @@ func (i *Index[T]) Register(ctx context.Context, fi client.FieldIndexer) error {
 }
 
 // List lists into list the objects whose index values include value;
-// further options (client.InNamespace, say) narrow it.
+// further options (client.InNamespace, say) narrow it, a field selector
+// (client.MatchingFields on another index) too: it is ANDed with this one.
 func (i *Index[T]) List(ctx context.Context, r client.Reader, list client.ObjectList, value string, opts ...client.ListOption) error {
 	var zero T
 	return listBy(ctx, r, list, i.name, fmt.Sprintf("%T", zero), value, opts)
@@ -163,7 +189,15 @@ func listBy(ctx context.Context, r client.Reader, list client.ObjectList, index,
 	if m, _ := absent.get(r); m[key] {
 		return &NotRegisteredError{Index: index, Type: typ, Err: errAbsent}
 	}
-	opts = append([]client.ListOption{client.MatchingFields{index: value}}, opts...)
+	// A field selector among opts narrows the index's, never replaces it
+	// (a MatchingFields option sets the selector whole).
+	given := &client.ListOptions{}
+	given.ApplyOptions(opts)
+	sel := fields.OneTermEqualSelector(index, value)
+	if given.FieldSelector != nil && !given.FieldSelector.Empty() {
+		sel = fields.AndSelectors(sel, given.FieldSelector)
+	}
+	opts = append(slices.Clone(opts), client.MatchingFieldsSelector{Selector: sel})
 	err := observe.Reader(r, "indexer").List(ctx, list, opts...)
 	if err == nil {
 		return nil

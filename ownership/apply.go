@@ -20,8 +20,14 @@ import (
 // compared, so applying the same child again changes nothing. It reports
 // whether the child was created, updated or left unchanged (its
 // resourceVersion did not move). On success child holds the API server's
-// answer. A field this manager applied before and child no longer sets is
-// removed by the API server (server-side apply's ownership rules).
+// answer. Besides owner's controller reference, the child's non-controller
+// owner references are applied ([SetOwnerReference]); a controller
+// reference of another owner on child is not. A field this manager applied
+// before and child no longer sets is
+// removed by the API server (server-side apply's ownership rules). With
+// [Adopt]{}, the other controller's reference is removed first, by a patch
+// of its own: if the apply then fails, the result is updated and the error
+// says that the child was left without a controller.
 func Apply(ctx context.Context, c client.Client, owner, child client.Object, fieldManager string, opts ...ApplyOption) (controllerutil.OperationResult, error) {
 	o := ApplyOptions{}
 	for _, opt := range opts {
@@ -38,7 +44,7 @@ func Apply(ctx context.Context, c client.Client, owner, child client.Object, fie
 	name := object.Describe(child, c.Scheme())
 	live := &unstructured.Unstructured{}
 	live.SetGroupVersionKind(gvk)
-	rv := ""
+	rv, released := "", ""
 	if err := c.Get(ctx, client.ObjectKeyFromObject(child), live); err == nil {
 		rv = live.GetResourceVersion()
 		if cur := metav1.GetControllerOfNoCopy(live); cur != nil && cur.UID != owner.GetUID() {
@@ -49,11 +55,15 @@ func Apply(ctx context.Context, c client.Client, owner, child client.Object, fie
 			if err := release(ctx, c, live, cur.UID); err != nil {
 				return controllerutil.OperationResultNone, err
 			}
+			released = controllerName(cur)
 		}
 	} else if !apierrors.IsNotFound(err) {
 		return controllerutil.OperationResultNone, fmt.Errorf("ownership: reading %s: %w", name, err)
 	}
 
+	if err := object.NormalizeJSON(child); err != nil {
+		return controllerutil.OperationResultNone, fmt.Errorf("ownership: %s: %w", name, err)
+	}
 	m, err := object.ToMap(child)
 	if err != nil {
 		return controllerutil.OperationResultNone, fmt.Errorf("ownership: %w", err)
@@ -68,12 +78,22 @@ func Apply(ctx context.Context, c client.Client, owner, child client.Object, fie
 	if err != nil {
 		return controllerutil.OperationResultNone, err
 	}
-	u.SetOwnerReferences([]metav1.OwnerReference{ref})
+	refs := []metav1.OwnerReference{ref}
+	for _, r := range child.GetOwnerReferences() {
+		if r.UID != ref.UID && (r.Controller == nil || !*r.Controller) {
+			refs = append(refs, r) // the caller's other owners (SetOwnerReference)
+		}
+	}
+	u.SetOwnerReferences(refs)
 	applyOpts := []client.ApplyOption{client.FieldOwner(fieldManager)}
 	if o.Force {
 		applyOpts = append(applyOpts, client.ForceOwnership)
 	}
 	if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), applyOpts...); err != nil {
+		if released != "" {
+			return controllerutil.OperationResultUpdated, fmt.Errorf("ownership: removed the controller reference of %s from %s, but applying it failed (it has no controller now): %w",
+				released, name, err)
+		}
 		return controllerutil.OperationResultNone, fmt.Errorf("ownership: applying %s: %w", name, err)
 	}
 	if err := object.FromMap(u.Object, child); err != nil {

@@ -43,7 +43,8 @@
 // the owner references or the finalizers carries the resourceVersion read
 // and is a conflict if another writer changed the child since. Status is
 // compared exactly and patched on the status subresource (on the object for
-// kinds without one), without a dry run. Results are controllerutil's:
+// kinds without one), without a dry run: only what mutate changed, under the
+// same lock when the patch replaces a list (conditions). Results are controllerutil's:
 // created, updated, updatedStatusOnly, updatedStatus, unchanged.
 //
 // Typed and unstructured children behave the same; the caller's object is
@@ -56,7 +57,9 @@
 // [Adopt]{} takes it over explicitly. References the API server or the
 // garbage collector would reject are an [*InvalidOwnerError] before any
 // request: a namespaced owner of a cluster-scoped child, an owner in another
-// namespace, an owner without a UID. Options are small types passed to each
+// namespace, an owner without a UID (SetControllerReference and
+// SetOwnerReference refuse the last two, and a child without a namespace
+// under a namespaced owner, in memory, as controllerutil does). Options are small types passed to each
 // call that takes them: [Adopt] (CreateOrUpdate, CreateOrPatch, Apply,
 // SetControllerReference) and [Force] (Apply).
 //

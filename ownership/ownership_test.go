@@ -280,7 +280,7 @@ func TestApplyIsIdempotent(t *testing.T) {
 func TestNonControllerReferences(t *testing.T) {
 	ns := env.Namespace(t)
 	a, b := owner(t, ns, "a"), owner(t, ns, "b")
-	cm := &corev1.ConfigMap{}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns}}
 	if ok, err := ownership.SetControllerReference(a, cm, env.Scheme); !ok || err != nil {
 		t.Fatal(ok, err)
 	}

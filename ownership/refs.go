@@ -25,38 +25,57 @@ func reference(owner client.Object, scheme *runtime.Scheme, controller bool) (me
 	return ref, nil
 }
 
-// validate refuses references that would not be honoured. c tells whether
-// the child's type is namespaced.
-func validate(c client.Client, owner, child client.Object) error {
+// check refuses, from the objects alone, references that would not be
+// honoured: an owner without a UID (the API server rejects the reference)
+// and a namespaced owner of a child in another namespace or in none (the
+// garbage collector looks the owner up in the child's namespace, does not
+// find it and deletes the child).
+func check(owner, child client.Object, scheme *runtime.Scheme) error {
 	bad := func(reason string) error {
-		return &InvalidOwnerError{Child: object.Describe(child, c.Scheme()), Owner: object.Describe(owner, c.Scheme()), Reason: reason}
+		return &InvalidOwnerError{Child: object.Describe(child, scheme), Owner: object.Describe(owner, scheme), Reason: reason}
 	}
 	if owner.GetUID() == "" {
 		return bad("the owner has no UID (read it from the API server first)")
 	}
-	if owner.GetNamespace() == "" {
+	switch ns := owner.GetNamespace(); {
+	case ns == "" || child.GetNamespace() == ns:
 		return nil // a cluster-scoped owner can own anything
+	case child.GetNamespace() == "":
+		return bad("a namespaced owner cannot own a cluster-scoped object (or one whose namespace is not set)")
+	default:
+		return bad(fmt.Sprintf("the child is in namespace %q, the owner in %q; owner references cannot cross namespaces", child.GetNamespace(), ns))
+	}
+}
+
+// validate is [check], and asks c whether the child's type is namespaced.
+func validate(c client.Client, owner, child client.Object) error {
+	if err := check(owner, child, c.Scheme()); err != nil || owner.GetNamespace() == "" {
+		return err
 	}
 	namespaced, err := c.IsObjectNamespaced(child)
 	if err != nil {
 		return fmt.Errorf("ownership: %w", err)
 	}
 	if !namespaced {
-		return bad("a namespaced owner cannot own a cluster-scoped object")
-	}
-	if child.GetNamespace() != owner.GetNamespace() {
-		return bad(fmt.Sprintf("the child is in namespace %q, the owner in %q; owner references cannot cross namespaces", child.GetNamespace(), owner.GetNamespace()))
+		return &InvalidOwnerError{Child: object.Describe(child, c.Scheme()), Owner: object.Describe(owner, c.Scheme()),
+			Reason: "a namespaced owner cannot own a cluster-scoped object"}
 	}
 	return nil
 }
 
 // SetControllerReference makes owner the controller of child in memory and
 // reports whether child changed. Another controller is an
-// [*AlreadyOwnedError] unless [Adopt]{} is given.
+// [*AlreadyOwnedError] unless [Adopt]{} is given. As with controllerutil,
+// an owner without a UID, or a namespaced owner of a child in another
+// namespace or in none, is an [*InvalidOwnerError] and child is left as it
+// was.
 func SetControllerReference(owner, child client.Object, scheme *runtime.Scheme, opts ...SetControllerReferenceOption) (bool, error) {
 	o := SetControllerReferenceOptions{}
 	for _, opt := range opts {
 		opt.ApplyToSetControllerReference(&o)
+	}
+	if err := check(owner, child, scheme); err != nil {
+		return false, err
 	}
 	ref, err := reference(owner, scheme, true)
 	if err != nil {
@@ -74,8 +93,12 @@ func SetControllerReference(owner, child client.Object, scheme *runtime.Scheme, 
 }
 
 // SetOwnerReference adds owner as a non-controller owner of child, or
-// updates its reference, and reports whether child changed.
+// updates its reference, and reports whether child changed. It refuses the
+// references [SetControllerReference] refuses, with an [*InvalidOwnerError].
 func SetOwnerReference(owner, child client.Object, scheme *runtime.Scheme) (bool, error) {
+	if err := check(owner, child, scheme); err != nil {
+		return false, err
+	}
 	ref, err := reference(owner, scheme, false)
 	if err != nil {
 		return false, err

@@ -3,13 +3,16 @@ package ownership
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"reflect"
+	"sync"
 
 	jsonpatch "github.com/evanphx/json-patch/v5"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -40,9 +43,9 @@ var serverMetadata = []string{"resourceVersion", "managedFields", "generation", 
 // costs one GET when nothing differs, one GET and one dry run when only
 // defaults differ, and one more request, the update, for a real change.
 //
-// The update carries the resourceVersion that was read, so a child changed
-// since (a stale cache) is a conflict error to requeue on, never an
-// overwrite. Status is written with the object only for kinds without a
+// The update carries the resourceVersion that was read (put back if mutate
+// rebuilt the metadata), so a child changed since (a stale cache) is a
+// conflict error to requeue on, never an overwrite. Status is written with the object only for kinds without a
 // status subresource; use [CreateOrPatch] to write status.
 //
 // On success child holds the live object, as written or as read.
@@ -102,9 +105,16 @@ func CreateOrUpdate(ctx context.Context, c client.Client, owner, child client.Ob
 // patched first: a patch is written only when the dry run's answer differs
 // from the live object, not when the difference is only server defaults.
 // Status is compared exactly and patched on the status subresource (on the
-// object itself for kinds without one), with no dry run. Fields mutate did
+// object itself for kinds without one: the first status write of such a
+// kind finds that out, with a request to the status subresource, and later
+// ones write the object at once), with no dry run; its patch, too,
+// holds only what mutate changed, and one that replaces or removes a list
+// (conditions, say) is a conflict error if another writer changed the
+// child since the read. Fields mutate did
 // not change are not in the patch, so another writer's changes to them
-// survive even when the read was stale; a patch that changes the owner
+// survive even when the read was stale (dropping every label or
+// annotation removes those read, not others added since); a patch that
+// changes the owner
 // references or finalizers, lists a merge patch replaces whole, carries the
 // resourceVersion that was read and fails with a conflict if another
 // writer changed the child since.
@@ -131,7 +141,11 @@ func CreateOrPatch(ctx context.Context, c client.Client, owner, child client.Obj
 		if err := c.Create(ctx, child); err != nil {
 			return controllerutil.OperationResultNone, fmt.Errorf("ownership: creating %s: %w", name, err)
 		}
-		if _, err := patchStatus(ctx, c, child, wanted["status"]); err != nil {
+		created, err := object.ToMap(child)
+		if err != nil {
+			return controllerutil.OperationResultCreated, fmt.Errorf("ownership: created %s, but reading its status failed: %w", name, err)
+		}
+		if _, err := patchStatus(ctx, c, child, created["status"], wanted["status"]); err != nil {
 			return controllerutil.OperationResultCreated, fmt.Errorf("ownership: created %s, but writing its status failed: %w", name, err)
 		}
 		return controllerutil.OperationResultCreated, nil
@@ -143,6 +157,9 @@ func CreateOrPatch(ctx context.Context, c client.Client, owner, child client.Obj
 	wantStatus := wantMap["status"]
 	mainPatch, err := mergePatch(withoutStatus(liveMap), withoutStatus(wantMap))
 	if err != nil {
+		return controllerutil.OperationResultNone, fmt.Errorf("ownership: %s: %w", name, err)
+	}
+	if mainPatch, err = removeOnlyKeysRead(mainPatch, liveMap); err != nil {
 		return controllerutil.OperationResultNone, fmt.Errorf("ownership: %s: %w", name, err)
 	}
 	statusDiffers := !equalStatus(liveMap["status"], wantStatus)
@@ -181,7 +198,7 @@ func CreateOrPatch(ctx context.Context, c client.Client, owner, child client.Obj
 		object.Copy(child, live)
 	}
 	if statusDiffers {
-		wrote, err := patchStatus(ctx, c, child, wantStatus)
+		wrote, err := patchStatus(ctx, c, child, liveMap["status"], wantStatus)
 		if err != nil {
 			if result == controllerutil.OperationResultUpdated {
 				return result, fmt.Errorf("ownership: patched %s, but patching its status failed: %w", name, err)
@@ -198,12 +215,18 @@ func CreateOrPatch(ctx context.Context, c client.Client, owner, child client.Obj
 	return result, nil
 }
 
-// patchStatus makes child's status, on the API server, want (a status in
-// map form, nil for none): a merge patch of the difference from child (the
-// object as the API server holds it) to the status subresource, or to the
-// object itself for kinds without a status subresource. child receives the
-// answer. It reports whether the status changed on the server.
-func patchStatus(ctx context.Context, c client.Client, child client.Object, want any) (bool, error) {
+// patchStatus writes, to the status subresource (or to the object itself
+// for kinds without one), a merge patch of the change from base, the status
+// mutate ran on, to want (statuses in map form, nil for none). child is the
+// object as the API server last answered (base's object, or newer after a
+// patch of ours) and receives the answer. Only the fields mutate changed
+// are in the patch, so another writer's changes to the others survive a
+// stale read. A patch that replaces or removes a list (conditions, say) is
+// locked: it carries child's resourceVersion, and when child's status is no
+// longer base (another writer changed it since the read) it is a conflict
+// error without a request. It reports whether the status changed on the
+// server.
+func patchStatus(ctx context.Context, c client.Client, child client.Object, base, want any) (bool, error) {
 	have, err := object.ToMap(child)
 	if err != nil {
 		return false, err
@@ -211,12 +234,47 @@ func patchStatus(ctx context.Context, c client.Client, child client.Object, want
 	if equalStatus(have["status"], want) {
 		return false, nil
 	}
-	data, err := mergePatch(map[string]any{"status": have["status"]}, map[string]any{"status": want})
+	data, err := mergePatch(map[string]any{"status": base}, map[string]any{"status": want})
 	if err != nil || data == nil {
 		return false, err
 	}
+	var parsed map[string]any
+	if err := json.Unmarshal(data, &parsed); err != nil {
+		return false, err
+	}
+	if read, ok := base.(map[string]any); ok && len(read) > 0 && parsed["status"] == nil {
+		// The whole status removed: remove the fields read, not those
+		// another writer set since.
+		nulls := make(map[string]any, len(read))
+		for k := range read {
+			nulls[k] = nil
+		}
+		parsed["status"] = nulls
+		if data, err = json.Marshal(parsed); err != nil {
+			return false, err
+		}
+	}
+	if replacesList(parsed, map[string]any{"status": base}) {
+		if !equalStatus(have["status"], base) {
+			return false, conflict(c, child, errors.New("its status changed since it was read, and the status patch replaces a list"))
+		}
+		if data, err = withResourceVersion(data, child.GetResourceVersion()); err != nil {
+			return false, err
+		}
+	}
 	rv := child.GetResourceVersion()
 	patch := client.RawPatch(types.MergePatchType, data)
+	gvk, gvkErr := object.GVK(child, c.Scheme())
+	if _, known := noStatusSubresource.Load(gvk); known && gvkErr == nil {
+		if err := c.Patch(ctx, child, patch); err != nil {
+			return false, err
+		}
+		if child.GetResourceVersion() != rv {
+			return true, nil
+		}
+		// Nothing written: the kind may have a status subresource now.
+		noStatusSubresource.Delete(gvk)
+	}
 	if err := c.Status().Patch(ctx, child, patch); err != nil {
 		if !apierrors.IsNotFound(err) {
 			return false, err
@@ -225,8 +283,50 @@ func patchStatus(ctx context.Context, c client.Client, child client.Object, want
 		if err := c.Patch(ctx, child, patch); err != nil {
 			return false, err
 		}
+		if gvkErr == nil {
+			noStatusSubresource.Store(gvk, true)
+		}
 	}
 	return child.GetResourceVersion() != rv, nil
+}
+
+// noStatusSubresource holds the kinds (schema.GroupVersionKind) found
+// without a status subresource, whose status patchStatus writes on the
+// object at once instead of asking the status subresource first.
+var noStatusSubresource sync.Map
+
+// replacesList reports whether a merge patch sets or removes a list (which
+// a merge patch replaces whole) where base, the object it was made from,
+// has one or it adds one.
+func replacesList(patch, base any) bool {
+	switch p := patch.(type) {
+	case []any:
+		return true
+	case nil:
+		_, isList := base.([]any)
+		return isList
+	case map[string]any:
+		b, _ := base.(map[string]any)
+		for k, v := range p {
+			if replacesList(v, b[k]) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// conflict is the conflict error of a write not made because child changed
+// since it was read.
+func conflict(c client.Client, child client.Object, err error) error {
+	gvk, gerr := object.GVK(child, c.Scheme())
+	gr := schema.GroupResource{Group: gvk.Group, Resource: gvk.Kind}
+	if gerr == nil {
+		if m, merr := c.RESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version); merr == nil {
+			gr = m.Resource.GroupResource()
+		}
+	}
+	return apierrors.NewConflict(gr, child.GetName(), err)
 }
 
 // readAndMutate validates the reference, reads child, runs mutate and sets
@@ -249,9 +349,15 @@ func readAndMutate(ctx context.Context, c client.Client, owner, child client.Obj
 		if err := mutate(); err != nil {
 			return nil, fmt.Errorf("ownership: mutating %s: %w", object.Describe(child, c.Scheme()), err)
 		}
+		if err := object.NormalizeJSON(child); err != nil { // a Go int in an unstructured child, say
+			return nil, fmt.Errorf("ownership: mutating %s: %w", object.Describe(child, c.Scheme()), err)
+		}
 	}
 	if client.ObjectKeyFromObject(child) != key {
 		return nil, fmt.Errorf("ownership: mutate changed the name or namespace of %s %s to %s", object.Kind(child, c.Scheme()), key, client.ObjectKeyFromObject(child))
+	}
+	if live != nil {
+		keepServerMetadata(child, live)
 	}
 	opts := []SetControllerReferenceOption{}
 	if adopt {
@@ -261,6 +367,21 @@ func readAndMutate(ctx context.Context, c client.Client, owner, child client.Obj
 		return nil, err
 	}
 	return live, nil
+}
+
+// keepServerMetadata puts back on child the metadata the API server owns,
+// as read in live, which a mutate that builds the metadata anew drops: an
+// update then still carries the resourceVersion that was read (without
+// one, an update overwrites whatever changed since the read, or is
+// refused, for custom resources).
+func keepServerMetadata(child, live client.Object) {
+	child.SetResourceVersion(live.GetResourceVersion())
+	child.SetUID(live.GetUID())
+	child.SetGeneration(live.GetGeneration())
+	child.SetCreationTimestamp(live.GetCreationTimestamp())
+	child.SetDeletionTimestamp(live.GetDeletionTimestamp())
+	child.SetDeletionGracePeriodSeconds(live.GetDeletionGracePeriodSeconds())
+	child.SetManagedFields(live.GetManagedFields())
 }
 
 // maps converts both objects to maps (copies) without the metadata the
@@ -353,6 +474,37 @@ func mergePatch(a, b map[string]any) ([]byte, error) {
 		return nil, nil
 	}
 	return p, nil
+}
+
+// removeOnlyKeysRead rewrites a merge patch that removes the labels or
+// annotations whole (null) into one that removes the keys read in live, so
+// that keys another writer added since a stale read survive.
+func removeOnlyKeysRead(patch []byte, live map[string]any) ([]byte, error) {
+	if patch == nil {
+		return nil, nil
+	}
+	var p map[string]any
+	if err := json.Unmarshal(patch, &p); err != nil {
+		return nil, err
+	}
+	md, _ := p["metadata"].(map[string]any)
+	changed := false
+	for _, f := range []string{"labels", "annotations"} {
+		v, ok := md[f]
+		read, _, _ := unstructured.NestedMap(live, "metadata", f)
+		if !ok || v != nil || len(read) == 0 {
+			continue
+		}
+		nulls := make(map[string]any, len(read))
+		for k := range read {
+			nulls[k] = nil
+		}
+		md[f], changed = nulls, true
+	}
+	if !changed {
+		return patch, nil
+	}
+	return json.Marshal(p)
 }
 
 // locks reports whether a merge patch replaces a list another writer may
