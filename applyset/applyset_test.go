@@ -71,6 +71,7 @@ func configMap(ns, name string) *corev1.ConfigMap {
 }
 
 func TestApplyReapplyPrune(t *testing.T) {
+	env.Require(t)
 	ctx := context.Background()
 	c, n := counting(t)
 	ns := env.Namespace(t)
@@ -123,6 +124,7 @@ func TestApplyReapplyPrune(t *testing.T) {
 }
 
 func TestPruneSafety(t *testing.T) {
+	env.Require(t)
 	ctx := context.Background()
 	ns := env.Namespace(t)
 	set, err := applyset.New(env.Client, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "set"}})
@@ -165,6 +167,7 @@ func TestPruneSafety(t *testing.T) {
 }
 
 func TestParentOfAnotherToolIsRefused(t *testing.T) {
+	env.Require(t)
 	ctx := context.Background()
 	c, n := counting(t)
 	ns := env.Namespace(t)
@@ -191,6 +194,7 @@ func TestParentOfAnotherToolIsRefused(t *testing.T) {
 }
 
 func TestBadManifestChangesNothing(t *testing.T) {
+	env.Require(t)
 	ctx := context.Background()
 	c, n := counting(t)
 	ns := env.Namespace(t)
@@ -223,6 +227,7 @@ spec:
 `
 
 func TestCRDAndItsResourcesInOneSet(t *testing.T) {
+	env.Require(t)
 	ctx := context.Background()
 	ns := env.Namespace(t)
 	set, _ := applyset.New(env.Client, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "set"}})
@@ -287,6 +292,7 @@ func crdObject(name string) *unstructured.Unstructured {
 // its CRD must be labelled as a parent type, and its namespaced members need
 // a namespace.
 func TestClusterScopedParent(t *testing.T) {
+	env.Require(t)
 	ctx := context.Background()
 	ns := env.Namespace(t)
 	crd := parse(t, `apiVersion: apiextensions.k8s.io/v1
@@ -385,6 +391,7 @@ spec:
 // TestWaitCurrentHoldsThePrune: envtest runs no deployment controller, so a
 // Deployment never becomes Current; the old members must then stay.
 func TestWaitCurrentHoldsThePrune(t *testing.T) {
+	env.Require(t)
 	ctx := context.Background()
 	ns := env.Namespace(t)
 	parent := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "set"}}
@@ -406,6 +413,7 @@ func TestWaitCurrentHoldsThePrune(t *testing.T) {
 // not Secrets: the ConfigMap goes, the Secret's failure is reported, and the
 // parent keeps listing Secret so that a later prune still finds it.
 func TestPartialPruneFailure(t *testing.T) {
+	env.Require(t)
 	ctx := context.Background()
 	ns := env.Namespace(t)
 	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "no-secret-delete"}, Rules: []rbacv1.PolicyRule{

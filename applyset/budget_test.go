@@ -121,6 +121,7 @@ func kubectlSteps(t testing.TB, ns string, cms, secrets int, serverSide bool) [3
 // re-apply and a prune cost no more than kubectl's, and no request per
 // object; the first apply at most twice kubectl's plus a few.
 func TestRequestBudget(t *testing.T) {
+	env.Require(t)
 	got := steadySteps(t, env.Namespace(t), 20, 5)
 	k := kubectlSteps(t, env.Namespace(t), 20, 5, true)
 	t.Logf("kubectl --server-side: %v", k)
@@ -167,6 +168,7 @@ func BenchmarkRequestTable(b *testing.B) {
 // that never becomes Current (envtest runs no controller) lists per kind,
 // and after the first round only the Deployments.
 func TestWaitCurrentListsPerKind(t *testing.T) {
+	env.Require(t)
 	ctx := context.Background()
 	c, n := counting(t)
 	ns := env.Namespace(t)

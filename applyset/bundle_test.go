@@ -58,6 +58,7 @@ func gizmo(ns, spec string) string {
 // of it, with the parent elsewhere; changes it (the CRD gains a field the
 // custom resource uses); and prunes it back to nothing.
 func TestBundleOfANamespaceACRDAndTheirObjects(t *testing.T) {
+	env.Require(t)
 	ctx := context.Background()
 	c, n := counting(t)
 	home := env.Namespace(t)
@@ -128,6 +129,7 @@ func TestBundleOfANamespaceACRDAndTheirObjects(t *testing.T) {
 // creates can only be dry-run once the Namespace exists; when it is refused
 // then, the error names what was written.
 func TestRefusalAfterAWriteSaysWhatWasWritten(t *testing.T) {
+	env.Require(t)
 	ctx := context.Background()
 	home := env.Namespace(t)
 	bns := home + "-refused"
@@ -148,6 +150,7 @@ func TestRefusalAfterAWriteSaysWhatWasWritten(t *testing.T) {
 // TestMetadataMustHoldStrings: a label "tier: 2" is refused, by ParseYAML and
 // by Apply, instead of dropping every other label.
 func TestMetadataMustHoldStrings(t *testing.T) {
+	env.Require(t)
 	for _, tc := range []struct{ yaml, field string }{
 		{"apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a, labels: {app: web, tier: 2}}\n", "metadata.labels.tier"},
 		{"apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a, annotations: {enabled: true}}\n", "metadata.annotations.enabled"},
@@ -198,6 +201,7 @@ func TestListItemsAreCheckedLikeDocuments(t *testing.T) {
 // TestUnrelatedParentIsRefused: an existing Secret that is not a parent is
 // not silently turned into one.
 func TestUnrelatedParentIsRefused(t *testing.T) {
+	env.Require(t)
 	ctx := context.Background()
 	c, n := counting(t)
 	ns := env.Namespace(t)

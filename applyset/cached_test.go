@@ -19,6 +19,7 @@ import (
 // reads from the API server, so back-to-back applies see their own writes
 // and start no informer.
 func TestManagersClient(t *testing.T) {
+	env.Require(t)
 	ctx := context.Background()
 	cc := testapi.StartManager(t, env, testapi.ManagerOptions{Delay: 300 * time.Millisecond, Informers: []client.Object{&testapi.Widget{}}})
 	ns := env.Namespace(t)
@@ -66,6 +67,7 @@ func TestManagersClient(t *testing.T) {
 // objects from the (lagging) cache could show a stale parent and stale
 // members; it is refused with ErrCachedClient before anything is written.
 func TestClientCachingUnstructuredIsRefused(t *testing.T) {
+	env.Require(t)
 	ctx := context.Background()
 	cc := testapi.StartManager(t, env, testapi.ManagerOptions{Delay: 300 * time.Millisecond})
 	c, err := client.New(env.Config, client.Options{Scheme: env.Scheme, Cache: &client.CacheOptions{Reader: cc.Manager.GetCache(), Unstructured: true}})

@@ -26,6 +26,7 @@ import (
 // unchanged without asking the server; another writer's label, annotation
 // and finalizer survive.
 func TestRemovalIsAChange(t *testing.T) {
+	env.Require(t)
 	ctx := context.Background()
 	c, n := counting(t)
 	ns := env.Namespace(t)
@@ -115,6 +116,7 @@ spec: {size: 3, color: blue}
 // checks after each Apply that applying the manifest again would change
 // nothing: the fast path never called a change unchanged.
 func TestKnownUnchangedIsNeverWrong(t *testing.T) {
+	env.Require(t)
 	ctx := context.Background()
 	seed := time.Now().UnixNano()
 	t.Logf("seed %d", seed)

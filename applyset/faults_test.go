@@ -53,6 +53,7 @@ func parentKinds(t *testing.T, parent *corev1.Secret) string {
 // moment is neither skipped nor dropped from the parent: its members are
 // pruned once discovery answers again.
 func TestDiscoveryFailureKeepsTheKind(t *testing.T) {
+	env.Require(t)
 	ctx := context.Background()
 	ns := env.Namespace(t)
 	parent := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "set"}}
@@ -137,6 +138,7 @@ func interceptedClient(t *testing.T, funcs interceptor.Funcs) client.Client {
 // TestFaults injects API errors: a failed delete keeps the kind in the
 // parent; a conflicting apply fails the Apply before any prune.
 func TestFaults(t *testing.T) {
+	env.Require(t)
 	ctx := context.Background()
 	t.Run("500 on a delete", func(t *testing.T) {
 		ns := env.Namespace(t)
@@ -240,6 +242,7 @@ func TestFaults(t *testing.T) {
 // TestPruneACRDWithoutApiextensionsInTheScheme: the client's scheme need not
 // know CustomResourceDefinition to prune one.
 func TestPruneACRDWithoutApiextensionsInTheScheme(t *testing.T) {
+	env.Require(t)
 	ctx := context.Background()
 	ns := env.Namespace(t)
 	scheme := runtime.NewScheme()
@@ -267,6 +270,7 @@ func TestPruneACRDWithoutApiextensionsInTheScheme(t *testing.T) {
 // TestConcurrentApply: Apply calls on one Set run one at a time (go test
 // -race checks the Set's state).
 func TestConcurrentApply(t *testing.T) {
+	env.Require(t)
 	ctx := context.Background()
 	ns := env.Namespace(t)
 	set, _ := applyset.New(env.Client, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "set"}})

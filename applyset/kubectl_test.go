@@ -64,6 +64,7 @@ func resourceVersions(t *testing.T, ns string, names ...string) []string {
 // TestKubectlInterop checks the four compatibility promises against the
 // kubectl built with the envtest assets.
 func TestKubectlInterop(t *testing.T) {
+	env.Require(t)
 	if _, err := os.Stat(env.Envtest.ControlPlane.KubectlPath); err != nil {
 		t.Fatalf("kubectl is part of the envtest assets (make envtest builds it): %v", err)
 	}

@@ -233,6 +233,7 @@ func TestUnstructuredShapes(t *testing.T) {
 // subresource and shows that the object read back is deep-equal after
 // marking the same state again, so a patch helper would write nothing.
 func TestRoundTripThroughAPIServer(t *testing.T) {
+	env.Require(t)
 	ctx := context.Background()
 	ns := env.Namespace(t)
 	w := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "rt"}, Spec: testapi.WidgetSpec{Size: 1}}

@@ -84,6 +84,7 @@ func eventually(t *testing.T, want []string, find func() ([]string, error)) {
 }
 
 func TestIndexesThroughAManager(t *testing.T) {
+	env.Require(t)
 	ctx := context.Background()
 	children := indexer.ControllerOwner[*corev1.ConfigMap]()
 	c := startManager(t, func(mgr ctrl.Manager) error {
@@ -163,6 +164,7 @@ func TestIndexesThroughAManager(t *testing.T) {
 // where an old one was: each one gets the index, re-registering the same
 // declaration is harmless and a different one is a conflict, every time.
 func TestRegistrationAcrossManagers(t *testing.T) {
+	env.Require(t)
 	ctx := context.Background()
 	children := indexer.ControllerOwner[*corev1.ConfigMap]()
 	other := indexer.New(indexer.ControllerOwnerIndex, func(*corev1.ConfigMap) []string { return nil })
@@ -206,6 +208,7 @@ func TestRegistrationAcrossManagers(t *testing.T) {
 // the index once; after its API server rejected it, the error comes
 // without a request.
 func TestIndexedListsOnAReaderWithoutTheIndex(t *testing.T) {
+	env.Require(t)
 	ctx := context.Background()
 	c, n, err := testapi.NewCountingClient(env.Config, env.Scheme)
 	if err != nil {
@@ -234,6 +237,7 @@ func TestIndexedListsOnAReaderWithoutTheIndex(t *testing.T) {
 // TestFindTakesAReader: the manager's cache, a plain client.Reader, is
 // queried with the scheme given; a nil scheme takes a client's own.
 func TestFindTakesAReader(t *testing.T) {
+	env.Require(t)
 	ctx := context.Background()
 	children := indexer.ControllerOwner[*corev1.ConfigMap]()
 	var cache client.Reader

@@ -19,6 +19,7 @@ import (
 // register the same declaration on one cache; each registration succeeds
 // (the same *Index is a no-op, never a conflict).
 func TestConcurrentRegistrationOfTheSameIndex(t *testing.T) {
+	env.Require(t)
 	ctx := context.Background()
 	for round := 0; round < 60; round++ {
 		mgr, err := ctrl.NewManager(env.Config, ctrl.Options{Scheme: env.Scheme, Metrics: metricsserver.Options{BindAddress: "0"}})
@@ -52,6 +53,7 @@ var WidgetsByColor = indexer.New("spec.color", func(w *testapi.Widget) []string 
 // index, not put in its place: the result never holds objects without the
 // index value.
 func TestFieldSelectorsNarrowAnIndexedList(t *testing.T) {
+	env.Require(t)
 	ctx := context.Background()
 	c := startManager(t, func(mgr ctrl.Manager) error {
 		if err := TenantsByNamespace.Register(ctx, mgr.GetFieldIndexer()); err != nil {

@@ -77,6 +77,7 @@ func requeue(t *testing.T, f func() (controllerutil.OperationResult, error)) (co
 // is a conflict to requeue on or keeps the other writer's change, never an
 // overwrite.
 func TestThroughALaggingCache(t *testing.T) {
+	env.Require(t)
 	ctx := context.Background()
 	cc := startCached(t)
 	ns := env.Namespace(t)

@@ -24,6 +24,7 @@ import (
 // object (kinds without a status subresource), so the status scenarios are
 // CreateOrPatch's alone, as upstream.
 func TestControllerutilScenarios(t *testing.T) {
+	env.Require(t)
 	ctx := context.Background()
 	ns := env.Namespace(t)
 	o := owner(t, ns, "owner")

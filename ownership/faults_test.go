@@ -21,6 +21,7 @@ import (
 // names the child and says what happened, and the result says what was
 // written, no more.
 func TestFaults(t *testing.T) {
+	env.Require(t)
 	ctx := context.Background()
 	ns := env.Namespace(t)
 	o := owner(t, ns, "owner")

@@ -95,6 +95,7 @@ func createOrPatch(ctx context.Context, c client.Client, o, child client.Object,
 }
 
 func TestNoWriteWhenTheServerDefaultedFields(t *testing.T) {
+	env.Require(t)
 	for _, tc := range []struct {
 		name string
 		fn   createOr
@@ -156,6 +157,7 @@ func TestNoWriteWhenTheServerDefaultedFields(t *testing.T) {
 // TestControllerutilLoopsOnTheSameMutate is the baseline: controllerutil's
 // CreateOrUpdate writes on every call for the same wholesale mutate.
 func TestControllerutilLoopsOnTheSameMutate(t *testing.T) {
+	env.Require(t)
 	ctx := context.Background()
 	c, n := counting(t)
 	ns := env.Namespace(t)
@@ -178,6 +180,7 @@ func TestControllerutilLoopsOnTheSameMutate(t *testing.T) {
 }
 
 func TestAnotherControllersChildIsNotStolen(t *testing.T) {
+	env.Require(t)
 	ctx := context.Background()
 	c, n := counting(t)
 	ns := env.Namespace(t)
@@ -210,6 +213,7 @@ func TestAnotherControllersChildIsNotStolen(t *testing.T) {
 }
 
 func TestInvalidReferencesAreRefusedBeforeAnyWrite(t *testing.T) {
+	env.Require(t)
 	ctx := context.Background()
 	c, n := counting(t)
 	ns, other := env.Namespace(t), env.Namespace(t)
@@ -246,6 +250,7 @@ func TestInvalidReferencesAreRefusedBeforeAnyWrite(t *testing.T) {
 }
 
 func TestApplyIsIdempotent(t *testing.T) {
+	env.Require(t)
 	ctx := context.Background()
 	c, n := counting(t)
 	ns := env.Namespace(t)
@@ -278,6 +283,7 @@ func TestApplyIsIdempotent(t *testing.T) {
 }
 
 func TestNonControllerReferences(t *testing.T) {
+	env.Require(t)
 	ns := env.Namespace(t)
 	a, b := owner(t, ns, "a"), owner(t, ns, "b")
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns}}
@@ -299,6 +305,7 @@ func TestNonControllerReferences(t *testing.T) {
 }
 
 func TestListChildren(t *testing.T) {
+	env.Require(t)
 	ctx := context.Background()
 	ns := env.Namespace(t)
 	a, b := owner(t, ns, "a"), owner(t, ns, "b")
@@ -352,6 +359,7 @@ func TestListChildren(t *testing.T) {
 }
 
 func TestCreateOrPatchWritesStatus(t *testing.T) {
+	env.Require(t)
 	ctx := context.Background()
 	c, n := counting(t)
 	ns := env.Namespace(t)
@@ -388,6 +396,7 @@ func TestCreateOrPatchWritesStatus(t *testing.T) {
 // filters, and, once its API server rejected the index, asks with one LIST
 // per call, not an indexed LIST bound to fail and then the plain one.
 func TestListChildrenOnADirectClient(t *testing.T) {
+	env.Require(t)
 	ctx := context.Background()
 	c, n := counting(t)
 	ns := env.Namespace(t)

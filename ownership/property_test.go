@@ -187,6 +187,7 @@ var propertyKinds = []propertyKind{
 // state, reports updated exactly when the two differ, and a second call
 // writes nothing. The seed is logged; STEADY_SEED replays one.
 func TestPropertyDesiredStateLands(t *testing.T) {
+	env.Require(t)
 	r := seeded(t)
 	ctx := context.Background()
 	c, n := counting(t)
@@ -248,6 +249,7 @@ func TestPropertyDesiredStateLands(t *testing.T) {
 // what we did not change is the other writer's. The seed is logged;
 // STEADY_SEED replays one.
 func TestPropertyAnotherWritersStatusSurvives(t *testing.T) {
+	env.Require(t)
 	r := seeded(t)
 	ctx := context.Background()
 	ns := env.Namespace(t)

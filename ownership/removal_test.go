@@ -81,6 +81,7 @@ func webSpec(name string, paused bool, replicas int32, podAnnotations map[string
 // its zero value, is written, on typed and unstructured children alike, and
 // then the same call writes nothing.
 func TestRemovalIsAChange(t *testing.T) {
+	env.Require(t)
 	ctx := context.Background()
 	c, n := counting(t)
 	ns := env.Namespace(t)

@@ -28,6 +28,7 @@ func unstructuredChild(gvk schema.GroupVersionKind, ns, name string) *unstructur
 // of an unstructured child, through both calls, and the caller's object
 // keeps it too.
 func TestAnotherWritersStatusSurvivesASpecChange(t *testing.T) {
+	env.Require(t)
 	ctx := context.Background()
 	ns := env.Namespace(t)
 	o := owner(t, ns, "owner")
@@ -80,6 +81,7 @@ func TestAnotherWritersStatusSurvivesASpecChange(t *testing.T) {
 // TestCreateOrPatchWritesAnUnstructuredChildsStatus, with and without a
 // status subresource.
 func TestCreateOrPatchWritesAnUnstructuredChildsStatus(t *testing.T) {
+	env.Require(t)
 	ctx := context.Background()
 	c, n := counting(t)
 	ns := env.Namespace(t)

@@ -32,6 +32,7 @@ import (
 const killHelperEnv = "STEADY_TESTENV_KILL_HELPER"
 
 func TestWithAssetsDirIsTheOnlyPlaceSearched(t *testing.T) {
+	env.Require(t) // needs the binaries, as the shared environment does
 	real, err := testenv.FindAssets()
 	if err != nil {
 		t.Fatal(err)
@@ -117,6 +118,7 @@ func TestSkipHelper(t *testing.T) {
 // controller manager just started, all started) and checks that no process of
 // its control plane and none of its files survive.
 func TestNoProcessSurvivesAKillDuringStart(t *testing.T) {
+	env.Require(t) // needs the binaries, as the shared environment does
 	if testing.Short() {
 		t.Skip("starts control planes")
 	}
@@ -224,6 +226,7 @@ func processesNaming(dir, name string) []int {
 // on its own the garbage collector would find the kind only on its next
 // 30-second resync.
 func TestInstallCRDsMakesTheGarbageCollectorKnowTheKind(t *testing.T) {
+	env.Require(t)
 	ctx := context.Background()
 	data, err := os.ReadFile("testdata/crds/widgets.yaml")
 	if err != nil {
@@ -266,6 +269,7 @@ func TestInstallCRDsMakesTheGarbageCollectorKnowTheKind(t *testing.T) {
 // TestStartManagerRunsTheControllerUnderTest runs a small controller in a
 // manager on the environment and sees it act.
 func TestStartManagerRunsTheControllerUnderTest(t *testing.T) {
+	env.Require(t)
 	ns := env.Namespace(t)
 	var requests atomic.Int64
 	var counter testenv.RequestCounter

@@ -104,6 +104,7 @@ func gone(t *testing.T, c client.Client, obj client.Object, wait time.Duration) 
 // garbage collector and the namespace controller do their work; without it,
 // neither happens, as in plain envtest.
 func TestDeletionNeedsControllerManager(t *testing.T) {
+	env.Require(t)
 	if testing.Short() {
 		t.Skip("starts a second control plane")
 	}
@@ -150,6 +151,7 @@ func TestDeletionNeedsControllerManager(t *testing.T) {
 }
 
 func TestNamespaceIsFreshAndNamedAfterTheTest(t *testing.T) {
+	env.Require(t)
 	a, b := env.Namespace(t), env.Namespace(t)
 	if a == b {
 		t.Fatalf("two calls gave the same namespace %q", a)
@@ -186,6 +188,7 @@ func TestMissingAssetsNameTheFix(t *testing.T) {
 }
 
 func TestBadCRDManifestNamesFileAndDocument(t *testing.T) {
+	env.Require(t) // needs the binaries, as the shared environment does
 	fsys := fstest.MapFS{"crds/bad.yaml": &fstest.MapFile{Data: []byte("kind: ConfigMap\napiVersion: v1\nmetadata: {name: x}\n")}}
 	err := testenv.New(testenv.WithCRDFS(fsys, "crds")).Start()
 	if err == nil || !strings.Contains(err.Error(), "crds/bad.yaml, document 0") || !strings.Contains(err.Error(), "ConfigMap") {
@@ -196,6 +199,7 @@ func TestBadCRDManifestNamesFileAndDocument(t *testing.T) {
 // TestNoProcessLeftBehindOnPanic runs a test binary whose test panics with a
 // control plane running, and checks that its processes and files are gone.
 func TestNoProcessLeftBehindOnPanic(t *testing.T) {
+	env.Require(t) // needs the binaries, as the shared environment does
 	if testing.Short() {
 		t.Skip("starts a second control plane")
 	}
