@@ -33,9 +33,10 @@ func init() { metrics.Registry.MustRegister(waitSeconds) }
 // at least as new as obj's, which should be the API server's answer to the
 // write. A write whose object is gone is caught up:
 //
-//   - when the answer is marked for deletion and has no finalizer left (the
-//     write released the object: the API server deleted it), ForWrite waits
-//     until r no longer holds that UID;
+//   - when the answer is marked for deletion and has no finalizer left nor
+//     a grace period pending (the write released the object: the API server
+//     deleted it), ForWrite waits until r no longer holds that UID (a Pod
+//     terminating gracefully stays: a write to it is waited for as any);
 //   - when r holds the object at an older version of the same UID, it waits;
 //   - when r lacks the object (or holds an older one of another UID), r
 //     alone cannot tell "not seen yet" from "deleted since": ForWrite waits,
@@ -112,11 +113,21 @@ type expectation struct {
 func newWrite(obj client.Object, scheme *runtime.Scheme) *expectation {
 	e := &expectation{obj: object.EmptyLike(obj), name: object.Describe(obj, scheme), kind: object.Kind(obj, scheme),
 		want: obj.GetResourceVersion(), uid: obj.GetUID(), at: time.Now()}
-	if obj.GetDeletionTimestamp() != nil && len(obj.GetFinalizers()) == 0 {
+	if released(obj) {
 		// Released: the API server deleted it after this write.
 		e.mode = modeGone
 	}
 	return e
+}
+
+// released reports whether obj, a write's answer, was deleted by the API
+// server during the write: marked for deletion, no finalizer left and no
+// grace period pending (the rule of the API server's
+// ShouldDeleteDuringUpdate). A Pod being deleted gracefully is marked with
+// no finalizer, yet stays until its kubelet confirms: it is not released.
+func released(obj client.Object) bool {
+	g := obj.GetDeletionGracePeriodSeconds()
+	return obj.GetDeletionTimestamp() != nil && len(obj.GetFinalizers()) == 0 && (g == nil || *g == 0)
 }
 
 func newDelete(obj client.Object, scheme *runtime.Scheme, m mode) *expectation {

@@ -1,0 +1,193 @@
+package cachewait_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	"github.com/steadyk8s/steady/cachewait"
+	"github.com/steadyk8s/steady/internal/testapi"
+	"github.com/steadyk8s/steady/testenv"
+)
+
+// TestWriteToTerminatingPodIsSeen: a Pod being deleted gracefully is marked
+// for deletion with no finalizer, yet it stays (until its kubelet confirms):
+// a write to it is not a release, and a read after it must not wait for the
+// Pod to go (the bug: it waited the full timeout).
+func TestWriteToTerminatingPodIsSeen(t *testing.T) {
+	ctx := context.Background()
+	cc := testapi.StartManager(t, env, testapi.ManagerOptions{Delay: lag, Informers: []client.Object{&corev1.Pod{}}})
+	noTimeouts(t)
+	ns := env.Namespace(t)
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "terminating"},
+		Spec: corev1.PodSpec{NodeName: "node-1", Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}}
+	must(t, env.Client.Create(ctx, pod))
+	must(t, cachewait.ForWrite(ctx, cc.Client, pod))
+	must(t, env.Client.Delete(ctx, pod))
+	must(t, env.Client.Get(ctx, client.ObjectKeyFromObject(pod), pod))
+	if pod.DeletionTimestamp == nil || len(pod.Finalizers) != 0 {
+		t.Fatalf("want a Pod marked for deletion without finalizers: %+v", pod.ObjectMeta)
+	}
+	must(t, cachewait.ForWrite(ctx, cc.Client, pod, cachewait.WithTimeout(3*time.Second)))
+	var marked corev1.Pod
+	must(t, cc.Client.Get(ctx, client.ObjectKeyFromObject(pod), &marked))
+	if marked.DeletionTimestamp == nil {
+		t.Fatal("ForWrite of the deletion mark returned before the cache held it")
+	}
+
+	c := cachewait.NewClient(cc.Client, cachewait.WithTimeout(3*time.Second))
+	base := pod.DeepCopy()
+	pod.Labels = map[string]string{"seen": "yes"}
+	must(t, c.Patch(ctx, pod, client.MergeFrom(base)))
+	var got corev1.Pod
+	must(t, c.Get(ctx, client.ObjectKeyFromObject(pod), &got))
+	if got.Labels["seen"] != "yes" {
+		t.Errorf("Get after the patch: labels %v, want the patch", got.Labels)
+	}
+
+	base = pod.DeepCopy()
+	pod.Labels["seen"] = "again"
+	must(t, env.Client.Patch(ctx, pod, client.MergeFrom(base)))
+	must(t, cachewait.ForWrite(ctx, cc.Client, pod, cachewait.WithTimeout(3*time.Second)))
+
+	tr := cachewait.NewTracker(cc.Client)
+	owner := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "owner", UID: "owner-uid"}}
+	tr.Wrote(owner, pod)
+	caughtUp(t, tr, owner)
+}
+
+// TestConcurrentWritersReadTheirWrites: two goroutines patch one object
+// through one Client; the one whose write is newer must read it back even
+// when the older write's call returns last (the bug: the older write's
+// expectation replaced the newer one, and the Get returned the older
+// object).
+func TestConcurrentWritersReadTheirWrites(t *testing.T) {
+	t.Skip("BUG: an older write recorded last replaces the newer expectation")
+	ctx := context.Background()
+	cc := startManager(t, lag)
+	noTimeouts(t)
+	ns := env.Namespace(t)
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "shared"}}
+	must(t, env.Client.Create(ctx, cm))
+	must(t, cachewait.ForWrite(ctx, cc.Client, cm))
+
+	written := make(chan struct{})
+	slow := interceptor.NewClient(withWatch{cc.Client}, interceptor.Funcs{
+		Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+			err := c.Patch(ctx, obj, patch, opts...)
+			if obj.GetLabels()["writer"] == "slow" {
+				close(written)
+				time.Sleep(200 * time.Millisecond) // the answer is slow to come back
+			}
+			return err
+		},
+	})
+	c := cachewait.NewClient(slow, cachewait.WithTimeout(3*time.Second))
+	patch := func(writer string) {
+		p := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "shared", Labels: map[string]string{"writer": writer}}}
+		must(t, c.Patch(ctx, p, client.Merge))
+	}
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); patch("slow") }()
+	<-written
+	time.Sleep(100 * time.Millisecond)
+	patch("fast")
+	wg.Wait() // the slow writer has recorded its older write
+	var got corev1.ConfigMap
+	must(t, c.Get(ctx, client.ObjectKeyFromObject(cm), &got))
+	if got.Labels["writer"] != "fast" {
+		t.Errorf("Get after the newer write shows writer=%q, want fast", got.Labels["writer"])
+	}
+}
+
+// TestDeleteByNameOfTerminatingObject: an object deleted by name only (no
+// UID), held by another finalizer, is Terminating: reads after the Delete
+// must not wait for it to go, through a Client or a Tracker.
+func TestDeleteByNameOfTerminatingObject(t *testing.T) {
+	t.Skip("BUG: a Delete by name waits for a Terminating object to go")
+	ctx := context.Background()
+	cc := startManager(t, lag)
+	noTimeouts(t)
+	ns := env.Namespace(t)
+	held := func(name string) *corev1.ConfigMap {
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Finalizers: []string{hold}}}
+		must(t, env.Client.Create(ctx, cm))
+		t.Cleanup(func() { release(t, env.Client, cm.DeepCopy()) })
+		must(t, cachewait.ForWrite(ctx, cc.Client, cm))
+		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+	}
+
+	c := cachewait.NewClient(cc.Client, cachewait.WithTimeout(3*time.Second))
+	must(t, c.Delete(ctx, held("client")))
+	var list corev1.ConfigMapList
+	must(t, c.List(ctx, &list, client.InNamespace(ns)))
+	for _, cm := range list.Items {
+		if cm.Name == "client" && cm.DeletionTimestamp == nil {
+			t.Error("List after the Delete shows it unmarked")
+		}
+	}
+
+	tr := cachewait.NewTracker(cc.Client)
+	owner := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "owner", UID: "owner-uid"}}
+	child := held("tracked")
+	must(t, env.Client.Delete(ctx, child))
+	tr.Deleted(owner, child)
+	caughtUp(t, tr, owner)
+}
+
+// TestWriteOutsideTheCachedNamespaces: with a cache limited to some
+// namespaces, a write through the Client in another one (writes go to the
+// API server) must not make every later cluster-wide List fail (the bug:
+// the wait read the cache for that object, which errs, and kept the
+// expectation, so each List returned the error).
+func TestWriteOutsideTheCachedNamespaces(t *testing.T) {
+	t.Skip("BUG: a cache read error keeps the expectation for ever")
+	ctx := context.Background()
+	cached, other := env.Namespace(t), env.Namespace(t)
+	mgr := env.StartManager(t, testenv.WithManagerOptions(ctrl.Options{Cache: cache.Options{
+		DefaultNamespaces: map[string]cache.Config{cached: {}}}}),
+		testenv.WithInformers{&corev1.ConfigMap{}})
+	c := cachewait.NewClient(mgr.GetClient(), cachewait.WithTimeout(3*time.Second))
+	must(t, c.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: other, Name: "elsewhere"}}))
+	in := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: cached, Name: "here"}}
+	must(t, c.Create(ctx, in))
+	for i := range 2 {
+		var list corev1.ConfigMapList
+		if err := c.List(ctx, &list); err != nil {
+			t.Fatalf("cluster-wide List %d: %v", i, err)
+		}
+		found := false
+		for _, cm := range list.Items {
+			found = found || cm.Name == "here"
+		}
+		if !found {
+			t.Errorf("List %d lacks the object written in the cached namespace", i)
+		}
+	}
+}
+
+// caughtUp asks tr until it has caught up for owner, and fails t when that
+// takes 60 requeues (the TTL is a minute; 60 default requeues are 3s).
+func caughtUp(t testing.TB, tr *cachewait.Tracker, owner client.Object) {
+	t.Helper()
+	for i := 0; ; i++ {
+		after, err := tr.CaughtUp(context.Background(), owner)
+		must(t, err)
+		if after == 0 {
+			return
+		}
+		if i == 60 {
+			t.Fatal("the Tracker stalls the owner")
+		}
+		time.Sleep(after)
+	}
+}
