@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/resourceversion"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/steadyk8s/steady/internal/object"
@@ -110,10 +111,13 @@ func (c *Client) record(obj client.Object, e *expectation) {
 	c.prune()
 	p := c.kind(gvk)
 	k := client.ObjectKeyFromObject(obj)
-	if prev := p.objects[k]; e.mode == modeDeleted && prev != nil && prev.mode == modeWrite && prev.uid == e.uid {
+	prev := p.objects[k]
+	if e.mode == modeDeleted && prev != nil && prev.mode == modeWrite && prev.uid == e.uid {
 		e.unseen = true // the cache may not have seen it yet
 	}
-	p.objects[k] = e
+	if !olderWrite(e, prev) {
+		p.objects[k] = e
+	}
 	if e.mode == modeWrite {
 		// Written after a DeleteAllOf: not one it removed.
 		for _, all := range p.all {
@@ -122,6 +126,17 @@ func (c *Client) record(obj client.Object, e *expectation) {
 			all.mu.Unlock()
 		}
 	}
+}
+
+// olderWrite reports whether e is a write of the same object as prev at an
+// older resourceVersion: writers on several goroutines record their answers
+// in any order, and the newer expectation must stay.
+func olderWrite(e, prev *expectation) bool {
+	if prev == nil || e.mode == modeDeleted || e.uid == "" || prev.uid != e.uid {
+		return false
+	}
+	c, err := resourceversion.CompareResourceVersion(e.want, prev.want)
+	return err == nil && c < 0
 }
 
 // prune drops, at most once per DefaultTTL, the expectations older than
