@@ -319,7 +319,7 @@ func (c *Client) recordApplied(ac runtime.ApplyConfiguration) {
 // until the cache no longer holds it, or holds it marked for deletion. An
 // obj that only names the object takes the UID from client.Preconditions or
 // from this Client's pending write of it; without either, reads wait until
-// the cache lacks the name.
+// the cache lacks the name or holds it marked for deletion.
 func (c *Client) Delete(ctx context.Context, obj client.Object, opts ...client.DeleteOption) error {
 	o := (&client.DeleteOptions{}).ApplyOptions(opts)
 	del := obj

@@ -113,7 +113,6 @@ func TestConcurrentWritersReadTheirWrites(t *testing.T) {
 // UID), held by another finalizer, is Terminating: reads after the Delete
 // must not wait for it to go, through a Client or a Tracker.
 func TestDeleteByNameOfTerminatingObject(t *testing.T) {
-	t.Skip("BUG: a Delete by name waits for a Terminating object to go")
 	ctx := context.Background()
 	cc := startManager(t, lag)
 	noTimeouts(t)

@@ -177,8 +177,12 @@ func (e *expectation) check(ctx context.Context, r client.Reader, o WaitOptions)
 	}
 	if e.uid == "" {
 		// Nothing to tell objects apart by: the version alone.
-		if e.mode == modeWrite {
+		switch e.mode {
+		case modeWrite:
 			return found && atLeast(have, e.want), have, nil
+		case modeDeleted:
+			// Terminating under another finalizer counts, as with a UID.
+			return !found || cached.GetDeletionTimestamp() != nil, have, nil
 		}
 		return !found, have, nil
 	}
