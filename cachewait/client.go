@@ -3,12 +3,14 @@ package cachewait
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"sync"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
@@ -16,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/resourceversion"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/steadyk8s/steady/internal/object"
@@ -65,7 +68,9 @@ var (
 // An expectation is remembered per object name with the written UID, so a
 // recreated object does not inherit it; one that timed out is dropped after
 // the read that got the [*TimeoutError], so a lost event costs one timeout,
-// never more. Reads wait in the representation (typed, unstructured,
+// never more. A write the cache cannot serve at all (in a namespace or of
+// a kind it does not hold) is forgotten when a read first meets it; other
+// errors reading the cache are returned and the write kept. Reads wait in the representation (typed, unstructured,
 // metadata-only) the write was made in; an Apply waits in the typed one
 // where the scheme knows the kind.
 //
@@ -163,36 +168,62 @@ func (c *Client) prune() {
 // await waits for the pending expectations of gvk that match keep and
 // forgets those the cache holds, and those that timed out.
 func (c *Client) await(ctx context.Context, gvk schema.GroupVersionKind, namespace string, keep func(client.ObjectKey) bool) error {
-	c.mu.Lock()
-	var todo []*expectation
-	if p := c.pending[gvk]; p != nil {
-		for k, e := range p.objects {
-			if keep(k) {
-				todo = append(todo, e)
+	for {
+		c.mu.Lock()
+		var todo []*expectation
+		if p := c.pending[gvk]; p != nil {
+			for k, e := range p.objects {
+				if keep(k) {
+					todo = append(todo, e)
+				}
+			}
+			for _, e := range p.all {
+				if namespace == "" || e.namespace == "" || e.namespace == namespace {
+					todo = append(todo, e)
+				}
 			}
 		}
-		for _, e := range p.all {
-			if namespace == "" || e.namespace == "" || e.namespace == namespace {
-				todo = append(todo, e)
-			}
+		c.mu.Unlock()
+		if len(todo) == 0 {
+			return nil
 		}
+		failed, err := waitAll(ctx, c.Client, c.opts, todo)
+		if err != nil && !IsTimeout(err) {
+			if !unservable(err) {
+				return err // keep them: the cache could not be read
+			}
+			// The cache cannot serve this object at all (a namespace or
+			// kind it does not hold): no read through it can be stale for
+			// it. Forget it and wait for the others.
+			c.forget(gvk, failed)
+			continue
+		}
+		// Forget what caught up, and what timed out: the caller is told once.
+		c.forget(gvk, todo)
+		return err
 	}
-	c.mu.Unlock()
-	if len(todo) == 0 {
-		return nil
-	}
-	_, err := waitAll(ctx, c.Client, c.opts, todo)
-	if err != nil && !IsTimeout(err) {
-		return err // keep them: the cache could not be read
-	}
+}
+
+// unservable reports whether err, from a cache read, says the cache cannot
+// serve the object at all, rather than not now: it is neither an API
+// status, nor the cache not started yet, nor the context ending.
+func unservable(err error) bool {
+	var status apierrors.APIStatus
+	var notStarted *cache.ErrCacheNotStarted
+	return !errors.As(err, &status) && !errors.As(err, &notStarted) &&
+		!errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded)
+}
+
+// forget drops exps from the pending expectations of gvk, unless a newer
+// one replaced them.
+func (c *Client) forget(gvk schema.GroupVersionKind, exps []*expectation) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	p := c.pending[gvk]
 	if p == nil {
-		return err // pruned meanwhile
+		return // pruned meanwhile
 	}
-	// Forget what caught up, and what timed out: the caller is told once.
-	for _, e := range todo {
+	for _, e := range exps {
 		if e.mode == modeDeleteAll {
 			p.all = slices.DeleteFunc(p.all, func(x *expectation) bool { return x == e })
 			continue
@@ -202,7 +233,6 @@ func (c *Client) await(ctx context.Context, gvk schema.GroupVersionKind, namespa
 			delete(p.objects, k)
 		}
 	}
-	return err
 }
 
 // Get waits for this client's writes of the object, then reads the cache.

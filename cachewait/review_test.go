@@ -149,7 +149,6 @@ func TestDeleteByNameOfTerminatingObject(t *testing.T) {
 // the wait read the cache for that object, which errs, and kept the
 // expectation, so each List returned the error).
 func TestWriteOutsideTheCachedNamespaces(t *testing.T) {
-	t.Skip("BUG: a cache read error keeps the expectation for ever")
 	ctx := context.Background()
 	cached, other := env.Namespace(t), env.Namespace(t)
 	mgr := env.StartManager(t, testenv.WithManagerOptions(ctrl.Options{Cache: cache.Options{

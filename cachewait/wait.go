@@ -274,7 +274,8 @@ func (e *expectation) checkAll(ctx context.Context, r client.Reader, o WaitOptio
 
 // waitAll waits until the cache has caught up with every expectation, or
 // the timeout. On a timeout it returns the expectations that did not catch
-// up, and a [*TimeoutError] naming the first of them.
+// up, and a [*TimeoutError] naming the first of them; when a read fails, the
+// expectation it was for and the error.
 func waitAll(ctx context.Context, r client.Reader, o WaitOptions, exps []*expectation) ([]*expectation, error) {
 	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
 	defer cancel()
@@ -289,7 +290,7 @@ func waitAll(ctx context.Context, r client.Reader, o WaitOptions, exps []*expect
 			ok, h, err := e.check(ctx, r, o)
 			if err != nil && ctx.Err() == nil {
 				waitSeconds.WithLabelValues(kind, "error").Observe(time.Since(start).Seconds())
-				return nil, err
+				return []*expectation{e}, err
 			}
 			if !ok {
 				if len(left) == 0 {
