@@ -2,6 +2,7 @@ package cachewait
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 
@@ -24,6 +25,7 @@ type Tracker struct {
 	opts    TrackerOptions
 	mu      sync.Mutex
 	pending map[types.UID][]*expectation
+	pruned  time.Time
 }
 
 // NewTracker returns a Tracker that checks expectations against r, the
@@ -54,6 +56,7 @@ func (t *Tracker) Deleted(owner, child client.Object) {
 func (t *Tracker) add(owner client.Object, e *expectation) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	t.prune()
 	if e.mode == modeDeleted {
 		for _, prev := range t.pending[owner.GetUID()] {
 			if prev.mode == modeWrite && prev.uid == e.uid {
@@ -62,6 +65,25 @@ func (t *Tracker) add(owner client.Object, e *expectation) {
 		}
 	}
 	t.pending[owner.GetUID()] = append(t.pending[owner.GetUID()], e)
+}
+
+// prune drops, at most once per TTL, the expectations older than the TTL
+// of every owner, so that owners never asked about again (deleted without
+// Forget) do not pile up. t.mu is held.
+func (t *Tracker) prune() {
+	now := time.Now()
+	if now.Sub(t.pruned) < t.opts.TTL {
+		return
+	}
+	t.pruned = now
+	for owner, exps := range t.pending {
+		exps = slices.DeleteFunc(exps, func(e *expectation) bool { return now.Sub(e.at) > t.opts.TTL })
+		if len(exps) == 0 {
+			delete(t.pending, owner)
+		} else {
+			t.pending[owner] = exps
+		}
+	}
 }
 
 // CaughtUp reads each pending child of owner from the cache once and forgets

@@ -160,7 +160,8 @@ type TrackerOptions struct {
 	// up; zero means [DefaultRequeue].
 	Requeue time.Duration
 	// TTL drops expectations older than it, so that a lost event cannot
-	// stall an owner for ever; zero means [DefaultTTL].
+	// stall an owner for ever, nor owners never asked about again (deleted
+	// without Forget) pile up; zero means [DefaultTTL].
 	TTL time.Duration
 	// APIReader and APIReaderAfter are as in [WaitOptions].
 	APIReader      client.Reader

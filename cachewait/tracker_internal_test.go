@@ -1,0 +1,38 @@
+package cachewait
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// TestTrackerForgetsOwnersNeverAskedAgain: an owner deleted without Forget
+// (its last reconcile deleted its children and removed its finalizer) is
+// never asked about again; its expectations must go after the TTL, not pile
+// up for the life of the process (the bug: they were only dropped by
+// CaughtUp of that owner).
+func TestTrackerForgetsOwnersNeverAskedAgain(t *testing.T) {
+	const ttl = 10 * time.Millisecond
+	tr := NewTracker(snapshot{}, WithTTL(ttl))
+	child := func(i int) *corev1.ConfigMap {
+		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: fmt.Sprint("c", i),
+			UID: types.UID(fmt.Sprint("c", i)), ResourceVersion: "5"}}
+	}
+	owner := func(i int) *corev1.ConfigMap {
+		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: fmt.Sprint("o", i), UID: types.UID(fmt.Sprint("o", i))}}
+	}
+	for i := range 100 {
+		tr.Deleted(owner(i), child(i))
+	}
+	time.Sleep(2 * ttl)
+	tr.Wrote(owner(1000), child(1000))
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	if n := len(tr.pending); n != 1 {
+		t.Errorf("%d owners remembered, want 1: the expired ones pile up", n)
+	}
+}
