@@ -70,9 +70,10 @@ var (
 // the read that got the [*TimeoutError], so a lost event costs one timeout,
 // never more. A write the cache cannot serve at all (in a namespace or of
 // a kind it does not hold) is forgotten when a read first meets it; other
-// errors reading the cache are returned and the write kept. Reads wait in the representation (typed, unstructured,
-// metadata-only) the write was made in; an Apply waits in the typed one
-// where the scheme knows the kind.
+// errors reading the cache are returned and the write kept. A read waits
+// in its own representation (typed, unstructured, metadata-only), whatever
+// the write's: each has its own informer, and one may lag another, so a
+// typed Get after an unstructured Patch waits for the typed informer.
 //
 // Expectations no read has waited for are dropped after [DefaultTTL], so
 // that writes never read back through the Client do not pile up.
@@ -167,7 +168,8 @@ func (c *Client) prune() {
 
 // await waits for the pending expectations of gvk that match keep and
 // forgets those the cache holds, and those that timed out.
-func (c *Client) await(ctx context.Context, gvk schema.GroupVersionKind, namespace string, keep func(client.ObjectKey) bool) error {
+// It reads the cache in the representation of proto, the read's object.
+func (c *Client) await(ctx context.Context, gvk schema.GroupVersionKind, proto client.Object, namespace string, keep func(client.ObjectKey) bool) error {
 	for {
 		c.mu.Lock()
 		var todo []*expectation
@@ -187,7 +189,7 @@ func (c *Client) await(ctx context.Context, gvk schema.GroupVersionKind, namespa
 		if len(todo) == 0 {
 			return nil
 		}
-		failed, err := waitAll(ctx, c.Client, c.opts, todo)
+		failed, err := waitAll(ctx, c.Client, c.opts, c.view(proto, gvk), todo)
 		if err != nil && !IsTimeout(err) {
 			if !unservable(err) {
 				return err // keep them: the cache could not be read
@@ -202,6 +204,40 @@ func (c *Client) await(ctx context.Context, gvk schema.GroupVersionKind, namespa
 		c.forget(gvk, todo)
 		return err
 	}
+}
+
+// view is the representation of proto (the read's object, nil: unknown),
+// of kind gvk, for waits; nil (each write's own) where it is unknown.
+func (c *Client) view(proto client.Object, gvk schema.GroupVersionKind) *view {
+	if proto == nil {
+		return nil
+	}
+	newList, err := c.listFor(proto, gvk)
+	if err != nil {
+		return nil
+	}
+	return &view{newList: newList, newObj: func() client.Object {
+		obj := object.New(proto)
+		obj.GetObjectKind().SetGroupVersionKind(gvk)
+		return obj
+	}}
+}
+
+// itemOf returns an empty object of list's representation, of kind gvk,
+// or nil where the scheme does not know it.
+func (c *Client) itemOf(list client.ObjectList, gvk schema.GroupVersionKind) client.Object {
+	switch list.(type) {
+	case *unstructured.UnstructuredList:
+		return &unstructured.Unstructured{}
+	case *metav1.PartialObjectMetadataList:
+		return &metav1.PartialObjectMetadata{}
+	}
+	obj, err := c.Scheme().New(gvk)
+	if err != nil {
+		return nil
+	}
+	o, _ := obj.(client.Object)
+	return o
 }
 
 // unservable reports whether err, from a cache read, says the cache cannot
@@ -239,7 +275,7 @@ func (c *Client) forget(gvk schema.GroupVersionKind, exps []*expectation) {
 func (c *Client) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
 	if !hasNoWait(opts) {
 		if gvk, err := object.GVK(obj, c.Scheme()); err == nil {
-			if err := c.await(ctx, gvk, key.Namespace, func(k client.ObjectKey) bool { return k == key }); err != nil {
+			if err := c.await(ctx, gvk, obj, key.Namespace, func(k client.ObjectKey) bool { return k == key }); err != nil {
 				return err
 			}
 		}
@@ -257,7 +293,7 @@ func (c *Client) List(ctx context.Context, list client.ObjectList, opts ...clien
 		}
 		gvk.Kind = strings.TrimSuffix(gvk.Kind, "List")
 		lo := (&client.ListOptions{}).ApplyOptions(opts)
-		if err := c.await(ctx, gvk, lo.Namespace, func(k client.ObjectKey) bool {
+		if err := c.await(ctx, gvk, c.itemOf(list, gvk), lo.Namespace, func(k client.ObjectKey) bool {
 			return lo.Namespace == "" || k.Namespace == lo.Namespace
 		}); err != nil {
 			return err

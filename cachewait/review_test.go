@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -221,4 +222,56 @@ func TestManyWritersReadTheirWrites(t *testing.T) {
 		})
 	}
 	wg.Wait()
+}
+
+// TestReadInAnotherRepresentation: a write made unstructured, or
+// metadata-only, then read typed (the manager caches the typed kind) must
+// show the write; the wait must not start an informer of the write's
+// representation (the bug: the wait read an unstructured / metadata
+// informer it started, which listed the write at once, and the typed Get
+// then returned the old object; two requests more).
+func TestReadInAnotherRepresentation(t *testing.T) {
+	ctx := context.Background()
+	cc := startManager(t, lag)
+	noTimeouts(t)
+	ns := env.Namespace(t)
+	c := cachewait.NewClient(cc.Client, cachewait.WithTimeout(3*time.Second))
+	for _, tc := range []struct {
+		name  string
+		write func(cm *corev1.ConfigMap) client.Object
+	}{
+		{"unstructured", func(cm *corev1.ConfigMap) client.Object {
+			u := &unstructured.Unstructured{}
+			u.SetAPIVersion("v1")
+			u.SetKind("ConfigMap")
+			u.SetNamespace(cm.Namespace)
+			u.SetName(cm.Name)
+			u.SetLabels(map[string]string{"written": "yes"})
+			return u
+		}},
+		{"metadata", func(cm *corev1.ConfigMap) client.Object {
+			m := &metav1.PartialObjectMetadata{}
+			m.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("ConfigMap"))
+			m.SetNamespace(cm.Namespace)
+			m.SetName(cm.Name)
+			m.SetLabels(map[string]string{"written": "yes"})
+			return m
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: tc.name}}
+			must(t, env.Client.Create(ctx, cm))
+			must(t, cachewait.ForWrite(ctx, cc.Client, cm))
+			cc.Counter.Reset()
+			must(t, c.Patch(ctx, tc.write(cm), client.Merge))
+			var got corev1.ConfigMap
+			must(t, c.Get(ctx, client.ObjectKeyFromObject(cm), &got))
+			if got.Labels["written"] != "yes" {
+				t.Errorf("typed Get after the %s patch: labels %v, want the patch", tc.name, got.Labels)
+			}
+			if n := cc.Counter.Get("LIST") + cc.Counter.Get("WATCH"); n != 0 {
+				t.Errorf("%d LISTs and WATCHes, want none: %s", n, cc.Counter)
+			}
+		})
+	}
 }

@@ -101,7 +101,7 @@ func (t *Tracker) CaughtUp(ctx context.Context, owner client.Object) (time.Durat
 			done[e] = true
 			continue
 		}
-		ok, _, err := e.check(ctx, t.r, wo)
+		ok, _, err := e.check(ctx, t.r, wo, nil)
 		if err != nil {
 			return 0, err
 		}

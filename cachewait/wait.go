@@ -51,7 +51,7 @@ func ForWrite(ctx context.Context, r client.Reader, obj client.Object, opts ...W
 		return fmt.Errorf("cachewait: %s has no resourceVersion; pass the object the write returned", object.Describe(obj, nil))
 	}
 	o := (&WaitOptions{}).ApplyOptions(opts).withDefaults()
-	_, err := waitAll(ctx, r, o, []*expectation{newWrite(obj, nil)})
+	_, err := waitAll(ctx, r, o, nil, []*expectation{newWrite(obj, nil)})
 	return err
 }
 
@@ -63,7 +63,7 @@ func ForWrite(ctx context.Context, r client.Reader, obj client.Object, opts ...W
 // [ForWrite].
 func ForDelete(ctx context.Context, r client.Reader, obj client.Object, opts ...WaitOption) error {
 	o := (&WaitOptions{}).ApplyOptions(opts).withDefaults()
-	_, err := waitAll(ctx, r, o, []*expectation{newDelete(obj, nil, modeGone)})
+	_, err := waitAll(ctx, r, o, nil, []*expectation{newDelete(obj, nil, modeGone)})
 	return err
 }
 
@@ -83,6 +83,14 @@ const (
 	// that is not marked for deletion (or known to have been left alone).
 	modeDeleteAll
 )
+
+// view is the representation (typed, unstructured, metadata-only) a read
+// is made in, which its wait reads the cache in too: each representation
+// has its informer, and one may lag another.
+type view struct {
+	newObj  func() client.Object
+	newList func() client.ObjectList
+}
 
 // expectation is one write not yet known to be in the cache.
 type expectation struct {
@@ -159,13 +167,18 @@ func atLeast(have, want string) bool {
 // check reads the cache once (and, where the cache cannot tell and the
 // options allow it, the API server once). It returns whether the cache has
 // caught up and the resourceVersion it holds.
-func (e *expectation) check(ctx context.Context, r client.Reader, o WaitOptions) (bool, string, error) {
+//
+// v is the representation to read the cache in (nil: the write's own).
+func (e *expectation) check(ctx context.Context, r client.Reader, o WaitOptions, v *view) (bool, string, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.mode == modeDeleteAll {
-		return e.checkAll(ctx, r, o)
+		return e.checkAll(ctx, r, o, v)
 	}
 	cached := object.New(e.obj)
+	if v != nil {
+		cached = v.newObj()
+	}
 	err := r.Get(ctx, client.ObjectKeyFromObject(e.obj), cached)
 	if err != nil && !apierrors.IsNotFound(err) {
 		return false, "", fmt.Errorf("cachewait: reading %s from the cache: %w", e.name, err)
@@ -236,8 +249,11 @@ func (e *expectation) goneLive(ctx context.Context, o WaitOptions, obj client.Ob
 // matches it must be marked for deletion, or known (through the API
 // reader) to have been left alone, being created later or not matching a
 // field selector.
-func (e *expectation) checkAll(ctx context.Context, r client.Reader, o WaitOptions) (bool, string, error) {
+func (e *expectation) checkAll(ctx context.Context, r client.Reader, o WaitOptions, v *view) (bool, string, error) {
 	list := e.newList()
+	if v != nil {
+		list = v.newList()
+	}
 	if err := r.List(ctx, list, client.InNamespace(e.namespace), client.MatchingLabelsSelector{Selector: e.selector}); err != nil {
 		return false, "", fmt.Errorf("cachewait: listing %s from the cache: %w", e.name, err)
 	}
@@ -276,7 +292,8 @@ func (e *expectation) checkAll(ctx context.Context, r client.Reader, o WaitOptio
 // the timeout. On a timeout it returns the expectations that did not catch
 // up, and a [*TimeoutError] naming the first of them; when a read fails, the
 // expectation it was for and the error.
-func waitAll(ctx context.Context, r client.Reader, o WaitOptions, exps []*expectation) ([]*expectation, error) {
+// v is the representation to read the cache in (nil: each write's own).
+func waitAll(ctx context.Context, r client.Reader, o WaitOptions, v *view, exps []*expectation) ([]*expectation, error) {
 	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
 	defer cancel()
 	kind := exps[0].kind
@@ -287,7 +304,7 @@ func waitAll(ctx context.Context, r client.Reader, o WaitOptions, exps []*expect
 		var left []*expectation
 		have := ""
 		for _, e := range exps {
-			ok, h, err := e.check(ctx, r, o)
+			ok, h, err := e.check(ctx, r, o, v)
 			if err != nil && ctx.Err() == nil {
 				waitSeconds.WithLabelValues(kind, "error").Observe(time.Since(start).Seconds())
 				return []*expectation{e}, err
