@@ -38,11 +38,12 @@ var (
 	_ client.GetOption         = NoWait{}
 	_ client.ListOption        = NoWait{}
 	_ client.Client            = &Client{}
-	_ client.SubResourceWriter = &statusWriter{}
+	_ client.SubResourceClient = &subResourceClient{}
 )
 
 // Client wraps a cache-reading client (the manager's) so that its reads see
-// its own writes: after a create, update, patch, apply (also of the status),
+// its own writes: after a create, update, patch, apply (also of the status
+// or another subresource, through Status() or SubResource()),
 // delete or delete-all-of through it, a Get of that object waits until the
 // cache holds the write, and a List of that kind (in the listed namespace)
 // waits for every such write of the kind. Make one with [NewClient].
@@ -476,50 +477,83 @@ func (c *Client) listFor(obj client.Object, gvk schema.GroupVersionKind) (func()
 
 // Status returns a writer for the status subresource that remembers its
 // writes too.
-func (c *Client) Status() client.SubResourceWriter { return &statusWriter{c: c, w: c.Client.Status()} }
+func (c *Client) Status() client.SubResourceWriter {
+	return &subResourceClient{c: c, w: c.Client.Status()}
+}
 
-type statusWriter struct {
+// SubResource returns a client for the named subresource ("status",
+// "scale", ...) that remembers its updates and patches too: of obj, at the
+// resourceVersion of the answer (decoded into the subresource body where
+// one is given, a Scale say, which carries the object's version).
+func (c *Client) SubResource(name string) client.SubResourceClient {
+	sc := c.Client.SubResource(name)
+	return &subResourceClient{c: c, w: sc, r: sc}
+}
+
+type subResourceClient struct {
 	c *Client
 	w client.SubResourceWriter
+	r client.SubResourceReader // nil for Status()
+}
+
+// Get implements client.SubResourceReader.
+func (s *subResourceClient) Get(ctx context.Context, obj client.Object, sub client.Object, opts ...client.SubResourceGetOption) error {
+	return s.r.Get(ctx, obj, sub, opts...)
 }
 
 // Create implements client.SubResourceWriter. Nothing is remembered: a
 // subresource create (eviction, binding, token) does not write the object.
-func (s *statusWriter) Create(ctx context.Context, obj client.Object, sub client.Object, opts ...client.SubResourceCreateOption) error {
+func (s *subResourceClient) Create(ctx context.Context, obj client.Object, sub client.Object, opts ...client.SubResourceCreateOption) error {
 	return s.w.Create(ctx, obj, sub, opts...)
 }
 
 // Update implements client.SubResourceWriter, remembering the write.
-func (s *statusWriter) Update(ctx context.Context, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+func (s *subResourceClient) Update(ctx context.Context, obj client.Object, opts ...client.SubResourceUpdateOption) error {
 	if err := s.w.Update(ctx, obj, opts...); err != nil {
 		return err
 	}
-	if !dryRun((&client.SubResourceUpdateOptions{}).ApplyOptions(opts).DryRun) {
-		s.c.record(obj, newWrite(obj, s.c.Scheme()))
+	if o := (&client.SubResourceUpdateOptions{}).ApplyOptions(opts); !dryRun(o.DryRun) {
+		s.record(obj, o.SubResourceBody)
 	}
 	return nil
 }
 
 // Patch implements client.SubResourceWriter, remembering the write.
-func (s *statusWriter) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+func (s *subResourceClient) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
 	if err := s.w.Patch(ctx, obj, patch, opts...); err != nil {
 		return err
 	}
-	if !dryRun((&client.SubResourcePatchOptions{}).ApplyOptions(opts).DryRun) {
-		s.c.record(obj, newWrite(obj, s.c.Scheme()))
+	if o := (&client.SubResourcePatchOptions{}).ApplyOptions(opts); !dryRun(o.DryRun) {
+		s.record(obj, o.SubResourceBody)
 	}
 	return nil
 }
 
-// Apply implements client.SubResourceWriter, remembering the write.
-func (s *statusWriter) Apply(ctx context.Context, obj runtime.ApplyConfiguration, opts ...client.SubResourceApplyOption) error {
+// Apply implements client.SubResourceWriter, remembering the write (not
+// one with a subresource body, whose answer is not the object).
+func (s *subResourceClient) Apply(ctx context.Context, obj runtime.ApplyConfiguration, opts ...client.SubResourceApplyOption) error {
 	if err := s.w.Apply(ctx, obj, opts...); err != nil {
 		return err
 	}
-	if !dryRun((&client.SubResourceApplyOptions{}).ApplyOpts(opts).DryRun) {
+	if o := (&client.SubResourceApplyOptions{}).ApplyOpts(opts); !dryRun(o.DryRun) && o.SubResourceBody == nil {
 		s.c.recordApplied(obj)
 	}
 	return nil
+}
+
+// record remembers a write of obj whose answer was decoded into body, or
+// into obj where body is nil.
+func (s *subResourceClient) record(obj, body client.Object) {
+	if body != nil {
+		if body.GetResourceVersion() == "" || (body.GetUID() != "" && obj.GetUID() != "" && body.GetUID() != obj.GetUID()) {
+			return
+		}
+		answer := object.EmptyLike(obj)
+		answer.SetUID(body.GetUID())
+		answer.SetResourceVersion(body.GetResourceVersion())
+		obj = answer
+	}
+	s.c.record(obj, newWrite(obj, s.c.Scheme()))
 }
 
 // pendingWrite is this Client's pending write expectation for obj's name,

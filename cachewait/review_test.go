@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -274,4 +276,53 @@ func TestReadInAnotherRepresentation(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestSubResourceWritesAreSeen: writes through c.SubResource("status") (the
+// same as c.Status()) and c.SubResource("scale") are read back like the
+// others (the bug: SubResource was not wrapped, so they were not
+// remembered and the Get returned the old object).
+func TestSubResourceWritesAreSeen(t *testing.T) {
+	ctx := context.Background()
+	cc := testapi.StartManager(t, env, testapi.ManagerOptions{Delay: lag,
+		Informers: []client.Object{&testapi.Widget{}, &appsv1.Deployment{}}})
+	noTimeouts(t)
+	ns := env.Namespace(t)
+	c := cachewait.NewClient(cc.Client, cachewait.WithTimeout(3*time.Second))
+
+	t.Run("status", func(t *testing.T) {
+		w := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "status"}}
+		must(t, c.Create(ctx, w))
+		w.Status.Phase = "Ready"
+		must(t, c.SubResource("status").Update(ctx, w))
+		var got testapi.Widget
+		must(t, c.Get(ctx, client.ObjectKeyFromObject(w), &got))
+		if got.Status.Phase != "Ready" {
+			t.Errorf("Get after the status update: phase %q, want Ready", got.Status.Phase)
+		}
+		base := got.DeepCopy()
+		got.Status.Phase = "Done"
+		must(t, c.SubResource("status").Patch(ctx, &got, client.MergeFrom(base)))
+		must(t, c.Get(ctx, client.ObjectKeyFromObject(w), &got))
+		if got.Status.Phase != "Done" {
+			t.Errorf("Get after the status patch: phase %q, want Done", got.Status.Phase)
+		}
+	})
+
+	t.Run("scale", func(t *testing.T) {
+		labels := map[string]string{"app": "scale"}
+		d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "scale"},
+			Spec: appsv1.DeploymentSpec{Selector: &metav1.LabelSelector{MatchLabels: labels},
+				Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
+					Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}}}}
+		must(t, c.Create(ctx, d))
+		must(t, c.Get(ctx, client.ObjectKeyFromObject(d), &appsv1.Deployment{}))
+		scale := &autoscalingv1.Scale{Spec: autoscalingv1.ScaleSpec{Replicas: 5}}
+		must(t, c.SubResource("scale").Update(ctx, d, client.WithSubResourceBody(scale)))
+		var got appsv1.Deployment
+		must(t, c.Get(ctx, client.ObjectKeyFromObject(d), &got))
+		if got.Spec.Replicas == nil || *got.Spec.Replicas != 5 {
+			t.Errorf("Get after the scale update: replicas %v, want 5", got.Spec.Replicas)
+		}
+	})
 }
