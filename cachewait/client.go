@@ -69,7 +69,7 @@ var (
 // An expectation is remembered per object name with the written UID, so a
 // recreated object does not inherit it; one that timed out is dropped after
 // the read that got the [*TimeoutError], so a lost event costs one timeout,
-// never more. A write the cache cannot serve at all (in a namespace or of
+// never more (one that a read's own context cut short is kept). A write the cache cannot serve at all (in a namespace or of
 // a kind it does not hold) is forgotten when a read first meets it; other
 // errors reading the cache are returned and the write kept. A read waits
 // in its own representation (typed, unstructured, metadata-only), whatever
@@ -168,7 +168,8 @@ func (c *Client) prune() {
 }
 
 // await waits for the pending expectations of gvk that match keep and
-// forgets those the cache holds, and those that timed out.
+// forgets those the cache holds, and those that timed out (not those a
+// read's own context cut short).
 // It reads the cache in the representation of proto, the read's object.
 func (c *Client) await(ctx context.Context, gvk schema.GroupVersionKind, proto client.Object, namespace string, keep func(client.ObjectKey) bool) error {
 	for {
@@ -200,6 +201,12 @@ func (c *Client) await(ctx context.Context, gvk schema.GroupVersionKind, proto c
 			// it. Forget it and wait for the others.
 			c.forget(gvk, failed)
 			continue
+		}
+		if err != nil && ctx.Err() != nil {
+			// The caller's context ended before the timeout: the writes
+			// not caught up were not given their wait; keep them.
+			c.forget(gvk, slices.DeleteFunc(todo, func(e *expectation) bool { return slices.Contains(failed, e) }))
+			return err
 		}
 		// Forget what caught up, and what timed out: the caller is told once.
 		c.forget(gvk, todo)

@@ -63,7 +63,8 @@
 //     unmarked (created later, or excluded by a field selector, which is
 //     not applied to the cache).
 //   - An expectation that timed out is dropped: the read that waited gets
-//     the [*TimeoutError], later reads do not wait for it again. Dry runs
+//     the [*TimeoutError], later reads do not wait for it again (where the
+//     read's own context ended first, the next read waits again). Dry runs
 //     (client.DryRunAll) and failed writes are not remembered.
 //
 // Waits are observed in the steady_cachewait_wait_seconds histogram of

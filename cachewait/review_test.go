@@ -326,3 +326,22 @@ func TestSubResourceWritesAreSeen(t *testing.T) {
 		}
 	})
 }
+
+// TestCallerContextEndingKeepsTheWrite: a read whose own context ends
+// before the cache caught up gets the error, but the write is not
+// forgotten: the next read still waits for it (the bug: it was dropped as
+// if it had timed out, and the next Get returned NotFound for the object
+// just created).
+func TestCallerContextEndingKeepsTheWrite(t *testing.T) {
+	ctx := context.Background()
+	cc := startManager(t, lag)
+	c := cachewait.NewClient(cc.Client, cachewait.WithTimeout(3*time.Second))
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: env.Namespace(t), Name: "impatient"}}
+	must(t, c.Create(ctx, cm))
+	short, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
+	defer cancel()
+	if err := c.Get(short, client.ObjectKeyFromObject(cm), &corev1.ConfigMap{}); !cachewait.IsTimeout(err) {
+		t.Fatalf("Get with a 20ms context: %v, want a TimeoutError", err)
+	}
+	must(t, c.Get(ctx, client.ObjectKeyFromObject(cm), &corev1.ConfigMap{}))
+}
