@@ -345,3 +345,35 @@ func TestCallerContextEndingKeepsTheWrite(t *testing.T) {
 	}
 	must(t, c.Get(ctx, client.ObjectKeyFromObject(cm), &corev1.ConfigMap{}))
 }
+
+// TestAPIReaderCostsNothingInTheCommonPath: with WithAPIReader, a life of
+// writes and reads through the Client against a cache lagging less than
+// After makes no request beyond the writes.
+func TestAPIReaderCostsNothingInTheCommonPath(t *testing.T) {
+	ctx := context.Background()
+	cc := startManager(t, lag)
+	noTimeouts(t)
+	ns := env.Namespace(t)
+	c := cachewait.NewClient(cc.Client, cachewait.WithAPIReader{Reader: cc.APIReader}, cachewait.WithTimeout(3*time.Second))
+	cc.Counter.Reset()
+	labels := map[string]string{"app": "common"}
+	for i := range 3 {
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprint("cm-", i), Labels: labels}}
+		must(t, c.Create(ctx, cm))
+		must(t, c.Get(ctx, client.ObjectKeyFromObject(cm), &corev1.ConfigMap{}))
+		cm.Data = map[string]string{"k": "v"}
+		must(t, c.Update(ctx, cm))
+		must(t, c.List(ctx, &corev1.ConfigMapList{}, client.InNamespace(ns), client.MatchingLabels(labels)))
+	}
+	must(t, c.Delete(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cm-0"}}))
+	must(t, c.List(ctx, &corev1.ConfigMapList{}, client.InNamespace(ns)))
+	must(t, c.DeleteAllOf(ctx, &corev1.ConfigMap{}, client.InNamespace(ns), client.MatchingLabels(labels)))
+	var list corev1.ConfigMapList
+	must(t, c.List(ctx, &list, client.InNamespace(ns), client.MatchingLabels(labels)))
+	if len(list.Items) != 0 {
+		t.Errorf("List after DeleteAllOf: %d items", len(list.Items))
+	}
+	if n := cc.Counter.Get("GET") + cc.Counter.Get("LIST"); n != 0 {
+		t.Errorf("%d reads of the API server, want none: %s", n, cc.Counter)
+	}
+}

@@ -2,7 +2,6 @@ package cachewait
 
 import (
 	"context"
-	"slices"
 	"sync"
 	"time"
 
@@ -77,11 +76,17 @@ func (t *Tracker) prune() {
 	}
 	t.pruned = now
 	for owner, exps := range t.pending {
-		exps = slices.DeleteFunc(exps, func(e *expectation) bool { return now.Sub(e.at) > t.opts.TTL })
-		if len(exps) == 0 {
+		// A new slice: CaughtUp may be reading the old one unlocked.
+		var keep []*expectation
+		for _, e := range exps {
+			if now.Sub(e.at) <= t.opts.TTL {
+				keep = append(keep, e)
+			}
+		}
+		if len(keep) == 0 {
 			delete(t.pending, owner)
-		} else {
-			t.pending[owner] = exps
+		} else if len(keep) < len(exps) {
+			t.pending[owner] = keep
 		}
 	}
 }

@@ -1,7 +1,9 @@
 package cachewait
 
 import (
+	"context"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -35,4 +37,31 @@ func TestTrackerForgetsOwnersNeverAskedAgain(t *testing.T) {
 	if n := len(tr.pending); n != 1 {
 		t.Errorf("%d owners remembered, want 1: the expired ones pile up", n)
 	}
+}
+
+// TestTrackerConcurrentUse: Wrote, Deleted and CaughtUp of owners from many
+// goroutines, with a TTL short enough that expired expectations are pruned
+// meanwhile, lose nothing recorded and race on nothing (-race).
+func TestTrackerConcurrentUse(t *testing.T) {
+	tr := NewTracker(snapshot{}, WithTTL(time.Millisecond))
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			owner := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprint("o", g%2), UID: types.UID(fmt.Sprint("o", g%2))}}
+			for i := range 300 {
+				child := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: fmt.Sprint("c", g, "-", i),
+					UID: types.UID(fmt.Sprint("c", g, "-", i)), ResourceVersion: "5"}}
+				if i%2 == 0 {
+					tr.Wrote(owner, child)
+				} else {
+					tr.Deleted(owner, child)
+				}
+				if _, err := tr.CaughtUp(context.Background(), owner); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
 }
