@@ -65,3 +65,24 @@ func TestTrackerConcurrentUse(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// TestWantNamesWhatIsKnown: a TimeoutError's Want names the UID only where
+// one is known (the bug: "deletion of UID " with nothing after it).
+func TestWantNamesWhatIsKnown(t *testing.T) {
+	named := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "n"}}
+	withUID := named.DeepCopy()
+	withUID.UID = "u1"
+	for _, tc := range []struct {
+		e    *expectation
+		want string
+	}{
+		{newDelete(named, nil, modeDeleted), "deletion (or the mark of it)"},
+		{newDelete(named, nil, modeGone), "deletion"},
+		{newDelete(withUID, nil, modeDeleted), "deletion (or the mark of it) of UID u1"},
+		{newDelete(withUID, nil, modeGone), "deletion of UID u1"},
+	} {
+		if got := tc.e.wantString(); got != tc.want {
+			t.Errorf("want %q, got %q", tc.want, got)
+		}
+	}
+}

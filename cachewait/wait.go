@@ -144,11 +144,15 @@ func newDelete(obj client.Object, scheme *runtime.Scheme, m mode) *expectation {
 }
 
 func (e *expectation) wantString() string {
+	uid := ""
+	if e.uid != "" {
+		uid = " of UID " + string(e.uid)
+	}
 	switch e.mode {
 	case modeGone:
-		return "deletion of UID " + string(e.uid)
+		return "deletion" + uid
 	case modeDeleted:
-		return "deletion (or the mark of it) of UID " + string(e.uid)
+		return "deletion (or the mark of it)" + uid
 	case modeDeleteAll:
 		return "no object left unmarked matching labels " + fmt.Sprintf("%q", e.selector.String())
 	}
