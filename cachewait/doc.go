@@ -37,8 +37,8 @@
 //     and no grace period pending (removing the last finalizer released the
 //     object, as reconcile.For does on every deletion) is caught up once the
 //     cache no longer holds that UID. No request is made. (A Pod terminating
-//     gracefully is marked with no finalizer but stays: a write to it is
-//     waited for as any other.)
+//     gracefully, or a Namespace its spec.finalizers hold, is marked with
+//     no finalizer but stays: a write to it is waited for as any other.)
 //   - A write is caught up when the cache holds the object at that version
 //     or newer, or, having been seen holding the UID, no longer holds it
 //     (the deletion came after the write). When the cache lacks the object

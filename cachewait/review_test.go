@@ -377,3 +377,30 @@ func TestAPIReaderCostsNothingInTheCommonPath(t *testing.T) {
 		t.Errorf("%d reads of the API server, want none: %s", n, cc.Counter)
 	}
 }
+
+// TestWriteToTerminatingNamespaceIsSeen: a Namespace being deleted is
+// marked with no metadata finalizer, yet stays while spec.finalizers
+// ("kubernetes") holds it: a write to it is not a release (the bug: the
+// read after it waited for the Namespace to go, the full timeout).
+func TestWriteToTerminatingNamespaceIsSeen(t *testing.T) {
+	ctx := context.Background()
+	cc := testapi.StartManager(t, env, testapi.ManagerOptions{Delay: lag, Informers: []client.Object{&corev1.Namespace{}}})
+	noTimeouts(t)
+	nsObj := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "terminating-"}}
+	must(t, env.Client.Create(ctx, nsObj))
+	must(t, cachewait.ForWrite(ctx, cc.Client, nsObj))
+	must(t, env.Client.Delete(ctx, nsObj))
+	must(t, env.Client.Get(ctx, client.ObjectKeyFromObject(nsObj), nsObj))
+	if nsObj.DeletionTimestamp == nil || len(nsObj.Finalizers) != 0 || len(nsObj.Spec.Finalizers) == 0 {
+		t.Fatalf("want a Namespace marked, held by spec.finalizers only: %+v %+v", nsObj.ObjectMeta, nsObj.Spec)
+	}
+	c := cachewait.NewClient(cc.Client, cachewait.WithTimeout(3*time.Second))
+	base := nsObj.DeepCopy()
+	nsObj.Labels = map[string]string{"seen": "yes"}
+	must(t, c.Patch(ctx, nsObj, client.MergeFrom(base)))
+	var got corev1.Namespace
+	must(t, c.Get(ctx, client.ObjectKeyFromObject(nsObj), &got))
+	if got.Labels["seen"] != "yes" {
+		t.Errorf("Get after the patch: labels %v, want the patch", got.Labels)
+	}
+}

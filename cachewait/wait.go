@@ -7,8 +7,11 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -36,7 +39,8 @@ func init() { metrics.Registry.MustRegister(waitSeconds) }
 //   - when the answer is marked for deletion and has no finalizer left nor
 //     a grace period pending (the write released the object: the API server
 //     deleted it), ForWrite waits until r no longer holds that UID (a Pod
-//     terminating gracefully stays: a write to it is waited for as any);
+//     terminating gracefully, or a Namespace its spec.finalizers hold,
+//     stays: a write to it is waited for as any);
 //   - when r holds the object at an older version of the same UID, it waits;
 //   - when r lacks the object (or holds an older one of another UID), r
 //     alone cannot tell "not seen yet" from "deleted since": ForWrite waits,
@@ -132,10 +136,26 @@ func newWrite(obj client.Object, scheme *runtime.Scheme) *expectation {
 // server during the write: marked for deletion, no finalizer left and no
 // grace period pending (the rule of the API server's
 // ShouldDeleteDuringUpdate). A Pod being deleted gracefully is marked with
-// no finalizer, yet stays until its kubelet confirms: it is not released.
+// no finalizer, yet stays until its kubelet confirms: it is not released;
+// nor is a Namespace while its spec.finalizers hold it (the API server's
+// ShouldDeleteNamespaceDuringUpdate), nor one whose spec is not at hand.
 func released(obj client.Object) bool {
 	g := obj.GetDeletionGracePeriodSeconds()
-	return obj.GetDeletionTimestamp() != nil && len(obj.GetFinalizers()) == 0 && (g == nil || *g == 0)
+	if obj.GetDeletionTimestamp() == nil || len(obj.GetFinalizers()) != 0 || (g != nil && *g != 0) {
+		return false
+	}
+	switch ns := obj.(type) {
+	case *corev1.Namespace:
+		return len(ns.Spec.Finalizers) == 0
+	case *unstructured.Unstructured:
+		if ns.GroupVersionKind() == corev1.SchemeGroupVersion.WithKind("Namespace") {
+			f, _, _ := unstructured.NestedStringSlice(ns.Object, "spec", "finalizers")
+			return len(f) == 0
+		}
+	case *metav1.PartialObjectMetadata:
+		return ns.GroupVersionKind() != corev1.SchemeGroupVersion.WithKind("Namespace")
+	}
+	return true
 }
 
 func newDelete(obj client.Object, scheme *runtime.Scheme, m mode) *expectation {
