@@ -10,6 +10,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -402,5 +403,47 @@ func TestWriteToTerminatingNamespaceIsSeen(t *testing.T) {
 	must(t, c.Get(ctx, client.ObjectKeyFromObject(nsObj), &got))
 	if got.Labels["seen"] != "yes" {
 		t.Errorf("Get after the patch: labels %v, want the patch", got.Labels)
+	}
+}
+
+// TestDeleteAllOfInAnyRepresentation: a DeleteAllOf made metadata-only is
+// waited for by typed, unstructured and metadata Lists alike.
+func TestDeleteAllOfInAnyRepresentation(t *testing.T) {
+	ctx := context.Background()
+	cc := startManager(t, lag)
+	noTimeouts(t)
+	ns := env.Namespace(t)
+	c := cachewait.NewClient(cc.Client, cachewait.WithTimeout(3*time.Second))
+	labels := map[string]string{"app": "dao"}
+	gvk := corev1.SchemeGroupVersion.WithKind("ConfigMap")
+	lists := map[string]func() client.ObjectList{
+		"typed": func() client.ObjectList { return &corev1.ConfigMapList{} },
+		"unstructured": func() client.ObjectList {
+			l := &unstructured.UnstructuredList{}
+			l.SetGroupVersionKind(gvk.GroupVersion().WithKind("ConfigMapList"))
+			return l
+		},
+		"metadata": func() client.ObjectList {
+			l := &metav1.PartialObjectMetadataList{}
+			l.SetGroupVersionKind(gvk.GroupVersion().WithKind("ConfigMapList"))
+			return l
+		},
+	}
+	for name, newList := range lists {
+		t.Run(name, func(t *testing.T) {
+			for i := range 3 {
+				cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprint(name, i), Labels: labels}}
+				must(t, env.Client.Create(ctx, cm))
+				must(t, cachewait.ForWrite(ctx, cc.Client, cm))
+			}
+			all := &metav1.PartialObjectMetadata{}
+			all.SetGroupVersionKind(gvk)
+			must(t, c.DeleteAllOf(ctx, all, client.InNamespace(ns), client.MatchingLabels(labels)))
+			list := newList()
+			must(t, c.List(ctx, list, client.InNamespace(ns), client.MatchingLabels(labels)))
+			if n := meta.LenList(list); n != 0 {
+				t.Errorf("%s List after DeleteAllOf: %d items", name, n)
+			}
+		})
 	}
 }
