@@ -248,13 +248,15 @@ func (c *Client) itemOf(list client.ObjectList, gvk schema.GroupVersionKind) cli
 	return o
 }
 
-// unservable reports whether err, from a cache read, says the cache cannot
-// serve the object at all, rather than not now: it is neither an API
-// status, nor the cache not started yet, nor the context ending.
+// unservable reports whether err, from a cache read (not the API reader),
+// says the cache cannot serve the object at all, rather than not now: it
+// is neither an API status, nor the cache not started yet, nor the context
+// ending.
 func unservable(err error) bool {
+	var fromCache cacheError
 	var status apierrors.APIStatus
 	var notStarted *cache.ErrCacheNotStarted
-	return !errors.As(err, &status) && !errors.As(err, &notStarted) &&
+	return errors.As(err, &fromCache) && !errors.As(err, &status) && !errors.As(err, &notStarted) &&
 		!errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded)
 }
 

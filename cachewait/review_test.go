@@ -2,8 +2,11 @@ package cachewait_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net/url"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -446,4 +449,39 @@ func TestDeleteAllOfInAnyRepresentation(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestAPIReaderFailureKeepsTheWrite: a network error of the API reader
+// (not an API status) fails the read and keeps the write, as a 500 does; it
+// is not mistaken for a cache that cannot serve the object (which would
+// forget the write, and the next read would not wait for it).
+func TestAPIReaderFailureKeepsTheWrite(t *testing.T) {
+	ctx := context.Background()
+	cc := startManager(t, lag)
+	var fail atomic.Bool
+	fail.Store(true)
+	down := downReader{Reader: cc.APIReader, down: &fail}
+	c := cachewait.NewClient(cc.Client, cachewait.WithAPIReader{Reader: down, After: time.Millisecond},
+		cachewait.WithTimeout(3*time.Second))
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: env.Namespace(t), Name: "apidown"}}
+	must(t, c.Create(ctx, cm))
+	time.Sleep(5 * time.Millisecond)
+	if err := c.Get(ctx, client.ObjectKeyFromObject(cm), &corev1.ConfigMap{}); err == nil {
+		t.Fatal("Get while the API reader fails: no error")
+	}
+	fail.Store(false)
+	must(t, c.Get(ctx, client.ObjectKeyFromObject(cm), &corev1.ConfigMap{}))
+}
+
+// downReader fails every Get with a network error while down is set.
+type downReader struct {
+	client.Reader
+	down *atomic.Bool
+}
+
+func (r downReader) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	if r.down.Load() {
+		return &url.Error{Op: "Get", URL: "https://apiserver", Err: errors.New("connection refused")}
+	}
+	return r.Reader.Get(ctx, key, obj, opts...)
 }

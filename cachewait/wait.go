@@ -205,7 +205,7 @@ func (e *expectation) check(ctx context.Context, r client.Reader, o WaitOptions,
 	}
 	err := r.Get(ctx, client.ObjectKeyFromObject(e.obj), cached)
 	if err != nil && !apierrors.IsNotFound(err) {
-		return false, "", fmt.Errorf("cachewait: reading %s from the cache: %w", e.name, err)
+		return false, "", cacheError{fmt.Errorf("cachewait: reading %s from the cache: %w", e.name, err)}
 	}
 	found := err == nil
 	have := ""
@@ -250,6 +250,11 @@ func (e *expectation) check(ctx context.Context, r client.Reader, o WaitOptions,
 	return gone, have, err
 }
 
+// cacheError is an error reading the cache (not the API reader).
+type cacheError struct{ error }
+
+func (e cacheError) Unwrap() error { return e.error }
+
 // goneLive asks the API reader, if there is one and the cache has lagged
 // long enough, whether obj (this expectation's UID) is gone.
 func (e *expectation) goneLive(ctx context.Context, o WaitOptions, obj client.Object) (bool, error) {
@@ -279,7 +284,7 @@ func (e *expectation) checkAll(ctx context.Context, r client.Reader, o WaitOptio
 		list = v.newList()
 	}
 	if err := r.List(ctx, list, client.InNamespace(e.namespace), client.MatchingLabelsSelector{Selector: e.selector}); err != nil {
-		return false, "", fmt.Errorf("cachewait: listing %s from the cache: %w", e.name, err)
+		return false, "", cacheError{fmt.Errorf("cachewait: listing %s from the cache: %w", e.name, err)}
 	}
 	items, err := meta.ExtractList(list)
 	if err != nil {
