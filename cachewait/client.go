@@ -69,9 +69,10 @@ var (
 // An expectation is remembered per object name with the written UID, so a
 // recreated object does not inherit it; one that timed out is dropped after
 // the read that got the [*TimeoutError], so a lost event costs one timeout,
-// never more (one that a read's own context cut short is kept). A write the cache cannot serve at all (in a namespace or of
-// a kind it does not hold) is forgotten when a read first meets it; other
-// errors reading the cache are returned and the write kept. A read waits
+// never more (one that a read's own context cut short is kept). A write
+// the cache cannot serve at all (in a namespace or of a kind it does not
+// hold) is forgotten when a read first meets it; other errors reading the
+// cache are returned and the write kept. A read waits
 // in its own representation (typed, unstructured, metadata-only), whatever
 // the write's: each has its own informer, and one may lag another, so a
 // typed Get after an unstructured Patch waits for the typed informer.
@@ -169,8 +170,8 @@ func (c *Client) prune() {
 
 // await waits for the pending expectations of gvk that match keep and
 // forgets those the cache holds, and those that timed out (not those a
-// read's own context cut short).
-// It reads the cache in the representation of proto, the read's object.
+// read's own context cut short). It reads the cache in the representation
+// of proto, the read's object.
 func (c *Client) await(ctx context.Context, gvk schema.GroupVersionKind, proto client.Object, namespace string, keep func(client.ObjectKey) bool) error {
 	for {
 		c.mu.Lock()
