@@ -150,7 +150,7 @@ func TestCheckProperties(t *testing.T) {
 					fresh := mk()
 					fresh.at = past
 					for name, e := range map[string]*expectation{"fresh": fresh, "in sequence": seq} {
-						done, _, err := e.check(ctx, snapshot{h.states[c]}, o)
+						done, _, err := e.check(ctx, snapshot{h.states[c]}, o, nil)
 						if err != nil {
 							t.Fatal(err)
 						}

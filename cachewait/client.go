@@ -3,18 +3,22 @@ package cachewait
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"sync"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/resourceversion"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/steadyk8s/steady/internal/object"
@@ -34,11 +38,12 @@ var (
 	_ client.GetOption         = NoWait{}
 	_ client.ListOption        = NoWait{}
 	_ client.Client            = &Client{}
-	_ client.SubResourceWriter = &statusWriter{}
+	_ client.SubResourceClient = &subResourceClient{}
 )
 
 // Client wraps a cache-reading client (the manager's) so that its reads see
-// its own writes: after a create, update, patch, apply (also of the status),
+// its own writes: after a create, update, patch, apply (also of the status
+// or another subresource, through Status() or SubResource()),
 // delete or delete-all-of through it, a Get of that object waits until the
 // cache holds the write, and a List of that kind (in the listed namespace)
 // waits for every such write of the kind. Make one with [NewClient].
@@ -64,9 +69,13 @@ var (
 // An expectation is remembered per object name with the written UID, so a
 // recreated object does not inherit it; one that timed out is dropped after
 // the read that got the [*TimeoutError], so a lost event costs one timeout,
-// never more. Reads wait in the representation (typed, unstructured,
-// metadata-only) the write was made in; an Apply waits in the typed one
-// where the scheme knows the kind.
+// never more (one that a read's own context cut short is kept). A write
+// the cache cannot serve at all (in a namespace or of a kind it does not
+// hold) is forgotten when a read first meets it; other errors reading the
+// cache are returned and the write kept. A read waits
+// in its own representation (typed, unstructured, metadata-only), whatever
+// the write's: each has its own informer, and one may lag another, so a
+// typed Get after an unstructured Patch waits for the typed informer.
 //
 // Expectations no read has waited for are dropped after [DefaultTTL], so
 // that writes never read back through the Client do not pile up.
@@ -110,10 +119,13 @@ func (c *Client) record(obj client.Object, e *expectation) {
 	c.prune()
 	p := c.kind(gvk)
 	k := client.ObjectKeyFromObject(obj)
-	if prev := p.objects[k]; e.mode == modeDeleted && prev != nil && prev.mode == modeWrite && prev.uid == e.uid {
+	prev := p.objects[k]
+	if e.mode == modeDeleted && prev != nil && prev.mode == modeWrite && prev.uid == e.uid {
 		e.unseen = true // the cache may not have seen it yet
 	}
-	p.objects[k] = e
+	if !olderWrite(e, prev) {
+		p.objects[k] = e
+	}
 	if e.mode == modeWrite {
 		// Written after a DeleteAllOf: not one it removed.
 		for _, all := range p.all {
@@ -122,6 +134,17 @@ func (c *Client) record(obj client.Object, e *expectation) {
 			all.mu.Unlock()
 		}
 	}
+}
+
+// olderWrite reports whether e is a write of the same object as prev at an
+// older resourceVersion: writers on several goroutines record their answers
+// in any order, and the newer expectation must stay.
+func olderWrite(e, prev *expectation) bool {
+	if prev == nil || e.mode == modeDeleted || e.uid == "" || prev.uid != e.uid {
+		return false
+	}
+	c, err := resourceversion.CompareResourceVersion(e.want, prev.want)
+	return err == nil && c < 0
 }
 
 // prune drops, at most once per DefaultTTL, the expectations older than
@@ -146,38 +169,108 @@ func (c *Client) prune() {
 }
 
 // await waits for the pending expectations of gvk that match keep and
-// forgets those the cache holds, and those that timed out.
-func (c *Client) await(ctx context.Context, gvk schema.GroupVersionKind, namespace string, keep func(client.ObjectKey) bool) error {
-	c.mu.Lock()
-	var todo []*expectation
-	if p := c.pending[gvk]; p != nil {
-		for k, e := range p.objects {
-			if keep(k) {
-				todo = append(todo, e)
+// forgets those the cache holds, and those that timed out (not those a
+// read's own context cut short). It reads the cache in the representation
+// of proto, the read's object.
+func (c *Client) await(ctx context.Context, gvk schema.GroupVersionKind, proto client.Object, namespace string, keep func(client.ObjectKey) bool) error {
+	for {
+		c.mu.Lock()
+		var todo []*expectation
+		if p := c.pending[gvk]; p != nil {
+			for k, e := range p.objects {
+				if keep(k) {
+					todo = append(todo, e)
+				}
+			}
+			for _, e := range p.all {
+				if namespace == "" || e.namespace == "" || e.namespace == namespace {
+					todo = append(todo, e)
+				}
 			}
 		}
-		for _, e := range p.all {
-			if namespace == "" || e.namespace == "" || e.namespace == namespace {
-				todo = append(todo, e)
-			}
+		c.mu.Unlock()
+		if len(todo) == 0 {
+			return nil
 		}
+		failed, err := waitAll(ctx, c.Client, c.opts, c.view(proto, gvk), todo)
+		if err != nil && !IsTimeout(err) {
+			if !unservable(err) {
+				return err // keep them: the cache could not be read
+			}
+			// The cache cannot serve this object at all (a namespace or
+			// kind it does not hold): no read through it can be stale for
+			// it. Forget it and wait for the others.
+			c.forget(gvk, failed)
+			continue
+		}
+		if err != nil && ctx.Err() != nil {
+			// The caller's context ended before the timeout: the writes
+			// not caught up were not given their wait; keep them.
+			c.forget(gvk, slices.DeleteFunc(todo, func(e *expectation) bool { return slices.Contains(failed, e) }))
+			return err
+		}
+		// Forget what caught up, and what timed out: the caller is told once.
+		c.forget(gvk, todo)
+		return err
 	}
-	c.mu.Unlock()
-	if len(todo) == 0 {
+}
+
+// view is the representation of proto (the read's object, nil: unknown),
+// of kind gvk, for waits; nil (each write's own) where it is unknown.
+func (c *Client) view(proto client.Object, gvk schema.GroupVersionKind) *view {
+	if proto == nil {
 		return nil
 	}
-	_, err := waitAll(ctx, c.Client, c.opts, todo)
-	if err != nil && !IsTimeout(err) {
-		return err // keep them: the cache could not be read
+	newList, err := c.listFor(proto, gvk)
+	if err != nil {
+		return nil
 	}
+	return &view{newList: newList, newObj: func() client.Object {
+		obj := object.New(proto)
+		obj.GetObjectKind().SetGroupVersionKind(gvk)
+		return obj
+	}}
+}
+
+// itemOf returns an empty object of list's representation, of kind gvk,
+// or nil where the scheme does not know it.
+func (c *Client) itemOf(list client.ObjectList, gvk schema.GroupVersionKind) client.Object {
+	switch list.(type) {
+	case *unstructured.UnstructuredList:
+		return &unstructured.Unstructured{}
+	case *metav1.PartialObjectMetadataList:
+		return &metav1.PartialObjectMetadata{}
+	}
+	obj, err := c.Scheme().New(gvk)
+	if err != nil {
+		return nil
+	}
+	o, _ := obj.(client.Object)
+	return o
+}
+
+// unservable reports whether err, from a cache read (not the API reader),
+// says the cache cannot serve the object at all, rather than not now: it
+// is neither an API status, nor the cache not started yet, nor the context
+// ending.
+func unservable(err error) bool {
+	var fromCache cacheError
+	var status apierrors.APIStatus
+	var notStarted *cache.ErrCacheNotStarted
+	return errors.As(err, &fromCache) && !errors.As(err, &status) && !errors.As(err, &notStarted) &&
+		!errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded)
+}
+
+// forget drops exps from the pending expectations of gvk, unless a newer
+// one replaced them.
+func (c *Client) forget(gvk schema.GroupVersionKind, exps []*expectation) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	p := c.pending[gvk]
 	if p == nil {
-		return err // pruned meanwhile
+		return // pruned meanwhile
 	}
-	// Forget what caught up, and what timed out: the caller is told once.
-	for _, e := range todo {
+	for _, e := range exps {
 		if e.mode == modeDeleteAll {
 			p.all = slices.DeleteFunc(p.all, func(x *expectation) bool { return x == e })
 			continue
@@ -187,14 +280,13 @@ func (c *Client) await(ctx context.Context, gvk schema.GroupVersionKind, namespa
 			delete(p.objects, k)
 		}
 	}
-	return err
 }
 
 // Get waits for this client's writes of the object, then reads the cache.
 func (c *Client) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
 	if !hasNoWait(opts) {
 		if gvk, err := object.GVK(obj, c.Scheme()); err == nil {
-			if err := c.await(ctx, gvk, key.Namespace, func(k client.ObjectKey) bool { return k == key }); err != nil {
+			if err := c.await(ctx, gvk, obj, key.Namespace, func(k client.ObjectKey) bool { return k == key }); err != nil {
 				return err
 			}
 		}
@@ -212,7 +304,7 @@ func (c *Client) List(ctx context.Context, list client.ObjectList, opts ...clien
 		}
 		gvk.Kind = strings.TrimSuffix(gvk.Kind, "List")
 		lo := (&client.ListOptions{}).ApplyOptions(opts)
-		if err := c.await(ctx, gvk, lo.Namespace, func(k client.ObjectKey) bool {
+		if err := c.await(ctx, gvk, c.itemOf(list, gvk), lo.Namespace, func(k client.ObjectKey) bool {
 			return lo.Namespace == "" || k.Namespace == lo.Namespace
 		}); err != nil {
 			return err
@@ -304,7 +396,7 @@ func (c *Client) recordApplied(ac runtime.ApplyConfiguration) {
 // until the cache no longer holds it, or holds it marked for deletion. An
 // obj that only names the object takes the UID from client.Preconditions or
 // from this Client's pending write of it; without either, reads wait until
-// the cache lacks the name.
+// the cache lacks the name or holds it marked for deletion.
 func (c *Client) Delete(ctx context.Context, obj client.Object, opts ...client.DeleteOption) error {
 	o := (&client.DeleteOptions{}).ApplyOptions(opts)
 	del := obj
@@ -395,50 +487,83 @@ func (c *Client) listFor(obj client.Object, gvk schema.GroupVersionKind) (func()
 
 // Status returns a writer for the status subresource that remembers its
 // writes too.
-func (c *Client) Status() client.SubResourceWriter { return &statusWriter{c: c, w: c.Client.Status()} }
+func (c *Client) Status() client.SubResourceWriter {
+	return &subResourceClient{c: c, w: c.Client.Status()}
+}
 
-type statusWriter struct {
+// SubResource returns a client for the named subresource ("status",
+// "scale", ...) that remembers its updates and patches too: of obj, at the
+// resourceVersion of the answer (decoded into the subresource body where
+// one is given, a Scale say, which carries the object's version).
+func (c *Client) SubResource(name string) client.SubResourceClient {
+	sc := c.Client.SubResource(name)
+	return &subResourceClient{c: c, w: sc, r: sc}
+}
+
+type subResourceClient struct {
 	c *Client
 	w client.SubResourceWriter
+	r client.SubResourceReader // nil for Status()
+}
+
+// Get implements client.SubResourceReader.
+func (s *subResourceClient) Get(ctx context.Context, obj client.Object, sub client.Object, opts ...client.SubResourceGetOption) error {
+	return s.r.Get(ctx, obj, sub, opts...)
 }
 
 // Create implements client.SubResourceWriter. Nothing is remembered: a
 // subresource create (eviction, binding, token) does not write the object.
-func (s *statusWriter) Create(ctx context.Context, obj client.Object, sub client.Object, opts ...client.SubResourceCreateOption) error {
+func (s *subResourceClient) Create(ctx context.Context, obj client.Object, sub client.Object, opts ...client.SubResourceCreateOption) error {
 	return s.w.Create(ctx, obj, sub, opts...)
 }
 
 // Update implements client.SubResourceWriter, remembering the write.
-func (s *statusWriter) Update(ctx context.Context, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+func (s *subResourceClient) Update(ctx context.Context, obj client.Object, opts ...client.SubResourceUpdateOption) error {
 	if err := s.w.Update(ctx, obj, opts...); err != nil {
 		return err
 	}
-	if !dryRun((&client.SubResourceUpdateOptions{}).ApplyOptions(opts).DryRun) {
-		s.c.record(obj, newWrite(obj, s.c.Scheme()))
+	if o := (&client.SubResourceUpdateOptions{}).ApplyOptions(opts); !dryRun(o.DryRun) {
+		s.record(obj, o.SubResourceBody)
 	}
 	return nil
 }
 
 // Patch implements client.SubResourceWriter, remembering the write.
-func (s *statusWriter) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+func (s *subResourceClient) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
 	if err := s.w.Patch(ctx, obj, patch, opts...); err != nil {
 		return err
 	}
-	if !dryRun((&client.SubResourcePatchOptions{}).ApplyOptions(opts).DryRun) {
-		s.c.record(obj, newWrite(obj, s.c.Scheme()))
+	if o := (&client.SubResourcePatchOptions{}).ApplyOptions(opts); !dryRun(o.DryRun) {
+		s.record(obj, o.SubResourceBody)
 	}
 	return nil
 }
 
-// Apply implements client.SubResourceWriter, remembering the write.
-func (s *statusWriter) Apply(ctx context.Context, obj runtime.ApplyConfiguration, opts ...client.SubResourceApplyOption) error {
+// Apply implements client.SubResourceWriter, remembering the write (not
+// one with a subresource body, whose answer is not the object).
+func (s *subResourceClient) Apply(ctx context.Context, obj runtime.ApplyConfiguration, opts ...client.SubResourceApplyOption) error {
 	if err := s.w.Apply(ctx, obj, opts...); err != nil {
 		return err
 	}
-	if !dryRun((&client.SubResourceApplyOptions{}).ApplyOpts(opts).DryRun) {
+	if o := (&client.SubResourceApplyOptions{}).ApplyOpts(opts); !dryRun(o.DryRun) && o.SubResourceBody == nil {
 		s.c.recordApplied(obj)
 	}
 	return nil
+}
+
+// record remembers a write of obj whose answer was decoded into body, or
+// into obj where body is nil.
+func (s *subResourceClient) record(obj, body client.Object) {
+	if body != nil {
+		if body.GetResourceVersion() == "" || (body.GetUID() != "" && obj.GetUID() != "" && body.GetUID() != obj.GetUID()) {
+			return
+		}
+		answer := object.EmptyLike(obj)
+		answer.SetUID(body.GetUID())
+		answer.SetResourceVersion(body.GetResourceVersion())
+		obj = answer
+	}
+	s.c.record(obj, newWrite(obj, s.c.Scheme()))
 }
 
 // pendingWrite is this Client's pending write expectation for obj's name,

@@ -34,9 +34,11 @@
 // as caught up. An object that is gone never keeps a read waiting:
 //
 //   - A write whose answer is marked for deletion with no finalizer left
-//     (removing the last finalizer released the object, as reconcile.For
-//     does on every deletion) is caught up once the cache no longer holds
-//     that UID. No request is made.
+//     and no grace period pending (removing the last finalizer released the
+//     object, as reconcile.For does on every deletion) is caught up once the
+//     cache no longer holds that UID. No request is made. (A Pod terminating
+//     gracefully, or a Namespace its spec.finalizers hold, is marked with
+//     no finalizer but stays: a write to it is waited for as any other.)
 //   - A write is caught up when the cache holds the object at that version
 //     or newer, or, having been seen holding the UID, no longer holds it
 //     (the deletion came after the write). When the cache lacks the object
@@ -61,7 +63,8 @@
 //     unmarked (created later, or excluded by a field selector, which is
 //     not applied to the cache).
 //   - An expectation that timed out is dropped: the read that waited gets
-//     the [*TimeoutError], later reads do not wait for it again. Dry runs
+//     the [*TimeoutError], later reads do not wait for it again (where the
+//     read's own context ended first, the next read waits again). Dry runs
 //     (client.DryRunAll) and failed writes are not remembered.
 //
 // Waits are observed in the steady_cachewait_wait_seconds histogram of

@@ -24,6 +24,7 @@ type Tracker struct {
 	opts    TrackerOptions
 	mu      sync.Mutex
 	pending map[types.UID][]*expectation
+	pruned  time.Time
 }
 
 // NewTracker returns a Tracker that checks expectations against r, the
@@ -54,6 +55,7 @@ func (t *Tracker) Deleted(owner, child client.Object) {
 func (t *Tracker) add(owner client.Object, e *expectation) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	t.prune()
 	if e.mode == modeDeleted {
 		for _, prev := range t.pending[owner.GetUID()] {
 			if prev.mode == modeWrite && prev.uid == e.uid {
@@ -62,6 +64,31 @@ func (t *Tracker) add(owner client.Object, e *expectation) {
 		}
 	}
 	t.pending[owner.GetUID()] = append(t.pending[owner.GetUID()], e)
+}
+
+// prune drops, at most once per TTL, the expectations older than the TTL
+// of every owner, so that owners never asked about again (deleted without
+// Forget) do not pile up. t.mu is held.
+func (t *Tracker) prune() {
+	now := time.Now()
+	if now.Sub(t.pruned) < t.opts.TTL {
+		return
+	}
+	t.pruned = now
+	for owner, exps := range t.pending {
+		// A new slice: CaughtUp may be reading the old one unlocked.
+		var keep []*expectation
+		for _, e := range exps {
+			if now.Sub(e.at) <= t.opts.TTL {
+				keep = append(keep, e)
+			}
+		}
+		if len(keep) == 0 {
+			delete(t.pending, owner)
+		} else if len(keep) < len(exps) {
+			t.pending[owner] = keep
+		}
+	}
 }
 
 // CaughtUp reads each pending child of owner from the cache once and forgets
@@ -79,7 +106,7 @@ func (t *Tracker) CaughtUp(ctx context.Context, owner client.Object) (time.Durat
 			done[e] = true
 			continue
 		}
-		ok, _, err := e.check(ctx, t.r, wo)
+		ok, _, err := e.check(ctx, t.r, wo, nil)
 		if err != nil {
 			return 0, err
 		}

@@ -12,7 +12,8 @@ import (
 
 // TimeoutError says the cache did not catch up in time. It is not a failure
 // of the write: requeue and read again later. The expectation that timed
-// out is dropped: later reads do not wait for it again.
+// out is dropped: later reads do not wait for it again (unless the read's
+// own context ended before the timeout: then the next read waits again).
 type TimeoutError struct {
 	// Object names the object, as "Kind namespace/name" (for a DeleteAllOf,
 	// "Kind namespace" and the label selector).
@@ -160,7 +161,8 @@ type TrackerOptions struct {
 	// up; zero means [DefaultRequeue].
 	Requeue time.Duration
 	// TTL drops expectations older than it, so that a lost event cannot
-	// stall an owner for ever; zero means [DefaultTTL].
+	// stall an owner for ever, nor owners never asked about again (deleted
+	// without Forget) pile up; zero means [DefaultTTL].
 	TTL time.Duration
 	// APIReader and APIReaderAfter are as in [WaitOptions].
 	APIReader      client.Reader

@@ -7,8 +7,11 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -33,9 +36,11 @@ func init() { metrics.Registry.MustRegister(waitSeconds) }
 // at least as new as obj's, which should be the API server's answer to the
 // write. A write whose object is gone is caught up:
 //
-//   - when the answer is marked for deletion and has no finalizer left (the
-//     write released the object: the API server deleted it), ForWrite waits
-//     until r no longer holds that UID;
+//   - when the answer is marked for deletion and has no finalizer left nor
+//     a grace period pending (the write released the object: the API server
+//     deleted it), ForWrite waits until r no longer holds that UID (a Pod
+//     terminating gracefully, or a Namespace its spec.finalizers hold,
+//     stays: a write to it is waited for as any);
 //   - when r holds the object at an older version of the same UID, it waits;
 //   - when r lacks the object (or holds an older one of another UID), r
 //     alone cannot tell "not seen yet" from "deleted since": ForWrite waits,
@@ -50,7 +55,7 @@ func ForWrite(ctx context.Context, r client.Reader, obj client.Object, opts ...W
 		return fmt.Errorf("cachewait: %s has no resourceVersion; pass the object the write returned", object.Describe(obj, nil))
 	}
 	o := (&WaitOptions{}).ApplyOptions(opts).withDefaults()
-	_, err := waitAll(ctx, r, o, []*expectation{newWrite(obj, nil)})
+	_, err := waitAll(ctx, r, o, nil, []*expectation{newWrite(obj, nil)})
 	return err
 }
 
@@ -62,7 +67,7 @@ func ForWrite(ctx context.Context, r client.Reader, obj client.Object, opts ...W
 // [ForWrite].
 func ForDelete(ctx context.Context, r client.Reader, obj client.Object, opts ...WaitOption) error {
 	o := (&WaitOptions{}).ApplyOptions(opts).withDefaults()
-	_, err := waitAll(ctx, r, o, []*expectation{newDelete(obj, nil, modeGone)})
+	_, err := waitAll(ctx, r, o, nil, []*expectation{newDelete(obj, nil, modeGone)})
 	return err
 }
 
@@ -82,6 +87,14 @@ const (
 	// that is not marked for deletion (or known to have been left alone).
 	modeDeleteAll
 )
+
+// view is the representation (typed, unstructured, metadata-only) a read
+// is made in, which its wait reads the cache in too: each representation
+// has its informer, and one may lag another.
+type view struct {
+	newObj  func() client.Object
+	newList func() client.ObjectList
+}
 
 // expectation is one write not yet known to be in the cache.
 type expectation struct {
@@ -112,11 +125,37 @@ type expectation struct {
 func newWrite(obj client.Object, scheme *runtime.Scheme) *expectation {
 	e := &expectation{obj: object.EmptyLike(obj), name: object.Describe(obj, scheme), kind: object.Kind(obj, scheme),
 		want: obj.GetResourceVersion(), uid: obj.GetUID(), at: time.Now()}
-	if obj.GetDeletionTimestamp() != nil && len(obj.GetFinalizers()) == 0 {
+	if released(obj) {
 		// Released: the API server deleted it after this write.
 		e.mode = modeGone
 	}
 	return e
+}
+
+// released reports whether obj, a write's answer, was deleted by the API
+// server during the write: marked for deletion, no finalizer left and no
+// grace period pending (the rule of the API server's
+// ShouldDeleteDuringUpdate). A Pod being deleted gracefully is marked with
+// no finalizer, yet stays until its kubelet confirms: it is not released;
+// nor is a Namespace while its spec.finalizers hold it (the API server's
+// ShouldDeleteNamespaceDuringUpdate), nor one whose spec is not at hand.
+func released(obj client.Object) bool {
+	g := obj.GetDeletionGracePeriodSeconds()
+	if obj.GetDeletionTimestamp() == nil || len(obj.GetFinalizers()) != 0 || (g != nil && *g != 0) {
+		return false
+	}
+	switch ns := obj.(type) {
+	case *corev1.Namespace:
+		return len(ns.Spec.Finalizers) == 0
+	case *unstructured.Unstructured:
+		if ns.GroupVersionKind() == corev1.SchemeGroupVersion.WithKind("Namespace") {
+			f, _, _ := unstructured.NestedStringSlice(ns.Object, "spec", "finalizers")
+			return len(f) == 0
+		}
+	case *metav1.PartialObjectMetadata:
+		return ns.GroupVersionKind() != corev1.SchemeGroupVersion.WithKind("Namespace")
+	}
+	return true
 }
 
 func newDelete(obj client.Object, scheme *runtime.Scheme, m mode) *expectation {
@@ -125,11 +164,15 @@ func newDelete(obj client.Object, scheme *runtime.Scheme, m mode) *expectation {
 }
 
 func (e *expectation) wantString() string {
+	uid := ""
+	if e.uid != "" {
+		uid = " of UID " + string(e.uid)
+	}
 	switch e.mode {
 	case modeGone:
-		return "deletion of UID " + string(e.uid)
+		return "deletion" + uid
 	case modeDeleted:
-		return "deletion (or the mark of it) of UID " + string(e.uid)
+		return "deletion (or the mark of it)" + uid
 	case modeDeleteAll:
 		return "no object left unmarked matching labels " + fmt.Sprintf("%q", e.selector.String())
 	}
@@ -148,16 +191,21 @@ func atLeast(have, want string) bool {
 // check reads the cache once (and, where the cache cannot tell and the
 // options allow it, the API server once). It returns whether the cache has
 // caught up and the resourceVersion it holds.
-func (e *expectation) check(ctx context.Context, r client.Reader, o WaitOptions) (bool, string, error) {
+//
+// v is the representation to read the cache in (nil: the write's own).
+func (e *expectation) check(ctx context.Context, r client.Reader, o WaitOptions, v *view) (bool, string, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.mode == modeDeleteAll {
-		return e.checkAll(ctx, r, o)
+		return e.checkAll(ctx, r, o, v)
 	}
 	cached := object.New(e.obj)
+	if v != nil {
+		cached = v.newObj()
+	}
 	err := r.Get(ctx, client.ObjectKeyFromObject(e.obj), cached)
 	if err != nil && !apierrors.IsNotFound(err) {
-		return false, "", fmt.Errorf("cachewait: reading %s from the cache: %w", e.name, err)
+		return false, "", cacheError{fmt.Errorf("cachewait: reading %s from the cache: %w", e.name, err)}
 	}
 	found := err == nil
 	have := ""
@@ -166,8 +214,12 @@ func (e *expectation) check(ctx context.Context, r client.Reader, o WaitOptions)
 	}
 	if e.uid == "" {
 		// Nothing to tell objects apart by: the version alone.
-		if e.mode == modeWrite {
+		switch e.mode {
+		case modeWrite:
 			return found && atLeast(have, e.want), have, nil
+		case modeDeleted:
+			// Terminating under another finalizer counts, as with a UID.
+			return !found || cached.GetDeletionTimestamp() != nil, have, nil
 		}
 		return !found, have, nil
 	}
@@ -198,6 +250,11 @@ func (e *expectation) check(ctx context.Context, r client.Reader, o WaitOptions)
 	return gone, have, err
 }
 
+// cacheError is an error reading the cache (not the API reader).
+type cacheError struct{ error }
+
+func (e cacheError) Unwrap() error { return e.error }
+
 // goneLive asks the API reader, if there is one and the cache has lagged
 // long enough, whether obj (this expectation's UID) is gone.
 func (e *expectation) goneLive(ctx context.Context, o WaitOptions, obj client.Object) (bool, error) {
@@ -221,10 +278,13 @@ func (e *expectation) goneLive(ctx context.Context, o WaitOptions, obj client.Ob
 // matches it must be marked for deletion, or known (through the API
 // reader) to have been left alone, being created later or not matching a
 // field selector.
-func (e *expectation) checkAll(ctx context.Context, r client.Reader, o WaitOptions) (bool, string, error) {
+func (e *expectation) checkAll(ctx context.Context, r client.Reader, o WaitOptions, v *view) (bool, string, error) {
 	list := e.newList()
+	if v != nil {
+		list = v.newList()
+	}
 	if err := r.List(ctx, list, client.InNamespace(e.namespace), client.MatchingLabelsSelector{Selector: e.selector}); err != nil {
-		return false, "", fmt.Errorf("cachewait: listing %s from the cache: %w", e.name, err)
+		return false, "", cacheError{fmt.Errorf("cachewait: listing %s from the cache: %w", e.name, err)}
 	}
 	items, err := meta.ExtractList(list)
 	if err != nil {
@@ -259,8 +319,10 @@ func (e *expectation) checkAll(ctx context.Context, r client.Reader, o WaitOptio
 
 // waitAll waits until the cache has caught up with every expectation, or
 // the timeout. On a timeout it returns the expectations that did not catch
-// up, and a [*TimeoutError] naming the first of them.
-func waitAll(ctx context.Context, r client.Reader, o WaitOptions, exps []*expectation) ([]*expectation, error) {
+// up, and a [*TimeoutError] naming the first of them; when a read fails, the
+// expectation it was for and the error.
+// v is the representation to read the cache in (nil: each write's own).
+func waitAll(ctx context.Context, r client.Reader, o WaitOptions, v *view, exps []*expectation) ([]*expectation, error) {
 	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
 	defer cancel()
 	kind := exps[0].kind
@@ -271,10 +333,10 @@ func waitAll(ctx context.Context, r client.Reader, o WaitOptions, exps []*expect
 		var left []*expectation
 		have := ""
 		for _, e := range exps {
-			ok, h, err := e.check(ctx, r, o)
+			ok, h, err := e.check(ctx, r, o, v)
 			if err != nil && ctx.Err() == nil {
 				waitSeconds.WithLabelValues(kind, "error").Observe(time.Since(start).Seconds())
-				return nil, err
+				return []*expectation{e}, err
 			}
 			if !ok {
 				if len(left) == 0 {
