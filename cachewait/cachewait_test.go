@@ -58,6 +58,7 @@ func reconcileChildren(ctx context.Context, c client.Client, owner *testapi.Widg
 // TestNoDuplicateChildren runs the reconciler five times back to back, as
 // requeues do, over several trials, against a cache that lags 300ms.
 func TestNoDuplicateChildren(t *testing.T) {
+	env.Require(t)
 	ctx := context.Background()
 	cached := startManager(t, 300*time.Millisecond).Client
 	const trials, passes = 3, 5
@@ -118,6 +119,7 @@ func TestNoDuplicateChildren(t *testing.T) {
 }
 
 func TestTimeoutIsTypedAndMeansRequeue(t *testing.T) {
+	env.Require(t)
 	ctx := context.Background()
 	cached := startManager(t, time.Second).Client
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: env.Namespace(t), Name: "late"}}
@@ -135,6 +137,7 @@ func TestTimeoutIsTypedAndMeansRequeue(t *testing.T) {
 }
 
 func TestForDelete(t *testing.T) {
+	env.Require(t)
 	ctx := context.Background()
 	cached := startManager(t, 300*time.Millisecond).Client
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: env.Namespace(t), Name: "gone"}}
@@ -156,6 +159,7 @@ func TestForDelete(t *testing.T) {
 }
 
 func TestClientReadsItsWritesUnlessTold(t *testing.T) {
+	env.Require(t)
 	ctx := context.Background()
 	c := cachewait.NewClient(startManager(t, 300*time.Millisecond).Client)
 	ns := env.Namespace(t)
@@ -189,6 +193,7 @@ func TestClientReadsItsWritesUnlessTold(t *testing.T) {
 // TestPatcherWaitsForItsOwnPatch shows the reconcile option: without it the
 // cache read right after Patch is stale; with it, it is not.
 func TestPatcherWaitsForItsOwnPatch(t *testing.T) {
+	env.Require(t)
 	ctx := context.Background()
 	cached := startManager(t, 300*time.Millisecond).Client
 	w := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: env.Namespace(t), Name: "w"}}
@@ -222,6 +227,7 @@ func TestPatcherWaitsForItsOwnPatch(t *testing.T) {
 }
 
 func TestWaitsAreObserved(t *testing.T) {
+	env.Require(t)
 	ctx := context.Background()
 	cached := startManager(t, 0).Client
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: env.Namespace(t), Name: "m"}}

@@ -93,6 +93,7 @@ func release(t testing.TB, c client.Client, obj client.Object) {
 // TestGoneIsCaughtUp: a write whose object is gone is caught up, for
 // ForWrite and for a Client's later reads.
 func TestGoneIsCaughtUp(t *testing.T) {
+	env.Require(t)
 	ctx := context.Background()
 	cc := startManager(t, lag)
 	api := cachewait.WithAPIReader{Reader: cc.APIReader, After: 100 * time.Millisecond}
@@ -150,6 +151,7 @@ func TestGoneIsCaughtUp(t *testing.T) {
 // released, as reconcile.For does. No wait may time out, so the tenth
 // tenant takes what the first took.
 func TestTenantLoopDoesNotSlowDown(t *testing.T) {
+	env.Require(t)
 	ctx := context.Background()
 	cc := startManager(t, lag)
 	c := cachewait.NewClient(cc.Client, cachewait.WithTimeout(2*time.Second),
@@ -209,6 +211,7 @@ func TestTenantLoopDoesNotSlowDown(t *testing.T) {
 // after an object was deleted behind the Client's back cannot tell it from
 // one not seen yet and times out, once; later reads do not wait for it.
 func TestTimedOutExpectationDoesNotPoison(t *testing.T) {
+	env.Require(t)
 	ctx := context.Background()
 	cc := startManager(t, lag)
 	c := cachewait.NewClient(cc.Client, cachewait.WithTimeout(300*time.Millisecond))
@@ -234,6 +237,7 @@ func TestTimedOutExpectationDoesNotPoison(t *testing.T) {
 // TestTrackerGoneChild: a child that is gone, or marked for deletion and
 // held by another finalizer, does not stall its owner.
 func TestTrackerGoneChild(t *testing.T) {
+	env.Require(t)
 	ctx := context.Background()
 	cc := startManager(t, lag)
 	const requeue = 50 * time.Millisecond
@@ -290,6 +294,7 @@ func TestTrackerGoneChild(t *testing.T) {
 // TestDryRunIsNotRecorded: a dry-run write changes nothing, so no read
 // waits for it.
 func TestDryRunIsNotRecorded(t *testing.T) {
+	env.Require(t)
 	ctx := context.Background()
 	cc := startManager(t, lag)
 	c := cachewait.NewClient(cc.Client, cachewait.WithTimeout(time.Second))
@@ -321,6 +326,7 @@ func TestDryRunIsNotRecorded(t *testing.T) {
 // TestApplyAndDeleteAllOfAreSeen: Apply, status Apply and DeleteAllOf
 // through the Client are waited for like the other writes.
 func TestApplyAndDeleteAllOfAreSeen(t *testing.T) {
+	env.Require(t)
 	ctx := context.Background()
 	cc := startManager(t, lag)
 	noTimeouts(t)
@@ -393,6 +399,7 @@ func TestApplyAndDeleteAllOfAreSeen(t *testing.T) {
 // TestTerminatingDoesNotBlockLists: a Delete of an object another finalizer
 // holds is caught up once the cache shows the deletion mark.
 func TestTerminatingDoesNotBlockLists(t *testing.T) {
+	env.Require(t)
 	ctx := context.Background()
 	cc := startManager(t, lag)
 	for _, namedOnly := range []bool{false, true} {
@@ -441,6 +448,7 @@ func (withWatch) Watch(context.Context, client.ObjectList, ...client.ListOption)
 // TestFaults: a write that fails is not waited for; a cache read that fails
 // during a wait is returned, naming the object.
 func TestFaults(t *testing.T) {
+	env.Require(t)
 	ctx := context.Background()
 	cc := startManager(t, lag)
 
@@ -507,6 +515,7 @@ func TestFaults(t *testing.T) {
 // finalizer of an object being deleted with WithCacheWait, returns at once
 // without error (the issue: it blocked and returned a timeout).
 func TestPatcherReleaseWithCacheWait(t *testing.T) {
+	env.Require(t)
 	ctx := context.Background()
 	cc := startManager(t, lag)
 	noTimeouts(t)
