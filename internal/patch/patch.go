@@ -40,6 +40,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/resourceversion"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/steadyk8s/steady/internal/object"
@@ -382,13 +383,20 @@ func (w *Writer) write(ctx context.Context, obj client.Object, st *state, p *par
 	}
 }
 
-// reread reads the object again into st. A different UID or NotFound is
-// gone. When stale is set and the read returns the resourceVersion already
-// known: through an API reader, the conflict was transient and the write
-// is retried after a pause; through the client (maybe a lagging cache) the
-// read is repeated with backoff, within a budget per Patch.
+// reread reads the object again into st. NotFound or another UID is gone,
+// except through a reader that may lag (the client, when no API reader was
+// given): there a NotFound, or an earlier incarnation of the name (another
+// UID at an older resourceVersion), may be the cache not holding our object
+// yet, so it is not taken for gone; only a write's NotFound, a newer
+// incarnation, or the API reader's answer is. When stale is set and the
+// read returns the resourceVersion already known, or an older one: through
+// an API reader, the conflict was transient and the write is retried after
+// a pause; through the client (maybe a lagging cache) the read is repeated
+// with backoff, within a budget per Patch; a NotFound there pauses and lets
+// the retried write tell. A read older than the known state is never taken.
 func (w *Writer) reread(ctx context.Context, obj client.Object, st *state, stale bool) (bool, error) {
 	r := w.Reader
+	lagging := r == nil
 	if r == nil {
 		r = w.Client
 	}
@@ -396,24 +404,53 @@ func (w *Writer) reread(ctx context.Context, obj client.Object, st *state, stale
 	if sleep == nil {
 		sleep = sleepCtx
 	}
+	pause := func() (bool, error) {
+		if !stale || st.stale >= maxStaleReads {
+			return false, nil
+		}
+		st.stale++
+		if err := sleep(ctx, backoff(st.stale-1)); err != nil {
+			return false, fmt.Errorf("reading the object again: %w", err)
+		}
+		return true, nil
+	}
 	for {
 		fresh := object.EmptyLike(obj)
 		err := r.Get(ctx, client.ObjectKeyFromObject(obj), fresh)
-		if apierrors.IsNotFound(err) {
-			return true, nil
-		}
-		if err != nil {
-			return false, fmt.Errorf("reading the object again: %w", err)
-		}
-		if st.uid != "" && string(fresh.GetUID()) != st.uid {
-			return true, nil
-		}
-		if stale && fresh.GetResourceVersion() == st.rv && st.stale < maxStaleReads {
-			st.stale++
-			if err := sleep(ctx, backoff(st.stale-1)); err != nil {
-				return false, fmt.Errorf("reading the object again: %w", err)
+		switch {
+		case apierrors.IsNotFound(err):
+			if !lagging {
+				return true, nil
 			}
-			if w.Reader == nil {
+			// Maybe not in the cache yet: the retried write tells.
+			_, err := pause()
+			return false, err
+		case err != nil:
+			return false, fmt.Errorf("reading the object again: %w", err)
+		case st.uid != "" && string(fresh.GetUID()) != st.uid:
+			if !lagging || !olderRV(fresh.GetResourceVersion(), st.rv) {
+				return true, nil
+			}
+			// The cache still holds an earlier object of that name.
+			again, err := pause()
+			if again {
+				continue
+			}
+			return false, err
+		case olderRV(fresh.GetResourceVersion(), st.rv):
+			// Older than what is known: never rebase on it (a change it
+			// happens to show would be taken as written).
+			again, err := pause()
+			if again && lagging {
+				continue
+			}
+			return false, err
+		case stale && fresh.GetResourceVersion() == st.rv:
+			again, err := pause()
+			if err != nil {
+				return false, err
+			}
+			if again && lagging {
 				continue
 			}
 		}
@@ -424,6 +461,13 @@ func (w *Writer) reread(ctx context.Context, obj client.Object, st *state, stale
 		st.latest, st.rv = m, fresh.GetResourceVersion()
 		return false, nil
 	}
+}
+
+// olderRV reports whether resourceVersion a is older than b, when both are
+// well-formed.
+func olderRV(a, b string) bool {
+	c, err := resourceversion.CompareResourceVersion(a, b)
+	return err == nil && c < 0
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) error {

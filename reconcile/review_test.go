@@ -1,0 +1,138 @@
+package reconcile_test
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/steadyk8s/steady/conditions"
+	"github.com/steadyk8s/steady/internal/testapi"
+	"github.com/steadyk8s/steady/reconcile"
+)
+
+// waitCached polls the cache until it holds obj at resourceVersion rv (and
+// obj's UID), or fails.
+func waitCached(t *testing.T, r client.Reader, obj client.Object, rv string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		got := &testapi.Widget{}
+		if r.Get(context.Background(), client.ObjectKeyFromObject(obj), got) == nil &&
+			got.UID == obj.GetUID() && got.ResourceVersion == rv {
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	t.Fatalf("the cache never held %s at %s", obj.GetName(), rv)
+}
+
+// A conflict re-read through a lagging cache can return a state OLDER than
+// the snapshot (the snapshot was read from the API server, as NewPatcher
+// asks, or is the answer of this Patcher's own last write). That older
+// state is as stale as one at the conflicting resourceVersion: rebasing on
+// it, a change the older state happens to show is taken as already there
+// and silently not written.
+func TestRereadOlderThanTheSnapshotIsStale(t *testing.T) {
+	cc := testapi.StartManager(t, env, testapi.ManagerOptions{Delay: 300 * time.Millisecond, Informers: []client.Object{&testapi.Widget{}}})
+	ctx := context.Background()
+	w := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: env.Namespace(t), Name: "w",
+		Finalizers: []string{"test.steady.dev/mine"}}}
+	if err := env.Client.Create(ctx, w); err != nil {
+		t.Fatal(err)
+	}
+	waitCached(t, cc.Client, w, w.ResourceVersion) // the cache: [mine]
+	// Someone takes the finalizer off (the cache will not see it for 300 ms).
+	w.Finalizers = nil
+	if err := env.Client.Update(ctx, w); err != nil {
+		t.Fatal(err)
+	}
+	fresh := get(t, w) // as read from the API server: no finalizer
+	p, err := reconcile.NewPatcher(cc.Client, fresh)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fresh.Finalizers = []string{"test.steady.dev/mine"} // we put it back
+	// Another writer meanwhile: the locked write conflicts.
+	otherWriterLabels(t, w)
+	if err := p.Patch(ctx, fresh); err != nil {
+		t.Fatal(err)
+	}
+	got := get(t, w)
+	if !slices.Contains(got.Finalizers, "test.steady.dev/mine") || got.Labels["their"] != "label" {
+		t.Errorf("Patch succeeded but stored finalizers %v, labels %v: the finalizer was never written", got.Finalizers, got.Labels)
+	}
+}
+
+// The same through a cache that still holds the previous incarnation of a
+// recreated object: another UID at an OLDER resourceVersion is the cache
+// lagging, not our object gone (cachewait draws the same line). Taking it
+// for gone ends Patch with success and nothing written.
+func TestRereadOfAnOlderIncarnationIsNotGone(t *testing.T) {
+	cc := testapi.StartManager(t, env, testapi.ManagerOptions{Delay: 300 * time.Millisecond, Informers: []client.Object{&testapi.Widget{}}})
+	ctx := context.Background()
+	ns := env.Namespace(t)
+	old := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "w"}}
+	if err := env.Client.Create(ctx, old); err != nil {
+		t.Fatal(err)
+	}
+	waitCached(t, cc.Client, old, old.ResourceVersion)
+	if err := env.Client.Delete(ctx, old); err != nil {
+		t.Fatal(err)
+	}
+	w := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "w"}}
+	if err := env.Client.Create(ctx, w); err != nil {
+		t.Fatal(err)
+	}
+	fresh := get(t, w)
+	p, _ := reconcile.NewPatcher(cc.Client, fresh)
+	conditions.MarkTrue(fresh, "Mine", "Set", "")
+	fresh.Status.Phase = "Mine"
+	otherWriterLabels(t, w)
+	if err := p.Patch(ctx, fresh); err != nil {
+		t.Fatal(err)
+	}
+	got := get(t, w)
+	if got.UID != w.UID || !conditions.IsTrue(got, "Mine") || got.Status.Phase != "Mine" {
+		t.Errorf("Patch succeeded but stored status %+v: nothing was written", got.Status)
+	}
+}
+
+// And through a cache that has not seen the object's creation yet: its
+// NotFound after a conflict is the cache lagging; only a write's NotFound
+// says gone. Also without status subresource, where the status write's 404
+// is followed by a re-read to tell gone from "no subresource".
+func TestRereadOfAnObjectTheCacheHasNotSeenIsNotGone(t *testing.T) {
+	cc := testapi.StartManager(t, env, testapi.ManagerOptions{Delay: 300 * time.Millisecond, Informers: []client.Object{&testapi.Widget{}}})
+	ctx := context.Background()
+	t.Run("conflict", func(t *testing.T) {
+		w := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: env.Namespace(t), Name: "w"}}
+		if err := env.Client.Create(ctx, w); err != nil {
+			t.Fatal(err)
+		}
+		fresh := get(t, w)
+		p, _ := reconcile.NewPatcher(cc.Client, fresh)
+		conditions.MarkTrue(fresh, "Mine", "Set", "")
+		otherWriterLabels(t, w)
+		if err := p.Patch(ctx, fresh); err != nil {
+			t.Fatal(err)
+		}
+		if got := get(t, w); !conditions.IsTrue(got, "Mine") {
+			t.Errorf("Patch succeeded but stored status %+v: nothing was written", got.Status)
+		}
+	})
+}
+
+// otherWriterLabels is another writer labelling w meanwhile, so that a
+// locked write of a Patcher snapshotted before conflicts.
+func otherWriterLabels(t *testing.T, w *testapi.Widget) {
+	t.Helper()
+	other := get(t, w)
+	other.Labels = map[string]string{"their": "label"}
+	if err := env.Client.Update(context.Background(), other); err != nil {
+		t.Fatal(err)
+	}
+}
