@@ -49,7 +49,7 @@
 //     [*PatchError] saying what was written before it; an object other than
 //     the snapshotted one is refused with a [*MismatchError];
 //   - a kind without a status subresource gets its status written with the
-//     object, and [WithObservedGeneration] then records the generation that
+//     object, in one write with the rest of the change, and [WithObservedGeneration] then records the generation that
 //     write produces, so repeated reconciles make no write;
 //   - after a successful Patch the object is the Patcher's new snapshot: a
 //     Patcher can write Reconciling early and the rest at the end.

@@ -70,7 +70,9 @@ func (e *MismatchError) Error() string {
 type PatchError struct {
 	// Object names the object as "Kind namespace/name".
 	Object string
-	// Step is the write that failed: "status" or "metadata and spec".
+	// Step is the write that failed: "status" or "metadata and spec"
+	// ("status, metadata and spec" for a kind without a status
+	// subresource, where they go in one write).
 	Step string
 	// Written lists the writes that succeeded before; empty: nothing was
 	// written.
@@ -136,7 +138,8 @@ func (p *Patcher) PatchOnExit(ctx context.Context, obj client.Object, reterr *er
 // deleted and recreated under the same name is never written, and Patch
 // reports that as gone. Gone (NotFound, or another UID) is success: there
 // is nothing left to write. A kind without a status subresource gets its
-// status written with the object.
+// status written with the object, in one write with the rest of the change
+// (after the status subresource's 404).
 //
 // obj must be the snapshotted object (same kind, Go type, namespace and
 // name), else a [*MismatchError]. A failed write is a [*PatchError] that

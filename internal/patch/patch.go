@@ -91,7 +91,9 @@ type Result struct {
 	// Gone: the object is gone (NotFound, or another object under its name
 	// now); nothing more was written.
 	Gone bool
-	// Wrote lists the parts written ("status", "metadata and spec").
+	// Wrote lists the parts written ("status", "metadata and spec", or
+	// "status, metadata and spec" in one write to an object without a
+	// status subresource).
 	Wrote []string
 }
 
@@ -141,6 +143,9 @@ func (w *Writer) Patch(ctx context.Context, before, obj client.Object, o Options
 	var res Result
 	var answer client.Object
 	for _, p := range parts {
+		if p.merged {
+			continue
+		}
 		ans, gone, err := w.write(ctx, obj, st, p, o)
 		if err != nil {
 			return res, &StepError{Step: p.step(), Wrote: res.Wrote, Err: err}
@@ -172,11 +177,19 @@ type state struct {
 type part struct {
 	status   bool // written to the status subresource (until it is found missing)
 	fallback bool // status written to the object: there is no status subresource
-	diff     map[string]any
-	lists    []*list
+	// rest is the part of the object's other fields, which a status written
+	// with the object takes along (merged marks it so): one write, one
+	// generation bump.
+	rest   *part
+	merged bool
+	diff   map[string]any
+	lists  []*list
 }
 
 func (p *part) step() string {
+	if p.fallback && p.rest != nil && p.rest.merged {
+		return stepStatus + ", " + stepMain
+	}
 	if p.status || p.fallback {
 		return stepStatus
 	}
@@ -259,6 +272,9 @@ func plan(before, obj client.Object, o Options) ([]*part, error) {
 		}
 	}
 	var parts []*part
+	if len(main.diff) > 0 || len(main.lists) > 0 {
+		status.rest = main
+	}
 	for _, p := range []*part{status, main} {
 		if len(p.diff) > 0 || len(p.lists) > 0 {
 			parts = append(parts, p)
@@ -281,7 +297,7 @@ func (p *part) body(latest map[string]any, o Options) (map[string]any, bool, err
 		if len(out) > 0 {
 			v = out
 		}
-		if err := setNested(body, v, l.path); err != nil {
+		if err := setList(body, latest, v, l.path); err != nil {
 			return nil, false, err
 		}
 		lists = true
@@ -298,7 +314,11 @@ func (p *part) body(latest map[string]any, o Options) (map[string]any, bool, err
 		}
 		gen, _, _ := unstructured.NestedInt64(latest, "metadata", "generation")
 		og, _, _ := unstructured.NestedInt64(latest, "status", "observedGeneration")
-		if len(body) > 0 || og != gen {
+		bumps := false // a change outside metadata bumps the generation
+		for k := range body {
+			bumps = bumps || k != "metadata"
+		}
+		if bumps || og != gen {
 			if err := setNested(body, gen+1, []string{"status", "observedGeneration"}); err != nil {
 				return nil, false, err
 			}
@@ -356,12 +376,16 @@ func (w *Writer) write(ctx context.Context, obj client.Object, st *state, p *par
 		switch {
 		case apierrors.IsNotFound(err) && p.status:
 			// Gone, or a kind without a status subresource: then status is
-			// written with the object.
-			gone, rerr := w.reread(ctx, obj, st, false)
-			if gone || rerr != nil {
-				return nil, gone, rerr
-			}
+			// written with the object, in one write with the rest (a
+			// NotFound there is gone).
 			p.status, p.fallback = false, true
+			if r := p.rest; r != nil {
+				for k, v := range r.diff {
+					p.diff[k] = v
+				}
+				p.lists = append(p.lists, r.lists...)
+				r.merged = true
+			}
 			continue
 		case apierrors.IsNotFound(err):
 			return nil, true, nil
@@ -611,6 +635,40 @@ func removeNested(m map[string]any, path []string) {
 		m = next
 	}
 	delete(m, path[len(path)-1])
+}
+
+// setList sets the list at path in a merge patch body whose diff may
+// remove a parent of it (a null: the change dropped the whole parent, say
+// status.deprecated). Then no list is left to send, or, where another
+// writer added entries meanwhile, the parent is sent as an object that
+// removes every other field latest has under it, keeping the removal.
+func setList(body, latest map[string]any, v any, path []string) error {
+	m, cur := body, latest
+	removing := false // a parent is removed: null the fields latest has below it
+	for _, p := range path[:len(path)-1] {
+		val, present := m[p]
+		c, _ := cur[p].(map[string]any)
+		next, ok := val.(map[string]any)
+		switch {
+		case ok:
+		case val != nil:
+			return fmt.Errorf("field %s is not an object", strings.Join(path, "."))
+		case present && v == nil:
+			return nil // the parent's removal removes the list
+		default:
+			removing = removing || present
+			next = map[string]any{}
+			if removing {
+				for k := range c {
+					next[k] = nil
+				}
+			}
+			m[p] = next
+		}
+		m, cur = next, c
+	}
+	m[path[len(path)-1]] = v
+	return nil
 }
 
 func setNested(m map[string]any, v any, path []string) error {

@@ -1,0 +1,100 @@
+package reconcile_test
+
+import (
+	"context"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/steadyk8s/steady/internal/testapi"
+	"github.com/steadyk8s/steady/reconcile"
+)
+
+// Dropping a whole parent of a further condition list (cluster-api v1beta2
+// dropping status.deprecated) is a removal: the other fields under that
+// parent must go too.
+func TestRemovingTheParentOfAConditionList(t *testing.T) {
+	ctx := context.Background()
+	u := createU(t, newUnstructured("Thing", env.Namespace(t), "t"))
+	u = writeStatus(t, u, map[string]any{
+		"phase": "Running",
+		"deprecated": map[string]any{"v1beta1": map[string]any{
+			"failureReason": "Boom",
+			"conditions": []any{map[string]any{"type": "Ready", "status": "True", "severity": "",
+				"lastTransitionTime": "2024-01-01T00:00:00Z"}},
+		}},
+	})
+	for _, lists := range []bool{false, true} {
+		obj := getU(t, u)
+		if _, found, _ := unstructured.NestedMap(obj.Object, "status", "deprecated"); !found {
+			obj = writeStatus(t, obj, map[string]any{"phase": "Running", "deprecated": map[string]any{"v1beta1": map[string]any{
+				"failureReason": "Boom",
+				"conditions":    []any{map[string]any{"type": "Ready", "status": "True", "lastTransitionTime": "2024-01-01T00:00:00Z"}},
+			}}})
+		}
+		p, _ := reconcile.NewPatcher(env.Client, obj)
+		unstructured.RemoveNestedField(obj.Object, "status", "deprecated")
+		var opts []reconcile.PatchOption
+		if lists {
+			opts = append(opts, reconcile.WithConditionLists{"status.deprecated.v1beta1.conditions"})
+		}
+		if err := p.Patch(ctx, obj, opts...); err != nil {
+			t.Fatal(err)
+		}
+		got := getU(t, u)
+		if d, found, _ := unstructured.NestedFieldNoCopy(got.Object, "status", "deprecated"); found {
+			t.Errorf("WithConditionLists %v: status.deprecated removed, stored %v", lists, d)
+		}
+	}
+}
+
+// A kind without a status subresource, status and spec changed in one
+// Patch with WithObservedGeneration: the status written with the object
+// and then the spec written apart bump the generation twice, and the
+// observedGeneration recorded is already behind when Patch returns.
+func TestObservedGenerationWithSpecWithoutStatusSubresource(t *testing.T) {
+	ctx := context.Background()
+	u := createU(t, newUnstructured("PlainThing", env.Namespace(t), "p"))
+	c, n, _ := testapi.NewCountingClient(env.Config, env.Scheme)
+	obj := getU(t, u)
+	p, _ := reconcile.NewPatcher(c, obj)
+	_ = unstructured.SetNestedField(obj.Object, int64(3), "spec", "replicas")
+	_ = unstructured.SetNestedField(obj.Object, "Running", "status", "phase")
+	if err := p.Patch(ctx, obj, reconcile.WithObservedGeneration{}); err != nil {
+		t.Fatal(err)
+	}
+	got := getU(t, u)
+	og, _, _ := unstructured.NestedInt64(got.Object, "status", "observedGeneration")
+	r, _, _ := unstructured.NestedInt64(got.Object, "spec", "replicas")
+	if og != got.GetGeneration() || r != 3 {
+		t.Errorf("generation %d, observedGeneration %d, spec.replicas %d", got.GetGeneration(), og, r)
+	}
+	if n.Get("PATCH") > 2 || n.Get("GET") != 0 {
+		t.Errorf("requests %s, want the status subresource's 404 and one PATCH", n)
+	}
+	// A label alone, observedGeneration current: no generation bump.
+	n.Reset()
+	obj = getU(t, u)
+	p, _ = reconcile.NewPatcher(c, obj)
+	obj.SetLabels(map[string]string{"team": "a"})
+	_ = unstructured.SetNestedField(obj.Object, "Labelled", "status", "phase")
+	if err := p.Patch(ctx, obj, reconcile.WithObservedGeneration{}); err != nil {
+		t.Fatal(err)
+	}
+	got2 := getU(t, u)
+	og2, _, _ := unstructured.NestedInt64(got2.Object, "status", "observedGeneration")
+	if og2 != got2.GetGeneration() || got2.GetLabels()["team"] != "a" {
+		t.Errorf("label and phase: generation %d -> %d, observedGeneration %d, labels %v", got.GetGeneration(), got2.GetGeneration(), og2, got2.GetLabels())
+	}
+	// And the next reconcile, with nothing to change, writes nothing.
+	n.Reset()
+	obj = getU(t, u)
+	p, _ = reconcile.NewPatcher(c, obj)
+	_ = unstructured.SetNestedField(obj.Object, "Labelled", "status", "phase")
+	if err := p.Patch(ctx, obj, reconcile.WithObservedGeneration{}); err != nil {
+		t.Fatal(err)
+	}
+	if n.Writes() != 0 {
+		t.Errorf("a no-op reconcile after it: requests %s", n)
+	}
+}
