@@ -144,8 +144,12 @@ func (h *Handler) finalize(ctx context.Context, obj client.Object) (Result, erro
 		case err == nil:
 			done = append(done, n)
 		case errors.As(err, &ip):
-			if res.RequeueAfter == 0 || (ip.RequeueAfter > 0 && ip.RequeueAfter < res.RequeueAfter) {
-				res.RequeueAfter = ip.RequeueAfter
+			d := ip.RequeueAfter
+			if d <= 0 {
+				d = DefaultInProgressRequeue
+			}
+			if res.RequeueAfter == 0 || d < res.RequeueAfter {
+				res.RequeueAfter = d
 			}
 		default:
 			errs = append(errs, &CleanupError{Object: h.describe(obj), Finalizer: n, Err: err})
