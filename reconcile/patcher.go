@@ -153,6 +153,10 @@ func (p *Patcher) Patch(ctx context.Context, obj client.Object, opts ...PatchOpt
 	if err := p.sameObject(obj); err != nil {
 		return err
 	}
+	var changed client.Object // obj as this reconcile left it, for WithEvents
+	if o.Events != nil {
+		changed = obj.DeepCopyObject().(client.Object)
+	}
 	res, err := p.w.Patch(ctx, p.before, obj, patch.Options{
 		OptimisticLock:     o.OptimisticLock,
 		ObservedGeneration: o.ObservedGeneration,
@@ -162,6 +166,9 @@ func (p *Patcher) Patch(ctx context.Context, obj client.Object, opts ...PatchOpt
 	if err != nil {
 		var se *patch.StepError
 		if errors.As(err, &se) {
+			if o.Events != nil && wroteStatus(se.Wrote) {
+				recordReadyFlip(o.Events, p.before, changed)
+			}
 			return &PatchError{Object: p.describe(), Step: se.Step, Written: se.Wrote, Err: se.Err}
 		}
 		return &PatchError{Object: p.describe(), Step: "the patch", Err: err}
@@ -169,8 +176,10 @@ func (p *Patcher) Patch(ctx context.Context, obj client.Object, opts ...PatchOpt
 	if res.Gone {
 		return nil
 	}
-	if o.Events != nil && len(res.Wrote) > 0 {
-		recordReadyFlip(o.Events, p.before, obj)
+	if o.Events != nil && wroteStatus(res.Wrote) {
+		// The flip this Patch made (conditions it changed win on a
+		// rebase), not one another writer made meanwhile.
+		recordReadyFlip(o.Events, p.before, changed)
 	}
 	p.before = obj.DeepCopyObject().(client.Object)
 	if o.CacheReader != nil && len(res.Wrote) > 0 {

@@ -2,9 +2,16 @@ package reconcile_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/tools/record"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	"github.com/steadyk8s/steady/conditions"
 
 	"github.com/steadyk8s/steady/internal/testapi"
 	"github.com/steadyk8s/steady/reconcile"
@@ -97,4 +104,65 @@ func TestObservedGenerationWithSpecWithoutStatusSubresource(t *testing.T) {
 	if n.Writes() != 0 {
 		t.Errorf("a no-op reconcile after it: requests %s", n)
 	}
+}
+
+// WithEvents records a flip this Patch wrote, not one another writer made
+// meanwhile (which the answer shows), and records a flip that was written
+// even when a later write of the same Patch failed.
+func TestEventsOnlyForFlipsThisPatchWrote(t *testing.T) {
+	ctx := context.Background()
+	t.Run("another writer flips Ready", func(t *testing.T) {
+		w, c, _ := fixture(t)
+		conditions.MarkFalse(w, "Ready", "Waiting", "")
+		if err := env.Client.Status().Update(ctx, w); err != nil {
+			t.Fatal(err)
+		}
+		w = get(t, w)
+		rec := record.NewFakeRecorder(10)
+		p, _ := reconcile.NewPatcher(c, w)
+		other := get(t, w)
+		conditions.MarkTrue(other, "Ready", "TheirsSaysSo", "")
+		if err := env.Client.Status().Update(ctx, other); err != nil {
+			t.Fatal(err)
+		}
+		w.Status.Phase = "Mine"
+		if err := p.Patch(ctx, w, reconcile.WithEvents{Recorder: rec}); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case e := <-rec.Events:
+			t.Errorf("event %q for a flip this Patch did not write", e)
+		default:
+		}
+	})
+	t.Run("the metadata write fails after the flip was written", func(t *testing.T) {
+		w, _, _ := fixture(t)
+		ww, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Scheme})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := interceptor.NewClient(ww, interceptor.Funcs{
+			Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+				return apierrors.NewInternalError(errors.New("etcd is sad"))
+			},
+		})
+		rec := record.NewFakeRecorder(10)
+		p, _ := reconcile.NewPatcher(c, w)
+		conditions.MarkTrue(w, "Ready", "Up", "")
+		w.Spec.Size = 7
+		if err := p.Patch(ctx, w, reconcile.WithEvents{Recorder: rec}); err == nil {
+			t.Fatal("want the metadata write's error")
+		}
+		if !conditions.IsTrue(get(t, w), "Ready") {
+			t.Fatal("status not written")
+		}
+		select {
+		case e := <-rec.Events:
+			if e != "Normal Ready Up: " {
+				t.Errorf("event %q", e)
+			}
+		default:
+			t.Error("no event for the Ready flip that was written")
+		}
+	})
 }
