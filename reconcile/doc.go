@@ -35,7 +35,8 @@
 //   - other writers' changes survive: fields this reconcile did not touch are
 //     not in the patch, and the lists a merge patch replaces whole,
 //     finalizers, ownerReferences and conditions (of any shape: entries are
-//     kept as the JSON the latest writer wrote), are rebased on the latest
+//     kept as the JSON the latest writer wrote, as far as the object's Go
+//     type reads it; unstructured objects keep every field), are rebased on the latest
 //     object and written under optimistic locking; on a conflict Patch
 //     re-reads and rebases (the entries this reconcile changed win);
 //   - re-reads go to the API reader given with [WithAPIReader]; without one,

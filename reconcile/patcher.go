@@ -126,9 +126,12 @@ func (p *Patcher) PatchOnExit(ctx context.Context, obj client.Object, reterr *er
 // those of [WithConditionLists]), are rebased on the latest object before
 // each write and sent under optimistic locking: the entries this reconcile
 // added, changed or removed (and the types of [WithOwnedConditions]) take
-// its value, every other entry stays byte for byte as the latest writer has
-// it, whatever its shape (a Deployment's lastUpdateTime, cluster-api's
-// severity). On a conflict Patch reads the object again, from the
+// its value, every other entry stays as the latest writer has it, whatever
+// its shape (a Deployment's lastUpdateTime, cluster-api's severity), as far
+// as obj's Go type reads it: an unstructured object keeps every field, a
+// typed one the fields its Go types have (a list is sent whole, so a field
+// the condition struct lacks is lost on every entry when the list is
+// written). On a conflict Patch reads the object again, from the
 // [WithAPIReader] reader when given, and rebases; a read that still shows
 // the conflicting state (a lagging cache) is repeated with backoff. The
 // metadata write rebases on the status write's answer.

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -165,4 +166,40 @@ func TestEventsOnlyForFlipsThisPatchWrote(t *testing.T) {
 			t.Error("no event for the Ready flip that was written")
 		}
 	})
+}
+
+// The docs promise that conditions this reconcile did not touch stay "byte
+// for byte as the latest writer has it, whatever its shape". Through a Go
+// type whose condition struct lacks a field another writer sets (a CRD
+// schema newer than the controller's types, cluster-api's severity read as
+// metav1.Condition), the rebased list is built from the typed snapshot and
+// answers, which dropped the field, and sent whole.
+func TestTypedConditionsKeepOthersUnknownFields(t *testing.T) {
+	t.Skip("BUG (documented as a limitation): a typed object's condition list is rebased on typed reads, which drop " +
+		"fields the Go type lacks, and sent whole: another writer's extra fields (severity, lastProbeTime) on entries " +
+		"this reconcile did not touch are lost. A fix needs the raw JSON of the latest state (an unstructured read: " +
+		"a GET more per Patch, or an informer more) or per-entry JSON Patch ops instead of a merge patch")
+	ctx := context.Background()
+	u := createU(t, newUnstructured("Thing", env.Namespace(t), "t"))
+	writeStatus(t, u, map[string]any{"conditions": []any{map[string]any{
+		"type": "Theirs", "status": "True", "reason": "Set", "message": "", "lastTransitionTime": "2024-01-01T00:00:00Z",
+		"severity": "Info", "lastProbeTime": "2024-01-02T00:00:00Z",
+	}}})
+	var th Thing
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(u), &th); err != nil {
+		t.Fatal(err)
+	}
+	p, _ := reconcile.NewPatcher(env.Client, &th)
+	th.Status.Conditions = append(th.Status.Conditions, metav1.Condition{Type: "Mine", Status: metav1.ConditionTrue,
+		Reason: "Set", LastTransitionTime: metav1.Now()})
+	if err := p.Patch(ctx, &th); err != nil {
+		t.Fatal(err)
+	}
+	got := getU(t, u)
+	list, _, _ := unstructured.NestedSlice(got.Object, "status", "conditions")
+	for _, c := range list {
+		if m := c.(map[string]any); m["type"] == "Theirs" && (m["severity"] != "Info" || m["lastProbeTime"] == nil) {
+			t.Errorf("their condition lost fields: %v", m)
+		}
+	}
 }

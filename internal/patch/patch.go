@@ -12,8 +12,9 @@
 //   - Lists that a merge patch replaces whole and that other writers also
 //     change are rebased on the latest state of the object before each
 //     write: metadata.finalizers (by value), metadata.ownerReferences (by
-//     uid) and condition lists (by type, entries kept as raw JSON objects of
-//     any shape). Only the entries this change added, changed or removed are
+//     uid) and condition lists (by type, entries kept as JSON objects of any
+//     shape, as far as the object's Go type reads them: a typed object
+//     drops the fields its types lack). Only the entries this change added, changed or removed are
 //     touched; every other entry stays as the latest writer has it. Whenever
 //     such a list is sent the write is locked on the resourceVersion the
 //     list was rebased on; after a status write, the second write rebases on
