@@ -139,7 +139,9 @@ func (p *Patcher) PatchOnExit(ctx context.Context, obj client.Object, reterr *er
 //
 // Every write carries the snapshot's UID as a precondition: an object
 // deleted and recreated under the same name is never written, and Patch
-// reports that as gone. Gone (NotFound, or another UID) is success: there
+// reports that as gone. (The status subresource does not compare a UID, so
+// status writes are locked on the resourceVersion read and rebased on a
+// conflict like the lists.) Gone (NotFound, or another UID) is success: there
 // is nothing left to write. A kind without a status subresource gets its
 // status written with the object, in one write with the rest of the change
 // (after the status subresource's 404).

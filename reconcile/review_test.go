@@ -136,3 +136,29 @@ func otherWriterLabels(t *testing.T, w *testapi.Widget) {
 		t.Fatal(err)
 	}
 }
+
+// The UID precondition the docs promise on every write does not hold for
+// the status subresource: its strategy takes metadata from the stored
+// object, so a metadata.uid in a status merge patch is never compared. A
+// status change without a condition change (no list, so no lock) is
+// written onto an object deleted and recreated under the same name.
+func TestStatusWriteNeverLandsOnARecreatedObject(t *testing.T) {
+	w, c, _ := fixture(t)
+	ctx := context.Background()
+	p, _ := reconcile.NewPatcher(c, w)
+	if err := env.Client.Delete(ctx, w.DeepCopy()); err != nil {
+		t.Fatal(err)
+	}
+	fresh := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: w.Namespace, Name: w.Name}}
+	if err := env.Client.Create(ctx, fresh); err != nil {
+		t.Fatal(err)
+	}
+	w.Status.Phase = "Mine"
+	w.Status.Replicas = 7
+	if err := p.Patch(ctx, w); err != nil {
+		t.Fatalf("Patch = %v, want nil (the object is gone)", err)
+	}
+	if got := get(t, fresh); got.Status.Phase != "" || got.Status.Replicas != 0 {
+		t.Errorf("the old object's status was written onto the new one: %+v", got.Status)
+	}
+}

@@ -21,7 +21,10 @@
 //     the status write's answer.
 //   - Every write carries the snapshot's metadata.uid as a precondition, and
 //     a re-read that finds another UID under the name ends the write as
-//     gone: a recreated object is never written.
+//     gone: a recreated object is never written. The status subresource
+//     ignores a uid in the patch (its strategy takes metadata from the
+//     stored object), so status writes are always locked on the
+//     resourceVersion instead, and rebased on a conflict like the lists.
 //   - Re-reads after a conflict go to Reader (the API server when the caller
 //     gave an API reader). A re-read that returns the resourceVersion that
 //     just conflicted is stale (a lagging cache): it is repeated with
@@ -343,7 +346,10 @@ func (w *Writer) write(ctx context.Context, obj client.Object, st *state, p *par
 		if st.uid != "" {
 			md["uid"] = st.uid
 		}
-		if lists || o.OptimisticLock {
+		// The status subresource takes metadata from the stored object, so
+		// a uid in its patch is never compared: only a resourceVersion lock
+		// keeps a status write off an object recreated under the name.
+		if lists || o.OptimisticLock || (p.status && st.uid != "") {
 			md["resourceVersion"] = st.rv
 		}
 		if len(md) > 0 {
