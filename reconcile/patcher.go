@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
-	"strings"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -75,19 +74,19 @@ type PatchError struct {
 	// subresource, where they go in one write).
 	Step string
 	// Written lists the writes that succeeded before; empty: nothing was
-	// written.
+	// written before Step.
 	Written []string
+	// Unsure is set when Step's write may itself have been applied: its
+	// error did not come from the API server (a timeout, a dropped
+	// connection). Read the object to know.
+	Unsure bool
 	// Err is the API server's (or the client's) error.
 	Err error
 }
 
 // Error implements error.
 func (e *PatchError) Error() string {
-	done := "nothing was written"
-	if len(e.Written) > 0 {
-		done = strings.Join(e.Written, " and ") + " was written"
-	}
-	return fmt.Sprintf("reconcile: %s: writing %s failed (%s): %v", e.Object, e.Step, done, e.Err)
+	return fmt.Sprintf("reconcile: %s: writing %s failed (%s): %v", e.Object, e.Step, patch.Written(e.Written, e.Unsure), e.Err)
 }
 
 // Unwrap returns the underlying error.
@@ -174,7 +173,7 @@ func (p *Patcher) Patch(ctx context.Context, obj client.Object, opts ...PatchOpt
 			if o.Events != nil && wroteStatus(se.Wrote) {
 				recordReadyFlip(o.Events, p.before, changed)
 			}
-			return &PatchError{Object: p.describe(), Step: se.Step, Written: se.Wrote, Err: se.Err}
+			return &PatchError{Object: p.describe(), Step: se.Step, Written: se.Wrote, Unsure: se.Unsure, Err: se.Err}
 		}
 		return &PatchError{Object: p.describe(), Step: "the patch", Err: err}
 	}

@@ -3,6 +3,7 @@ package reconcile_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -201,5 +202,37 @@ func TestTypedConditionsKeepOthersUnknownFields(t *testing.T) {
 		if m := c.(map[string]any); m["type"] == "Theirs" && (m["severity"] != "Info" || m["lastProbeTime"] == nil) {
 			t.Errorf("their condition lost fields: %v", m)
 		}
+	}
+}
+
+// A write whose error did not come from the API server (a timeout, a
+// dropped connection) may have been applied: the error must not say that
+// nothing was written.
+func TestPatchErrorOfATimeoutDoesNotClaimNothingWasWritten(t *testing.T) {
+	w, _, _ := fixture(t)
+	ww, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := interceptor.NewClient(ww, interceptor.Funcs{
+		SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+			if err := c.SubResource(sub).Patch(ctx, obj, patch, opts...); err != nil {
+				return err
+			}
+			return context.DeadlineExceeded // the answer never came
+		},
+	})
+	p, _ := reconcile.NewPatcher(c, w)
+	w.Status.Phase = "Landed"
+	err = p.Patch(context.Background(), w)
+	var pe *reconcile.PatchError
+	if !errors.As(err, &pe) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("err = %v", err)
+	}
+	if get(t, w).Status.Phase != "Landed" {
+		t.Fatal("the write did not land; the test needs it to")
+	}
+	if !pe.Unsure || strings.Contains(err.Error(), "nothing was written)") {
+		t.Errorf("err = %q (Unsure %v): claims nothing was written, but the write landed", err, pe.Unsure)
 	}
 }

@@ -34,6 +34,7 @@ package patch
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"reflect"
 	"strings"
@@ -106,22 +107,37 @@ type Result struct {
 type StepError struct {
 	Step  string
 	Wrote []string
-	Err   error
+	// Unsure: the failed write may itself have been applied (its error did
+	// not come from the API server: a timeout, a dropped connection).
+	Unsure bool
+	Err    error
 }
 
 // Error implements error.
 func (e *StepError) Error() string {
-	s := "writing " + e.Step
-	if len(e.Wrote) > 0 {
-		s += " (after " + strings.Join(e.Wrote, " and ") + " was written)"
-	} else {
-		s += " (nothing was written)"
-	}
-	return s + ": " + e.Err.Error()
+	return "writing " + e.Step + " (" + Written(e.Wrote, e.Unsure) + "): " + e.Err.Error()
 }
 
 // Unwrap returns the API error.
 func (e *StepError) Unwrap() error { return e.Err }
+
+// Written says what was written before a failed write, and whether that
+// write may itself have been applied.
+func Written(wrote []string, unsure bool) string {
+	s := "nothing was written"
+	if len(wrote) > 0 {
+		s = strings.Join(wrote, " and ") + " was written"
+	}
+	if unsure {
+		s += " before it; it may itself have been applied"
+	}
+	return s
+}
+
+// unsureError is a write's error that did not come from the API server.
+type unsureError struct{ error }
+
+func (e unsureError) Unwrap() error { return e.error }
 
 const (
 	stepStatus = "status"
@@ -152,7 +168,12 @@ func (w *Writer) Patch(ctx context.Context, before, obj client.Object, o Options
 		}
 		ans, gone, err := w.write(ctx, obj, st, p, o)
 		if err != nil {
-			return res, &StepError{Step: p.step(), Wrote: res.Wrote, Err: err}
+			se := &StepError{Step: p.step(), Wrote: res.Wrote, Err: err}
+			var u unsureError
+			if errors.As(err, &u) {
+				se.Unsure, se.Err = true, u.error
+			}
+			return res, se
 		}
 		if gone {
 			res.Gone = true
@@ -409,6 +430,10 @@ func (w *Writer) write(ctx context.Context, obj client.Object, st *state, p *par
 				return nil, gone, rerr
 			}
 		default:
+			var status apierrors.APIStatus
+			if !errors.As(err, &status) {
+				return nil, false, unsureError{err}
+			}
 			return nil, false, err
 		}
 	}
