@@ -162,3 +162,36 @@ func TestStatusWriteNeverLandsOnARecreatedObject(t *testing.T) {
 		t.Errorf("the old object's status was written onto the new one: %+v", got.Status)
 	}
 }
+
+// Through a lagging cache that still holds the deleted object: the API
+// server's answer to the UID precondition (422 on metadata.uid) already
+// says the object is gone; a re-read of the cache that still shows it must
+// not turn that into an error.
+func TestRecreatedObjectThroughALaggingCacheIsGone(t *testing.T) {
+	cc := testapi.StartManager(t, env, testapi.ManagerOptions{Delay: 300 * time.Millisecond, Informers: []client.Object{&testapi.Widget{}}})
+	ctx := context.Background()
+	w := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: env.Namespace(t), Name: "w"}, Spec: testapi.WidgetSpec{Size: 1}}
+	if err := env.Client.Create(ctx, w); err != nil {
+		t.Fatal(err)
+	}
+	waitCached(t, cc.Client, w, w.ResourceVersion)
+	old := &testapi.Widget{}
+	if err := cc.Client.Get(ctx, client.ObjectKeyFromObject(w), old); err != nil {
+		t.Fatal(err)
+	}
+	p, _ := reconcile.NewPatcher(cc.Client, old)
+	if err := env.Client.Delete(ctx, w); err != nil {
+		t.Fatal(err)
+	}
+	fresh := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: w.Namespace, Name: w.Name}, Spec: testapi.WidgetSpec{Size: 1}}
+	if err := env.Client.Create(ctx, fresh); err != nil {
+		t.Fatal(err)
+	}
+	old.Spec.Size = 9
+	if err := p.Patch(ctx, old); err != nil {
+		t.Errorf("Patch = %v, want nil (the object is gone)", err)
+	}
+	if got := get(t, fresh); got.Spec.Size != 1 {
+		t.Errorf("the new object was written: %+v", got.Spec)
+	}
+}

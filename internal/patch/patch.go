@@ -417,10 +417,13 @@ func (w *Writer) write(ctx context.Context, obj client.Object, st *state, p *par
 			continue
 		case apierrors.IsNotFound(err):
 			return nil, true, nil
-		case apierrors.IsConflict(err) || (apierrors.IsInvalid(err) && st.uid != ""):
-			// Someone wrote meanwhile, or (the uid precondition) the object
-			// was replaced.
-			if o.OptimisticLock || apierrors.IsInvalid(err) || attempt >= MaxAttempts {
+		case st.uid != "" && uidRefused(err):
+			// The uid precondition: the object under the name is another
+			// one (the API server says so; a lagging cache may not yet).
+			return nil, true, nil
+		case apierrors.IsConflict(err):
+			// Someone wrote meanwhile.
+			if o.OptimisticLock || attempt >= MaxAttempts {
 				if gone, rerr := w.reread(ctx, obj, st, false); gone && rerr == nil {
 					return nil, true, nil
 				}
@@ -517,6 +520,21 @@ func (w *Writer) reread(ctx context.Context, obj client.Object, st *state, stale
 		st.latest, st.rv = m, fresh.GetResourceVersion()
 		return false, nil
 	}
+}
+
+// uidRefused reports whether err is the API server refusing a write for
+// its metadata.uid: another object has the name now.
+func uidRefused(err error) bool {
+	var status apierrors.APIStatus
+	if !apierrors.IsInvalid(err) || !errors.As(err, &status) || status.Status().Details == nil {
+		return false
+	}
+	for _, c := range status.Status().Details.Causes {
+		if c.Field == "metadata.uid" {
+			return true
+		}
+	}
+	return false
 }
 
 // olderRV reports whether resourceVersion a is older than b, when both are
