@@ -2,6 +2,9 @@ package finalizer_test
 
 import (
 	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -54,5 +57,47 @@ func TestInProgressWithoutATimeIsRequeued(t *testing.T) {
 			got.Finalizers = nil
 			_ = env.Client.Update(ctx, got)
 		})
+	}
+}
+
+// Several controllers, each with its own Handler and finalizer, handle the
+// same deleting object at once from the same stale copy: each cleanup runs,
+// no finalizer goes without its cleanup, none survives a succeeded one, and
+// the object goes.
+func TestConcurrentHandlersOnOneDeletingObject(t *testing.T) {
+	ctx := context.Background()
+	const n = 6
+	var names []string
+	for i := range n {
+		names = append(names, fmt.Sprintf("c%d.example.com/cleanup", i))
+	}
+	w := create(t, env.Client, env.Namespace(t), names...)
+	if err := env.Client.Delete(ctx, w); err != nil {
+		t.Fatal(err)
+	}
+	stale, _ := stored(t, env.Client, w)
+	var ran [n]atomic.Int32
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			h := finalizer.NewHandler(env.Client)
+			_ = h.Register(names[i], finalizer.Func(func(context.Context, client.Object) error {
+				ran[i].Add(1)
+				return nil
+			}))
+			_, errs[i] = h.Handle(ctx, stale.DeepCopy())
+		}()
+	}
+	wg.Wait()
+	for i := range n {
+		if errs[i] != nil || ran[i].Load() == 0 {
+			t.Errorf("controller %d: ran %d, err %v", i, ran[i].Load(), errs[i])
+		}
+	}
+	if got, ok := stored(t, env.Client, w); ok {
+		t.Errorf("object still there with finalizers %v", got.Finalizers)
 	}
 }

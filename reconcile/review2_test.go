@@ -236,3 +236,21 @@ func TestPatchErrorOfATimeoutDoesNotClaimNothingWasWritten(t *testing.T) {
 		t.Errorf("err = %q (Unsure %v): claims nothing was written, but the write landed", err, pe.Unsure)
 	}
 }
+
+// A field at a condition-list path that is not a list (an object keyed by
+// type, a string: some APIs do that) is an ordinary field: its change is
+// written, not dropped from the patch as a list that never changes.
+func TestNonListAtAConditionPathIsWritten(t *testing.T) {
+	ctx := context.Background()
+	u := createU(t, newUnstructured("Thing", env.Namespace(t), "t"))
+	u = writeStatus(t, u, map[string]any{"conditions": map[string]any{"Ready": "False"}})
+	p, _ := reconcile.NewPatcher(env.Client, u)
+	_ = unstructured.SetNestedField(u.Object, "True", "status", "conditions", "Ready")
+	if err := p.Patch(ctx, u); err != nil {
+		t.Fatal(err)
+	}
+	got := getU(t, u)
+	if v, _, _ := unstructured.NestedString(got.Object, "status", "conditions", "Ready"); v != "True" {
+		t.Errorf("status.conditions = %v", got.Object["status"])
+	}
+}

@@ -256,12 +256,20 @@ func plan(before, obj client.Object, o Options) ([]*part, error) {
 		}
 		all = append(all, &list{path: p, key: fieldKey("type"), owned: owned})
 	}
+	lists := all[:0]
 	for _, l := range all {
-		l.before, _ = nested(bm, l.path).([]any)
-		l.after, _ = nested(am, l.path).([]any)
+		b, a := nested(bm, l.path), nested(am, l.path)
+		var bok, aok bool
+		l.before, bok = b.([]any)
+		l.after, aok = a.([]any)
+		if (b != nil && !bok) || (a != nil && !aok) {
+			continue // not a list there: an ordinary field of the diff
+		}
 		removeNested(bm, l.path)
 		removeNested(am, l.path)
+		lists = append(lists, l)
 	}
+	all = lists
 
 	// status
 	sb, _ := bm["status"].(map[string]any)
