@@ -195,3 +195,44 @@ func TestRecreatedObjectThroughALaggingCacheIsGone(t *testing.T) {
 		t.Errorf("the new object was written: %+v", got.Spec)
 	}
 }
+
+// Dropping the last of our labels (or annotations) makes the map absent,
+// and a merge patch from {"a":"b"} to nothing is "labels": null, which
+// deletes every label, also those another writer added meanwhile.
+func TestDroppingOurLastLabelKeepsTheirs(t *testing.T) {
+	ctx := context.Background()
+	for _, field := range []string{"labels", "annotations"} {
+		t.Run(field, func(t *testing.T) {
+			w, c, _ := fixture(t)
+			set := func(o *testapi.Widget, m map[string]string) {
+				if field == "labels" {
+					o.Labels = m
+				} else {
+					o.Annotations = m
+				}
+			}
+			set(w, map[string]string{"mine": "1"})
+			if err := env.Client.Update(ctx, w); err != nil {
+				t.Fatal(err)
+			}
+			p, _ := reconcile.NewPatcher(c, w)
+			other := get(t, w)
+			set(other, map[string]string{"mine": "1", "their": "1"})
+			if err := env.Client.Update(ctx, other); err != nil {
+				t.Fatal(err)
+			}
+			set(w, nil)
+			if err := p.Patch(ctx, w); err != nil {
+				t.Fatal(err)
+			}
+			got := get(t, w)
+			m := got.Labels
+			if field == "annotations" {
+				m = got.Annotations
+			}
+			if m["their"] != "1" || m["mine"] != "" {
+				t.Errorf("stored %s %v, want their=1 only", field, m)
+			}
+		})
+	}
+}

@@ -294,6 +294,19 @@ func plan(before, obj client.Object, o Options) ([]*part, error) {
 	if main.diff, err = mergeDiff(strip(bm), strip(am)); err != nil {
 		return nil, err
 	}
+	if md, ok := main.diff["metadata"].(map[string]any); ok {
+		// Dropping the last of our labels is "labels": null, which would
+		// delete every label, others' too: remove ours key by key.
+		for k, old := range map[string]map[string]string{"labels": before.GetLabels(), "annotations": before.GetAnnotations()} {
+			if v, present := md[k]; present && v == nil && len(old) > 0 {
+				keys := make(map[string]any, len(old))
+				for key := range old {
+					keys[key] = nil
+				}
+				md[k] = keys
+			}
+		}
+	}
 	for _, l := range all {
 		if !l.changed() {
 			continue
