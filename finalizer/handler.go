@@ -78,7 +78,10 @@ func (h *Handler) Names() []string {
 //     others. When the last finalizer goes and the object with it, that is
 //     success.
 //   - obj gone (NotFound on the write, or a new object with another UID
-//     under its name): Result.Gone, no error, no cleanup.
+//     under its name): Result.Gone, no error, nothing written. Gone is
+//     found by the write, so on a stale copy of a deleting object that is
+//     gone the cleanups have run again first (they are idempotent); the
+//     new object is never written.
 //
 // Writes go through one engine with reconcile.Patcher: the finalizer list
 // is rebased on the latest object and locked on its resourceVersion, so
