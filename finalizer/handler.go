@@ -78,7 +78,10 @@ func (h *Handler) Names() []string {
 //     others. When the last finalizer goes and the object with it, that is
 //     success.
 //   - obj gone (NotFound on the write, or a new object with another UID
-//     under its name): Result.Gone, no error, no cleanup.
+//     under its name): Result.Gone, no error, nothing written. Gone is
+//     found by the write, so on a stale copy of a deleting object that is
+//     gone the cleanups have run again first (they are idempotent); the
+//     new object is never written.
 //
 // Writes go through one engine with reconcile.Patcher: the finalizer list
 // is rebased on the latest object and locked on its resourceVersion, so
@@ -144,8 +147,12 @@ func (h *Handler) finalize(ctx context.Context, obj client.Object) (Result, erro
 		case err == nil:
 			done = append(done, n)
 		case errors.As(err, &ip):
-			if res.RequeueAfter == 0 || (ip.RequeueAfter > 0 && ip.RequeueAfter < res.RequeueAfter) {
-				res.RequeueAfter = ip.RequeueAfter
+			d := ip.RequeueAfter
+			if d <= 0 {
+				d = DefaultInProgressRequeue
+			}
+			if res.RequeueAfter == 0 || d < res.RequeueAfter {
+				res.RequeueAfter = d
 			}
 		default:
 			errs = append(errs, &CleanupError{Object: h.describe(obj), Finalizer: n, Err: err})

@@ -39,7 +39,7 @@ type Result struct {
 	// implies Deleting, so that callers stop.
 	Gone bool
 	// RequeueAfter is set when a cleanup is in progress ([InProgress]): look
-	// again then.
+	// again then (the shortest of the cleanups' times; never zero then).
 	RequeueAfter time.Duration
 }
 
@@ -82,11 +82,17 @@ func (e *CleanupError) Unwrap() error { return e.Err }
 // "deleting 3 of 5"), returns no error and asks for a requeue after
 // RequeueAfter. Make it with [InProgress].
 type InProgressError struct {
-	// RequeueAfter is when to look again; zero: the caller's default.
+	// RequeueAfter is when to look again; zero (or less):
+	// [DefaultInProgressRequeue].
 	RequeueAfter time.Duration
 	// Message says what is pending.
 	Message string
 }
+
+// DefaultInProgressRequeue is the RequeueAfter of a cleanup in progress
+// that gave none: a Result with a zero RequeueAfter and no error is never
+// requeued, and the cleanup would not be looked at again.
+const DefaultInProgressRequeue = 5 * time.Second
 
 // InProgress returns an [*InProgressError]: the cleanup goes on, look again
 // after requeueAfter.

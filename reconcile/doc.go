@@ -35,7 +35,8 @@
 //   - other writers' changes survive: fields this reconcile did not touch are
 //     not in the patch, and the lists a merge patch replaces whole,
 //     finalizers, ownerReferences and conditions (of any shape: entries are
-//     kept as the JSON the latest writer wrote), are rebased on the latest
+//     kept as the JSON the latest writer wrote, as far as the object's Go
+//     type reads it; unstructured objects keep every field), are rebased on the latest
 //     object and written under optimistic locking; on a conflict Patch
 //     re-reads and rebases (the entries this reconcile changed win);
 //   - re-reads go to the API reader given with [WithAPIReader]; without one,
@@ -49,7 +50,7 @@
 //     [*PatchError] saying what was written before it; an object other than
 //     the snapshotted one is refused with a [*MismatchError];
 //   - a kind without a status subresource gets its status written with the
-//     object, and [WithObservedGeneration] then records the generation that
+//     object, in one write with the rest of the change, and [WithObservedGeneration] then records the generation that
 //     write produces, so repeated reconciles make no write;
 //   - after a successful Patch the object is the Patcher's new snapshot: a
 //     Patcher can write Reconciling early and the rest at the end.

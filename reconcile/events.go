@@ -1,6 +1,8 @@
 package reconcile
 
 import (
+	"strings"
+
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -26,6 +28,17 @@ func recordReadyFlip(rec EventRecorder, before, after client.Object) {
 		return
 	}
 	rec.Eventf(after, "Warning", "NotReady", "%s: %s", reason, msg)
+}
+
+// wroteStatus reports whether status was among the writes (alone, or with
+// the rest of an object without a status subresource).
+func wroteStatus(wrote []string) bool {
+	for _, w := range wrote {
+		if strings.HasPrefix(w, "status") {
+			return true
+		}
+	}
+	return false
 }
 
 func readyOf(obj client.Object) (map[string]any, bool) {

@@ -150,7 +150,10 @@ func (w WithCacheWait) ApplyToFor(o *ForOptions) { o.PatchOptions = append(o.Pat
 // WithEvents records an Event on the object whenever a Patch writes a flip
 // of its Ready condition: Normal "Ready" when it became True, Warning
 // "NotReady" when it became False or Unknown, with the condition's reason and
-// message. Nothing is recorded when Ready did not change or the write failed.
+// message. The flip is the one this Patch made (Ready as the reconcile left
+// it against the snapshot), not one another writer made meanwhile. Nothing
+// is recorded when it did not change Ready or its status write failed; a
+// flip written before a later write failed is recorded.
 //
 //	reconcile.WithEvents{Recorder: mgr.GetEventRecorderFor("bucket-controller")}
 type WithEvents struct{ Recorder EventRecorder }

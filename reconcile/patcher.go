@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
-	"strings"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -70,22 +69,24 @@ func (e *MismatchError) Error() string {
 type PatchError struct {
 	// Object names the object as "Kind namespace/name".
 	Object string
-	// Step is the write that failed: "status" or "metadata and spec".
+	// Step is the write that failed: "status" or "metadata and spec"
+	// ("status, metadata and spec" for a kind without a status
+	// subresource, where they go in one write).
 	Step string
 	// Written lists the writes that succeeded before; empty: nothing was
-	// written.
+	// written before Step.
 	Written []string
+	// Unsure is set when Step's write may itself have been applied: its
+	// error did not come from the API server (a timeout, a dropped
+	// connection). Read the object to know.
+	Unsure bool
 	// Err is the API server's (or the client's) error.
 	Err error
 }
 
 // Error implements error.
 func (e *PatchError) Error() string {
-	done := "nothing was written"
-	if len(e.Written) > 0 {
-		done = strings.Join(e.Written, " and ") + " was written"
-	}
-	return fmt.Sprintf("reconcile: %s: writing %s failed (%s): %v", e.Object, e.Step, done, e.Err)
+	return fmt.Sprintf("reconcile: %s: writing %s failed (%s): %v", e.Object, e.Step, patch.Written(e.Written, e.Unsure), e.Err)
 }
 
 // Unwrap returns the underlying error.
@@ -124,9 +125,12 @@ func (p *Patcher) PatchOnExit(ctx context.Context, obj client.Object, reterr *er
 // those of [WithConditionLists]), are rebased on the latest object before
 // each write and sent under optimistic locking: the entries this reconcile
 // added, changed or removed (and the types of [WithOwnedConditions]) take
-// its value, every other entry stays byte for byte as the latest writer has
-// it, whatever its shape (a Deployment's lastUpdateTime, cluster-api's
-// severity). On a conflict Patch reads the object again, from the
+// its value, every other entry stays as the latest writer has it, whatever
+// its shape (a Deployment's lastUpdateTime, cluster-api's severity), as far
+// as obj's Go type reads it: an unstructured object keeps every field, a
+// typed one the fields its Go types have (a list is sent whole, so a field
+// the condition struct lacks is lost on every entry when the list is
+// written). On a conflict Patch reads the object again, from the
 // [WithAPIReader] reader when given, and rebases; a read that still shows
 // the conflicting state (a lagging cache) is repeated with backoff. The
 // metadata write rebases on the status write's answer.
@@ -134,9 +138,12 @@ func (p *Patcher) PatchOnExit(ctx context.Context, obj client.Object, reterr *er
 //
 // Every write carries the snapshot's UID as a precondition: an object
 // deleted and recreated under the same name is never written, and Patch
-// reports that as gone. Gone (NotFound, or another UID) is success: there
+// reports that as gone. (The status subresource does not compare a UID, so
+// status writes are locked on the resourceVersion read and rebased on a
+// conflict like the lists.) Gone (NotFound, or another UID) is success: there
 // is nothing left to write. A kind without a status subresource gets its
-// status written with the object.
+// status written with the object, in one write with the rest of the change
+// (after the status subresource's 404).
 //
 // obj must be the snapshotted object (same kind, Go type, namespace and
 // name), else a [*MismatchError]. A failed write is a [*PatchError] that
@@ -150,6 +157,10 @@ func (p *Patcher) Patch(ctx context.Context, obj client.Object, opts ...PatchOpt
 	if err := p.sameObject(obj); err != nil {
 		return err
 	}
+	var changed client.Object // obj as this reconcile left it, for WithEvents
+	if o.Events != nil {
+		changed = obj.DeepCopyObject().(client.Object)
+	}
 	res, err := p.w.Patch(ctx, p.before, obj, patch.Options{
 		OptimisticLock:     o.OptimisticLock,
 		ObservedGeneration: o.ObservedGeneration,
@@ -159,15 +170,20 @@ func (p *Patcher) Patch(ctx context.Context, obj client.Object, opts ...PatchOpt
 	if err != nil {
 		var se *patch.StepError
 		if errors.As(err, &se) {
-			return &PatchError{Object: p.describe(), Step: se.Step, Written: se.Wrote, Err: se.Err}
+			if o.Events != nil && wroteStatus(se.Wrote) {
+				recordReadyFlip(o.Events, p.before, changed)
+			}
+			return &PatchError{Object: p.describe(), Step: se.Step, Written: se.Wrote, Unsure: se.Unsure, Err: se.Err}
 		}
 		return &PatchError{Object: p.describe(), Step: "the patch", Err: err}
 	}
 	if res.Gone {
 		return nil
 	}
-	if o.Events != nil && len(res.Wrote) > 0 {
-		recordReadyFlip(o.Events, p.before, obj)
+	if o.Events != nil && wroteStatus(res.Wrote) {
+		// The flip this Patch made (conditions it changed win on a
+		// rebase), not one another writer made meanwhile.
+		recordReadyFlip(o.Events, p.before, changed)
 	}
 	p.before = obj.DeepCopyObject().(client.Object)
 	if o.CacheReader != nil && len(res.Wrote) > 0 {

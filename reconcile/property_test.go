@@ -6,7 +6,6 @@ import (
 	"math/rand"
 	"slices"
 	"testing"
-	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -22,9 +21,7 @@ import (
 // random changes of ours: nothing the other wrote is lost, and everything we
 // changed lands.
 func TestPropertyConcurrentWriterLosesNothing(t *testing.T) {
-	seed := time.Now().UnixNano()
-	t.Logf("seed %d", seed)
-	rng := rand.New(rand.NewSource(seed))
+	rng := seededRand(t)
 	ctx := context.Background()
 	ns := env.Namespace(t)
 	const rounds = 40

@@ -12,24 +12,33 @@
 //   - Lists that a merge patch replaces whole and that other writers also
 //     change are rebased on the latest state of the object before each
 //     write: metadata.finalizers (by value), metadata.ownerReferences (by
-//     uid) and condition lists (by type, entries kept as raw JSON objects of
-//     any shape). Only the entries this change added, changed or removed are
-//     touched; every other entry stays as the latest writer has it. Whenever
+//     uid) and condition lists (by type, entries kept as JSON objects of any
+//     shape, as far as the object's Go type reads them: a typed object
+//     drops the fields its types lack). Only the entries this change
+//     added, changed or removed are touched; every other entry stays as
+//     the latest writer has it. Dropping the last of our labels or
+//     annotations removes them key by key, not the whole map. Whenever
 //     such a list is sent the write is locked on the resourceVersion the
 //     list was rebased on; after a status write, the second write rebases on
 //     the status write's answer.
-//   - Every write carries the snapshot's metadata.uid as a precondition, and
-//     a re-read that finds another UID under the name ends the write as
-//     gone: a recreated object is never written.
+//   - Every write carries the snapshot's metadata.uid as a precondition
+//     (its refusal, or a re-read that finds a newer object under the name,
+//     ends the write as gone): a recreated object is never written. The
+//     status subresource ignores a uid in the patch (its strategy takes
+//     metadata from the stored object), so status writes are always locked
+//     on the resourceVersion instead, and rebased on a conflict like the
+//     lists.
 //   - Re-reads after a conflict go to Reader (the API server when the caller
 //     gave an API reader). A re-read that returns the resourceVersion that
-//     just conflicted is stale (a lagging cache): it is repeated with
-//     backoff until the reader catches up.
+//     just conflicted, or an older one, is stale (a lagging cache): it is
+//     repeated with backoff until the reader catches up. Through a cache, a
+//     NotFound or an older object under the name is never taken for gone.
 package patch
 
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"reflect"
 	"strings"
@@ -40,6 +49,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/resourceversion"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/steadyk8s/steady/internal/object"
@@ -90,7 +100,9 @@ type Result struct {
 	// Gone: the object is gone (NotFound, or another object under its name
 	// now); nothing more was written.
 	Gone bool
-	// Wrote lists the parts written ("status", "metadata and spec").
+	// Wrote lists the parts written ("status", "metadata and spec", or
+	// "status, metadata and spec" in one write to an object without a
+	// status subresource).
 	Wrote []string
 }
 
@@ -99,22 +111,37 @@ type Result struct {
 type StepError struct {
 	Step  string
 	Wrote []string
-	Err   error
+	// Unsure: the failed write may itself have been applied (its error did
+	// not come from the API server: a timeout, a dropped connection).
+	Unsure bool
+	Err    error
 }
 
 // Error implements error.
 func (e *StepError) Error() string {
-	s := "writing " + e.Step
-	if len(e.Wrote) > 0 {
-		s += " (after " + strings.Join(e.Wrote, " and ") + " was written)"
-	} else {
-		s += " (nothing was written)"
-	}
-	return s + ": " + e.Err.Error()
+	return "writing " + e.Step + " (" + Written(e.Wrote, e.Unsure) + "): " + e.Err.Error()
 }
 
 // Unwrap returns the API error.
 func (e *StepError) Unwrap() error { return e.Err }
+
+// Written says what was written before a failed write, and whether that
+// write may itself have been applied.
+func Written(wrote []string, unsure bool) string {
+	s := "nothing was written"
+	if len(wrote) > 0 {
+		s = strings.Join(wrote, " and ") + " was written"
+	}
+	if unsure {
+		s += " before it; it may itself have been applied"
+	}
+	return s
+}
+
+// unsureError is a write's error that did not come from the API server.
+type unsureError struct{ error }
+
+func (e unsureError) Unwrap() error { return e.error }
 
 const (
 	stepStatus = "status"
@@ -140,9 +167,17 @@ func (w *Writer) Patch(ctx context.Context, before, obj client.Object, o Options
 	var res Result
 	var answer client.Object
 	for _, p := range parts {
+		if p.merged {
+			continue
+		}
 		ans, gone, err := w.write(ctx, obj, st, p, o)
 		if err != nil {
-			return res, &StepError{Step: p.step(), Wrote: res.Wrote, Err: err}
+			se := &StepError{Step: p.step(), Wrote: res.Wrote, Err: err}
+			var u unsureError
+			if errors.As(err, &u) {
+				se.Unsure, se.Err = true, u.error
+			}
+			return res, se
 		}
 		if gone {
 			res.Gone = true
@@ -171,11 +206,19 @@ type state struct {
 type part struct {
 	status   bool // written to the status subresource (until it is found missing)
 	fallback bool // status written to the object: there is no status subresource
-	diff     map[string]any
-	lists    []*list
+	// rest is the part of the object's other fields, which a status written
+	// with the object takes along (merged marks it so): one write, one
+	// generation bump.
+	rest   *part
+	merged bool
+	diff   map[string]any
+	lists  []*list
 }
 
 func (p *part) step() string {
+	if p.fallback && p.rest != nil && p.rest.merged {
+		return stepStatus + ", " + stepMain
+	}
 	if p.status || p.fallback {
 		return stepStatus
 	}
@@ -217,12 +260,20 @@ func plan(before, obj client.Object, o Options) ([]*part, error) {
 		}
 		all = append(all, &list{path: p, key: fieldKey("type"), owned: owned})
 	}
+	lists := all[:0]
 	for _, l := range all {
-		l.before, _ = nested(bm, l.path).([]any)
-		l.after, _ = nested(am, l.path).([]any)
+		b, a := nested(bm, l.path), nested(am, l.path)
+		var bok, aok bool
+		l.before, bok = b.([]any)
+		l.after, aok = a.([]any)
+		if (b != nil && !bok) || (a != nil && !aok) {
+			continue // not a list there: an ordinary field of the diff
+		}
 		removeNested(bm, l.path)
 		removeNested(am, l.path)
+		lists = append(lists, l)
 	}
+	all = lists
 
 	// status
 	sb, _ := bm["status"].(map[string]any)
@@ -247,6 +298,19 @@ func plan(before, obj client.Object, o Options) ([]*part, error) {
 	if main.diff, err = mergeDiff(strip(bm), strip(am)); err != nil {
 		return nil, err
 	}
+	if md, ok := main.diff["metadata"].(map[string]any); ok {
+		// Dropping the last of our labels is "labels": null, which would
+		// delete every label, others' too: remove ours key by key.
+		for k, old := range map[string]map[string]string{"labels": before.GetLabels(), "annotations": before.GetAnnotations()} {
+			if v, present := md[k]; present && v == nil && len(old) > 0 {
+				keys := make(map[string]any, len(old))
+				for key := range old {
+					keys[key] = nil
+				}
+				md[k] = keys
+			}
+		}
+	}
 	for _, l := range all {
 		if !l.changed() {
 			continue
@@ -258,6 +322,9 @@ func plan(before, obj client.Object, o Options) ([]*part, error) {
 		}
 	}
 	var parts []*part
+	if len(main.diff) > 0 || len(main.lists) > 0 {
+		status.rest = main
+	}
 	for _, p := range []*part{status, main} {
 		if len(p.diff) > 0 || len(p.lists) > 0 {
 			parts = append(parts, p)
@@ -280,7 +347,7 @@ func (p *part) body(latest map[string]any, o Options) (map[string]any, bool, err
 		if len(out) > 0 {
 			v = out
 		}
-		if err := setNested(body, v, l.path); err != nil {
+		if err := setList(body, latest, v, l.path); err != nil {
 			return nil, false, err
 		}
 		lists = true
@@ -297,7 +364,11 @@ func (p *part) body(latest map[string]any, o Options) (map[string]any, bool, err
 		}
 		gen, _, _ := unstructured.NestedInt64(latest, "metadata", "generation")
 		og, _, _ := unstructured.NestedInt64(latest, "status", "observedGeneration")
-		if len(body) > 0 || og != gen {
+		bumps := false // a change outside metadata bumps the generation
+		for k := range body {
+			bumps = bumps || k != "metadata"
+		}
+		if bumps || og != gen {
 			if err := setNested(body, gen+1, []string{"status", "observedGeneration"}); err != nil {
 				return nil, false, err
 			}
@@ -321,7 +392,10 @@ func (w *Writer) write(ctx context.Context, obj client.Object, st *state, p *par
 		if st.uid != "" {
 			md["uid"] = st.uid
 		}
-		if lists || o.OptimisticLock {
+		// The status subresource takes metadata from the stored object, so
+		// a uid in its patch is never compared: only a resourceVersion lock
+		// keeps a status write off an object recreated under the name.
+		if lists || o.OptimisticLock || (p.status && st.uid != "") {
 			md["resourceVersion"] = st.rv
 		}
 		if len(md) > 0 {
@@ -355,19 +429,26 @@ func (w *Writer) write(ctx context.Context, obj client.Object, st *state, p *par
 		switch {
 		case apierrors.IsNotFound(err) && p.status:
 			// Gone, or a kind without a status subresource: then status is
-			// written with the object.
-			gone, rerr := w.reread(ctx, obj, st, false)
-			if gone || rerr != nil {
-				return nil, gone, rerr
-			}
+			// written with the object, in one write with the rest (a
+			// NotFound there is gone).
 			p.status, p.fallback = false, true
+			if r := p.rest; r != nil {
+				for k, v := range r.diff {
+					p.diff[k] = v
+				}
+				p.lists = append(p.lists, r.lists...)
+				r.merged = true
+			}
 			continue
 		case apierrors.IsNotFound(err):
 			return nil, true, nil
-		case apierrors.IsConflict(err) || (apierrors.IsInvalid(err) && st.uid != ""):
-			// Someone wrote meanwhile, or (the uid precondition) the object
-			// was replaced.
-			if o.OptimisticLock || apierrors.IsInvalid(err) || attempt >= MaxAttempts {
+		case st.uid != "" && uidRefused(err):
+			// The uid precondition: the object under the name is another
+			// one (the API server says so; a lagging cache may not yet).
+			return nil, true, nil
+		case apierrors.IsConflict(err):
+			// Someone wrote meanwhile.
+			if o.OptimisticLock || attempt >= MaxAttempts {
 				if gone, rerr := w.reread(ctx, obj, st, false); gone && rerr == nil {
 					return nil, true, nil
 				}
@@ -377,18 +458,29 @@ func (w *Writer) write(ctx context.Context, obj client.Object, st *state, p *par
 				return nil, gone, rerr
 			}
 		default:
+			var status apierrors.APIStatus
+			if !errors.As(err, &status) {
+				return nil, false, unsureError{err}
+			}
 			return nil, false, err
 		}
 	}
 }
 
-// reread reads the object again into st. A different UID or NotFound is
-// gone. When stale is set and the read returns the resourceVersion already
-// known: through an API reader, the conflict was transient and the write
-// is retried after a pause; through the client (maybe a lagging cache) the
-// read is repeated with backoff, within a budget per Patch.
+// reread reads the object again into st. NotFound or another UID is gone,
+// except through a reader that may lag (the client, when no API reader was
+// given): there a NotFound, or an earlier incarnation of the name (another
+// UID at an older resourceVersion), may be the cache not holding our object
+// yet, so it is not taken for gone; only a write's NotFound, a newer
+// incarnation, or the API reader's answer is. When stale is set and the
+// read returns the resourceVersion already known, or an older one: through
+// an API reader, the conflict was transient and the write is retried after
+// a pause; through the client (maybe a lagging cache) the read is repeated
+// with backoff, within a budget per Patch; a NotFound there pauses and lets
+// the retried write tell. A read older than the known state is never taken.
 func (w *Writer) reread(ctx context.Context, obj client.Object, st *state, stale bool) (bool, error) {
 	r := w.Reader
+	lagging := r == nil
 	if r == nil {
 		r = w.Client
 	}
@@ -396,24 +488,53 @@ func (w *Writer) reread(ctx context.Context, obj client.Object, st *state, stale
 	if sleep == nil {
 		sleep = sleepCtx
 	}
+	pause := func() (bool, error) {
+		if !stale || st.stale >= maxStaleReads {
+			return false, nil
+		}
+		st.stale++
+		if err := sleep(ctx, backoff(st.stale-1)); err != nil {
+			return false, fmt.Errorf("reading the object again: %w", err)
+		}
+		return true, nil
+	}
 	for {
 		fresh := object.EmptyLike(obj)
 		err := r.Get(ctx, client.ObjectKeyFromObject(obj), fresh)
-		if apierrors.IsNotFound(err) {
-			return true, nil
-		}
-		if err != nil {
-			return false, fmt.Errorf("reading the object again: %w", err)
-		}
-		if st.uid != "" && string(fresh.GetUID()) != st.uid {
-			return true, nil
-		}
-		if stale && fresh.GetResourceVersion() == st.rv && st.stale < maxStaleReads {
-			st.stale++
-			if err := sleep(ctx, backoff(st.stale-1)); err != nil {
-				return false, fmt.Errorf("reading the object again: %w", err)
+		switch {
+		case apierrors.IsNotFound(err):
+			if !lagging {
+				return true, nil
 			}
-			if w.Reader == nil {
+			// Maybe not in the cache yet: the retried write tells.
+			_, err := pause()
+			return false, err
+		case err != nil:
+			return false, fmt.Errorf("reading the object again: %w", err)
+		case st.uid != "" && string(fresh.GetUID()) != st.uid:
+			if !lagging || !olderRV(fresh.GetResourceVersion(), st.rv) {
+				return true, nil
+			}
+			// The cache still holds an earlier object of that name.
+			again, err := pause()
+			if again {
+				continue
+			}
+			return false, err
+		case olderRV(fresh.GetResourceVersion(), st.rv):
+			// Older than what is known: never rebase on it (a change it
+			// happens to show would be taken as written).
+			again, err := pause()
+			if again && lagging {
+				continue
+			}
+			return false, err
+		case stale && fresh.GetResourceVersion() == st.rv:
+			again, err := pause()
+			if err != nil {
+				return false, err
+			}
+			if again && lagging {
 				continue
 			}
 		}
@@ -424,6 +545,28 @@ func (w *Writer) reread(ctx context.Context, obj client.Object, st *state, stale
 		st.latest, st.rv = m, fresh.GetResourceVersion()
 		return false, nil
 	}
+}
+
+// uidRefused reports whether err is the API server refusing a write for
+// its metadata.uid: another object has the name now.
+func uidRefused(err error) bool {
+	var status apierrors.APIStatus
+	if !apierrors.IsInvalid(err) || !errors.As(err, &status) || status.Status().Details == nil {
+		return false
+	}
+	for _, c := range status.Status().Details.Causes {
+		if c.Field == "metadata.uid" {
+			return true
+		}
+	}
+	return false
+}
+
+// olderRV reports whether resourceVersion a is older than b, when both are
+// well-formed.
+func olderRV(a, b string) bool {
+	c, err := resourceversion.CompareResourceVersion(a, b)
+	return err == nil && c < 0
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) error {
@@ -567,6 +710,40 @@ func removeNested(m map[string]any, path []string) {
 		m = next
 	}
 	delete(m, path[len(path)-1])
+}
+
+// setList sets the list at path in a merge patch body whose diff may
+// remove a parent of it (a null: the change dropped the whole parent, say
+// status.deprecated). Then no list is left to send, or, where another
+// writer added entries meanwhile, the parent is sent as an object that
+// removes every other field latest has under it, keeping the removal.
+func setList(body, latest map[string]any, v any, path []string) error {
+	m, cur := body, latest
+	removing := false // a parent is removed: null the fields latest has below it
+	for _, p := range path[:len(path)-1] {
+		val, present := m[p]
+		c, _ := cur[p].(map[string]any)
+		next, ok := val.(map[string]any)
+		switch {
+		case ok:
+		case val != nil:
+			return fmt.Errorf("field %s is not an object", strings.Join(path, "."))
+		case present && v == nil:
+			return nil // the parent's removal removes the list
+		default:
+			removing = removing || present
+			next = map[string]any{}
+			if removing {
+				for k := range c {
+					next[k] = nil
+				}
+			}
+			m[p] = next
+		}
+		m, cur = next, c
+	}
+	m[path[len(path)-1]] = v
+	return nil
 }
 
 func setNested(m map[string]any, v any, path []string) error {

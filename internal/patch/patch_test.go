@@ -82,3 +82,37 @@ func TestRebase(t *testing.T) {
 		t.Errorf("finalizers rebase = %s", got)
 	}
 }
+
+// A list under a parent the change removes: nothing to set when the list
+// goes too; else the parent is sent as an object nulling what latest has.
+func TestSetListUnderARemovedParent(t *testing.T) {
+	latest := map[string]any{"status": map[string]any{"phase": "x", "deprecated": map[string]any{
+		"other":   int64(1),
+		"v1beta1": map[string]any{"failureReason": "Boom", "conditions": []any{map[string]any{"type": "A"}}},
+	}}}
+	path := []string{"status", "deprecated", "v1beta1", "conditions"}
+	for _, tc := range []struct {
+		name string
+		v    any
+		want string
+	}{
+		{"list goes too", nil, `{"status":{"deprecated":null}}`},
+		{"their entries stay", []any{map[string]any{"type": "Theirs"}},
+			`{"status":{"deprecated":{"other":null,"v1beta1":{"conditions":[{"type":"Theirs"}],"failureReason":null}}}}`},
+	} {
+		body := map[string]any{"status": map[string]any{"deprecated": nil}}
+		if err := setList(body, latest, tc.v, path); err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := json.Marshal(body); string(got) != tc.want {
+			t.Errorf("%s: %s, want %s", tc.name, got, tc.want)
+		}
+	}
+	body := map[string]any{}
+	if err := setList(body, latest, []any{}, path); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := json.Marshal(body); string(got) != `{"status":{"deprecated":{"v1beta1":{"conditions":[]}}}}` {
+		t.Errorf("no removal: %s", got)
+	}
+}
