@@ -77,6 +77,7 @@ func stored(t *testing.T, c client.Client, w *testapi.Widget) (*testapi.Widget, 
 }
 
 func TestFinalizersArePersistedBeforeHandleReturns(t *testing.T) {
+	env.Require(t)
 	h, _, n, c, ns := setup(t)
 	w := create(t, c, ns)
 	n.Reset()
@@ -101,6 +102,7 @@ func TestFinalizersArePersistedBeforeHandleReturns(t *testing.T) {
 }
 
 func TestCleanupFailureKeepsTheFinalizer(t *testing.T) {
+	env.Require(t)
 	h, ext, _, c, ns := setup(t)
 	ctx := context.Background()
 	w := create(t, c, ns, bucketFinalizer, dnsFinalizer)
@@ -136,6 +138,7 @@ func TestCleanupFailureKeepsTheFinalizer(t *testing.T) {
 }
 
 func TestAddingToADeletingObjectIsRefusedWithoutAPICall(t *testing.T) {
+	env.Require(t)
 	h, ext, n, c, ns := setup(t)
 	ctx := context.Background()
 	w := create(t, c, ns, otherFinalizer)
@@ -167,6 +170,7 @@ func TestAddingToADeletingObjectIsRefusedWithoutAPICall(t *testing.T) {
 // add ours, and removing its own while we remove ours. Nothing of theirs is
 // dropped, and nothing they removed comes back.
 func TestAnotherControllersFinalizerSurvives(t *testing.T) {
+	env.Require(t)
 	h, _, n, c, ns := setup(t)
 	ctx := context.Background()
 	w := create(t, c, ns, "third.example.com/late")
@@ -223,6 +227,7 @@ func TestMutators(t *testing.T) {
 }
 
 func TestRegister(t *testing.T) {
+	env.Require(t)
 	h := finalizer.NewHandler(env.Client)
 	noop := finalizer.Func(func(context.Context, client.Object) error { return nil })
 	if err := h.Register("Not A Name!", noop); err == nil {

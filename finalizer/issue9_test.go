@@ -23,6 +23,7 @@ import (
 // object with the same finalizer: Handle must not strip the new object's
 // finalizer (its cleanup never ran).
 func TestHandleNeverTouchesARecreatedObject(t *testing.T) {
+	env.Require(t)
 	h, ext, _, c, ns := setup(t)
 	ctx := context.Background()
 	w := create(t, c, ns, bucketFinalizer)
@@ -51,6 +52,7 @@ func TestHandleNeverTouchesARecreatedObject(t *testing.T) {
 
 // Item 14: Handle on a stale copy of an object that is gone: not an error.
 func TestHandleOnAGoneObjectIsNotAnError(t *testing.T) {
+	env.Require(t)
 	h, _, _, c, ns := setup(t)
 	ctx := context.Background()
 	w := create(t, c, ns)
@@ -68,6 +70,7 @@ func TestHandleOnAGoneObjectIsNotAnError(t *testing.T) {
 // written, when in progress, when failing and when done; another writer's
 // condition added meanwhile survives.
 func TestCleanupChangesAreWritten(t *testing.T) {
+	env.Require(t)
 	ctx := context.Background()
 	c, n, _ := testapi.NewCountingClient(env.Config, env.Scheme)
 	step := 0
@@ -137,6 +140,7 @@ func TestCleanupChangesAreWritten(t *testing.T) {
 // Handle right after our own write, on the stale cached copy, succeeds and
 // drops nothing.
 func TestHandleThroughALaggingCache(t *testing.T) {
+	env.Require(t)
 	for _, withAPIReader := range []bool{true, false} {
 		t.Run(map[bool]string{true: "with API reader", false: "cache only"}[withAPIReader], func(t *testing.T) {
 			cc := testapi.StartManager(t, env, testapi.ManagerOptions{Delay: 300 * time.Millisecond, Informers: []client.Object{&testapi.Widget{}}})
@@ -178,6 +182,7 @@ func TestHandleThroughALaggingCache(t *testing.T) {
 // Faults injected on the finalizer writes: 409s converge, a 500 is an error
 // naming the object and leaves the finalizers as they were.
 func TestHandleFaults(t *testing.T) {
+	env.Require(t)
 	for _, tc := range []struct {
 		name      string
 		fault     func(n int) error
@@ -233,6 +238,7 @@ func TestHandleFaults(t *testing.T) {
 // server refuses the new finalizer; Handle sees the deletion and runs the
 // flow of a deleting object (none of ours is on it: nothing to clean up).
 func TestHandleOnAStaleCopyOfADeletingObject(t *testing.T) {
+	env.Require(t)
 	h, ext, _, c, ns := setup(t)
 	ctx := context.Background()
 	w := create(t, c, ns, otherFinalizer)

@@ -19,6 +19,7 @@ import (
 // zero RequeueAfter is never requeued, and the object keeps its finalizer
 // until some unrelated event.
 func TestInProgressWithoutATimeIsRequeued(t *testing.T) {
+	env.Require(t)
 	ctx := context.Background()
 	for _, tc := range []struct {
 		name  string
@@ -65,6 +66,7 @@ func TestInProgressWithoutATimeIsRequeued(t *testing.T) {
 // no finalizer goes without its cleanup, none survives a succeeded one, and
 // the object goes.
 func TestConcurrentHandlersOnOneDeletingObject(t *testing.T) {
+	env.Require(t)
 	ctx := context.Background()
 	const n = 6
 	var names []string

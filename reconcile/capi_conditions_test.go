@@ -56,6 +56,7 @@ func (l *GadgetList) DeepCopyObject() runtime.Object {
 // without reason is accepted by the v1beta1 schema (nothing invented), and
 // a change of severity alone is written.
 func TestClusterAPIV1beta1MarkTrue(t *testing.T) {
+	env.Require(t)
 	ctx := context.Background()
 	ns := env.Namespace(t)
 	createU(t, newUnstructured("Gadget", ns, "g"))

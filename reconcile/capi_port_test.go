@@ -39,6 +39,7 @@ import (
 //   - the v1beta1/v1beta2 condition phases are TestConditionsOfV1beta1Shape
 //     (two condition lists, WithConditionLists).
 func TestClusterAPIPatchScenarios(t *testing.T) {
+	env.Require(t)
 	ctx := context.Background()
 	for _, tc := range []struct {
 		name string

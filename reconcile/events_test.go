@@ -10,7 +10,9 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/tools/record"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/steadyk8s/steady/conditions"
 	"github.com/steadyk8s/steady/internal/observe"
@@ -21,6 +23,7 @@ import (
 // TestReadyFlipsAreRecordedAsEvents: an Event for each write that flips
 // Ready, none for a write that leaves it, none without a write.
 func TestReadyFlipsAreRecordedAsEvents(t *testing.T) {
+	env.Require(t)
 	ctx := context.Background()
 	w := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: env.Namespace(t), Name: "w"}}
 	if err := env.Client.Create(ctx, w); err != nil {
@@ -64,6 +67,7 @@ func TestReadyFlipsAreRecordedAsEvents(t *testing.T) {
 // steady_requests_total by helper and verb, and its writes in the log at
 // V(1) with what they changed.
 func TestRequestsAreCounted(t *testing.T) {
+	env.Require(t)
 	var lines []string
 	ctx := logf.IntoContext(context.Background(), funcr.New(func(_, args string) { lines = append(lines, args) }, funcr.Options{Verbosity: 1}))
 	w := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: env.Namespace(t), Name: "w"}}
@@ -94,5 +98,36 @@ func TestRequestsAreCounted(t *testing.T) {
 		if !strings.Contains(joined, want) {
 			t.Errorf("log lacks %s:\n%s", want, joined)
 		}
+	}
+}
+
+// TestUnstructuredWithGoValues: an unstructured object into which code
+// wrote Go values (an int, a []string), as the JSON encoder takes them, is
+// patched like any other; runtime.DeepCopyJSON would panic on them.
+func TestUnstructuredWithGoValues(t *testing.T) {
+	env.Require(t)
+	ctx := context.Background()
+	w := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: env.Namespace(t), Name: "w"}}
+	if err := env.Client.Create(ctx, w); err != nil {
+		t.Fatal(err)
+	}
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(testapi.GroupVersion.WithKind("Widget"))
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(w), u); err != nil {
+		t.Fatal(err)
+	}
+	u.Object["spec"] = map[string]any{"size": 7}
+	p, err := reconcile.NewPatcher(env.Client, u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.Object["spec"] = map[string]any{"size": 3}
+	u.Object["status"] = map[string]any{"namespaces": []string{"a", "b"}}
+	if err := p.Patch(ctx, u); err != nil {
+		t.Fatal(err)
+	}
+	got := get(t, w)
+	if got.Spec.Size != 3 || len(got.Status.Namespaces) != 2 {
+		t.Errorf("stored %+v / %+v", got.Spec, got.Status)
 	}
 }

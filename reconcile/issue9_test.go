@@ -23,6 +23,7 @@ import (
 // Item 1: a finalizer another writer added after our read survives a Patch
 // that writes status and metadata.
 func TestStatusAndFinalizerKeepAForeignFinalizer(t *testing.T) {
+	env.Require(t)
 	for _, tc := range []struct {
 		name   string
 		status func(w *testapi.Widget)
@@ -61,6 +62,7 @@ func TestStatusAndFinalizerKeepAForeignFinalizer(t *testing.T) {
 // Item 1: an ownerReference another writer added after our read survives
 // our label change and our own reference.
 func TestForeignOwnerReferenceSurvives(t *testing.T) {
+	env.Require(t)
 	w, c, _ := fixture(t)
 	ctx := context.Background()
 	p, _ := reconcile.NewPatcher(c, w)
@@ -114,6 +116,7 @@ func v1beta1Cond(typ, status, severity, reason string) map[string]any {
 // (which the schema refuses), another writer's entries survive, and so do
 // those of a second list named with WithConditionLists.
 func TestConditionsOfV1beta1Shape(t *testing.T) {
+	env.Require(t)
 	ctx := context.Background()
 	g := createU(t, newUnstructured("Gadget", env.Namespace(t), "g"))
 	g = writeStatus(t, g, map[string]any{
@@ -173,6 +176,7 @@ func TestConditionsOfV1beta1Shape(t *testing.T) {
 // lastProbeTime are kept when another condition changes, and a change of
 // only that field is written.
 func TestConditionsOfCoreShapes(t *testing.T) {
+	env.Require(t)
 	ctx := context.Background()
 	ns := env.Namespace(t)
 	t0 := metav1.NewTime(metav1.Now().Add(-time1h).Truncate(1e9))
@@ -233,6 +237,7 @@ func TestConditionsOfCoreShapes(t *testing.T) {
 // Item 5: an empty list set under an absent omitempty parent is no change:
 // no request, and the generation stays.
 func TestEmptyListUnderAbsentParentIsNoChange(t *testing.T) {
+	env.Require(t)
 	ctx := context.Background()
 	th := &Thing{ObjectMeta: metav1.ObjectMeta{Namespace: env.Namespace(t), Name: "t"}}
 	createU(t, newUnstructured("Thing", th.Namespace, th.Name))
@@ -263,6 +268,7 @@ func TestEmptyListUnderAbsentParentIsNoChange(t *testing.T) {
 
 // Item 6: Patch refuses an object other than the snapshotted one.
 func TestPatchRefusesAnotherObject(t *testing.T) {
+	env.Require(t)
 	w, c, n := fixture(t)
 	p, _ := reconcile.NewPatcher(c, w)
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: w.Namespace, Name: w.Name}}
@@ -284,6 +290,7 @@ func TestPatchRefusesAnotherObject(t *testing.T) {
 // Item 7: a Patcher whose object was deleted and recreated meanwhile does
 // not write onto the new object, also when the retry re-reads it.
 func TestPatchNeverWritesARecreatedObject(t *testing.T) {
+	env.Require(t)
 	for _, tc := range []struct {
 		name   string
 		change func(w *testapi.Widget)
@@ -317,6 +324,7 @@ func TestPatchNeverWritesARecreatedObject(t *testing.T) {
 
 // Removal is a change, on typed and unstructured objects: each written.
 func TestRemovalIsAChange(t *testing.T) {
+	env.Require(t)
 	ctx := context.Background()
 	type tc struct {
 		name   string

@@ -28,6 +28,7 @@ import (
 // Item 8: a kind without a status subresource: repeated no-op reconciles
 // with WithObservedGeneration make no write, and the generation stays.
 func TestObservedGenerationWithoutStatusSubresource(t *testing.T) {
+	env.Require(t)
 	ctx := context.Background()
 	u := createU(t, newUnstructured("PlainThing", env.Namespace(t), "p"))
 	c, n, _ := testapi.NewCountingClient(env.Config, env.Scheme)
@@ -58,6 +59,7 @@ func TestObservedGenerationWithoutStatusSubresource(t *testing.T) {
 // API: a Patcher used twice, with optimistic locking, does not conflict
 // with its own first write.
 func TestPatcherIsReusable(t *testing.T) {
+	env.Require(t)
 	w, c, n := fixture(t)
 	ctx := context.Background()
 	p, _ := reconcile.NewPatcher(c, w)
@@ -86,6 +88,7 @@ func TestPatcherIsReusable(t *testing.T) {
 
 // Faults injected through an interceptor.
 func TestFaults(t *testing.T) {
+	env.Require(t)
 	for _, tc := range []struct {
 		name  string
 		fault func(n int, patch client.Patch) error // n: 1 for the first PATCH
@@ -188,6 +191,7 @@ func TestFaults(t *testing.T) {
 // For-based reconciles right after our own write converge without
 // conflict errors, and what another writer added meanwhile survives.
 func TestForThroughALaggingCache(t *testing.T) {
+	env.Require(t)
 	for _, withAPIReader := range []bool{true, false} {
 		name := "cache only"
 		if withAPIReader {
@@ -257,6 +261,7 @@ func TestForThroughALaggingCache(t *testing.T) {
 
 // Item 14: a cache wait that times out is a requeue, not an error.
 func TestForMapsACacheTimeoutToARequeue(t *testing.T) {
+	env.Require(t)
 	cc := testapi.StartManager(t, env, testapi.ManagerOptions{Delay: 300 * time.Millisecond, Informers: []client.Object{&testapi.Widget{}}})
 	ctx := context.Background()
 	w := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: env.Namespace(t), Name: "w"}, Spec: testapi.WidgetSpec{Size: 1}}
@@ -279,6 +284,7 @@ func TestForMapsACacheTimeoutToARequeue(t *testing.T) {
 // Item 14: For on a stale cached copy of an object that is gone (the
 // finalizer handler's write and the Patch find it missing): no error.
 func TestForOnAStaleCopyOfAGoneObject(t *testing.T) {
+	env.Require(t)
 	ctx := context.Background()
 	w := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: env.Namespace(t), Name: "w"}}
 	if err := env.Client.Create(ctx, w); err != nil {
@@ -316,6 +322,7 @@ func TestForOnAStaleCopyOfAGoneObject(t *testing.T) {
 // then at once Patch again from the stale cached copy: it succeeds and
 // nothing is lost, with and without an API reader.
 func TestPatchFromAStaleCachedCopy(t *testing.T) {
+	env.Require(t)
 	for _, delay := range []time.Duration{100 * time.Millisecond, 300 * time.Millisecond} {
 		for _, withAPIReader := range []bool{true, false} {
 			t.Run(fmt.Sprintf("%s/api reader %v", delay, withAPIReader), func(t *testing.T) {

@@ -40,6 +40,9 @@ func NewPatcher(c client.Client, obj client.Object, opts ...PatcherOption) (*Pat
 	if _, err := object.GVK(obj, c.Scheme()); err != nil {
 		return nil, fmt.Errorf("reconcile: NewPatcher: %w", err)
 	}
+	if err := object.NormalizeJSON(obj); err != nil {
+		return nil, fmt.Errorf("reconcile: NewPatcher: %w", err)
+	}
 	return &Patcher{
 		w:      patch.Writer{Client: observe.Client(c, "reconcile"), Reader: observe.Reader(o.APIReader, "reconcile")},
 		api:    o.APIReader,
@@ -153,6 +156,9 @@ func (p *Patcher) Patch(ctx context.Context, obj client.Object, opts ...PatchOpt
 	o := PatchOptions{}
 	for _, opt := range opts {
 		opt.ApplyToPatch(&o)
+	}
+	if err := object.NormalizeJSON(obj); err != nil { // an unstructured object holding Go ints, say
+		return fmt.Errorf("reconcile: %s: %w", p.describe(), err)
 	}
 	if err := p.sameObject(obj); err != nil {
 		return err

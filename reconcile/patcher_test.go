@@ -58,6 +58,7 @@ func get(t *testing.T, w *testapi.Widget) *testapi.Widget {
 }
 
 func TestRequestsPerChange(t *testing.T) {
+	env.Require(t)
 	for _, tc := range []struct {
 		name      string
 		change    func(w *testapi.Widget)
@@ -125,6 +126,7 @@ func TestRequestsPerChange(t *testing.T) {
 // TestStatusIsOneWrite shows conditions, observedGeneration and the rest of
 // status going out together in a single request.
 func TestStatusIsOneWrite(t *testing.T) {
+	env.Require(t)
 	w, c, n := fixture(t)
 	p, _ := reconcile.NewPatcher(c, w)
 	conditions.MarkTrue(w, "Ready", "Ok", "")
@@ -143,6 +145,7 @@ func TestStatusIsOneWrite(t *testing.T) {
 }
 
 func TestConcurrentWriterUnrelatedFieldSurvives(t *testing.T) {
+	env.Require(t)
 	w, c, _ := fixture(t)
 	p, _ := reconcile.NewPatcher(c, w)
 	other := w.DeepCopy()
@@ -173,6 +176,7 @@ func TestConcurrentWriterUnrelatedFieldSurvives(t *testing.T) {
 // TestConflictingConditionWritesResolve has another writer change conditions
 // between our read and our write: our changed types win, theirs stay.
 func TestConflictingConditionWritesResolve(t *testing.T) {
+	env.Require(t)
 	w, c, n := fixture(t)
 	ctx := context.Background()
 	conditions.MarkTrue(w, "Owned", "Ours", "")
@@ -210,6 +214,7 @@ func TestConflictingConditionWritesResolve(t *testing.T) {
 // TestFinalizersOfOthersAreNeverDropped races another controller's finalizer
 // change against ours, for an add and for a remove.
 func TestFinalizersOfOthersAreNeverDropped(t *testing.T) {
+	env.Require(t)
 	w, c, _ := fixture(t)
 	ctx := context.Background()
 	p, _ := reconcile.NewPatcher(c, w)
@@ -244,6 +249,7 @@ func TestFinalizersOfOthersAreNeverDropped(t *testing.T) {
 }
 
 func TestObjectDeletedMidReconcile(t *testing.T) {
+	env.Require(t)
 	w, c, _ := fixture(t)
 	p, _ := reconcile.NewPatcher(c, w)
 	if err := env.Client.Delete(context.Background(), w.DeepCopy()); err != nil {
@@ -257,6 +263,7 @@ func TestObjectDeletedMidReconcile(t *testing.T) {
 }
 
 func TestRemovingTheLastFinalizerIsSuccess(t *testing.T) {
+	env.Require(t)
 	w, c, _ := fixture(t)
 	ctx := context.Background()
 	w.Finalizers = []string{"test.steady.dev/mine"}
@@ -279,6 +286,7 @@ func TestRemovingTheLastFinalizerIsSuccess(t *testing.T) {
 }
 
 func TestOptimisticLockReturnsTheConflict(t *testing.T) {
+	env.Require(t)
 	w, c, _ := fixture(t)
 	p, _ := reconcile.NewPatcher(c, w)
 	other := w.DeepCopy()
@@ -297,6 +305,7 @@ func TestOptimisticLockReturnsTheConflict(t *testing.T) {
 }
 
 func TestPatchOnExitJoinsErrors(t *testing.T) {
+	env.Require(t)
 	w, c, _ := fixture(t)
 	p, _ := reconcile.NewPatcher(c, w)
 	// The CRD allows only True, False and Unknown: the status write fails.
@@ -312,6 +321,7 @@ func TestPatchOnExitJoinsErrors(t *testing.T) {
 // TestStatusWithoutStatusSubresource patches an object whose CRD has a
 // status field but no status subresource: status must not be dropped.
 func TestStatusWithoutStatusSubresource(t *testing.T) {
+	env.Require(t)
 	ctx := context.Background()
 	crd := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",

@@ -21,6 +21,7 @@ import (
 // random changes of ours: nothing the other wrote is lost, and everything we
 // changed lands.
 func TestPropertyConcurrentWriterLosesNothing(t *testing.T) {
+	env.Require(t)
 	rng := seededRand(t)
 	ctx := context.Background()
 	ns := env.Namespace(t)

@@ -18,6 +18,7 @@ import (
 )
 
 func TestForRunsTheWholeRoutine(t *testing.T) {
+	env.Require(t)
 	ctx := context.Background()
 	c, n, err := testapi.NewCountingClient(env.Config, env.Scheme)
 	if err != nil {
@@ -92,6 +93,7 @@ func TestForRunsTheWholeRoutine(t *testing.T) {
 }
 
 func TestForRefusesBadOptions(t *testing.T) {
+	env.Require(t)
 	fn := func(context.Context, *corev1.ConfigMap) (ctrl.Result, error) { return ctrl.Result{}, nil }
 	if _, err := reconcile.For(env.Client, fn, reconcile.WithReadySummary()); err == nil {
 		t.Error("a Ready summary on an object without conditions was accepted")

@@ -23,6 +23,7 @@ import (
 // dropping status.deprecated) is a removal: the other fields under that
 // parent must go too.
 func TestRemovingTheParentOfAConditionList(t *testing.T) {
+	env.Require(t)
 	ctx := context.Background()
 	u := createU(t, newUnstructured("Thing", env.Namespace(t), "t"))
 	u = writeStatus(t, u, map[string]any{
@@ -62,6 +63,7 @@ func TestRemovingTheParentOfAConditionList(t *testing.T) {
 // and then the spec written apart bump the generation twice, and the
 // observedGeneration recorded is already behind when Patch returns.
 func TestObservedGenerationWithSpecWithoutStatusSubresource(t *testing.T) {
+	env.Require(t)
 	ctx := context.Background()
 	u := createU(t, newUnstructured("PlainThing", env.Namespace(t), "p"))
 	c, n, _ := testapi.NewCountingClient(env.Config, env.Scheme)
@@ -112,6 +114,7 @@ func TestObservedGenerationWithSpecWithoutStatusSubresource(t *testing.T) {
 // meanwhile (which the answer shows), and records a flip that was written
 // even when a later write of the same Patch failed.
 func TestEventsOnlyForFlipsThisPatchWrote(t *testing.T) {
+	env.Require(t)
 	ctx := context.Background()
 	t.Run("another writer flips Ready", func(t *testing.T) {
 		w, c, _ := fixture(t)
@@ -176,6 +179,7 @@ func TestEventsOnlyForFlipsThisPatchWrote(t *testing.T) {
 // metav1.Condition), the rebased list is built from the typed snapshot and
 // answers, which dropped the field, and sent whole.
 func TestTypedConditionsKeepOthersUnknownFields(t *testing.T) {
+	env.Require(t)
 	t.Skip("BUG (documented as a limitation): a typed object's condition list is rebased on typed reads, which drop " +
 		"fields the Go type lacks, and sent whole: another writer's extra fields (severity, lastProbeTime) on entries " +
 		"this reconcile did not touch are lost. A fix needs the raw JSON of the latest state (an unstructured read: " +
@@ -209,6 +213,7 @@ func TestTypedConditionsKeepOthersUnknownFields(t *testing.T) {
 // dropped connection) may have been applied: the error must not say that
 // nothing was written.
 func TestPatchErrorOfATimeoutDoesNotClaimNothingWasWritten(t *testing.T) {
+	env.Require(t)
 	w, _, _ := fixture(t)
 	ww, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Scheme})
 	if err != nil {
@@ -241,6 +246,7 @@ func TestPatchErrorOfATimeoutDoesNotClaimNothingWasWritten(t *testing.T) {
 // type, a string: some APIs do that) is an ordinary field: its change is
 // written, not dropped from the patch as a list that never changes.
 func TestNonListAtAConditionPathIsWritten(t *testing.T) {
+	env.Require(t)
 	ctx := context.Background()
 	u := createU(t, newUnstructured("Thing", env.Namespace(t), "t"))
 	u = writeStatus(t, u, map[string]any{"conditions": map[string]any{"Ready": "False"}})

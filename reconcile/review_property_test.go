@@ -22,6 +22,7 @@ import (
 // at random just before our Patch: Patch succeeds, everything both wrote
 // is stored.
 func TestPropertyLaggingCacheLosesNothing(t *testing.T) {
+	env.Require(t)
 	rng := seededRand(t)
 	cc := testapi.StartManager(t, env, testapi.ManagerOptions{Delay: 200 * time.Millisecond, Informers: []client.Object{&testapi.Widget{}}})
 	ctx := context.Background()

@@ -37,6 +37,7 @@ func waitCached(t *testing.T, r client.Reader, obj client.Object, rv string) {
 // it, a change the older state happens to show is taken as already there
 // and silently not written.
 func TestRereadOlderThanTheSnapshotIsStale(t *testing.T) {
+	env.Require(t)
 	cc := testapi.StartManager(t, env, testapi.ManagerOptions{Delay: 300 * time.Millisecond, Informers: []client.Object{&testapi.Widget{}}})
 	ctx := context.Background()
 	w := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: env.Namespace(t), Name: "w",
@@ -72,6 +73,7 @@ func TestRereadOlderThanTheSnapshotIsStale(t *testing.T) {
 // lagging, not our object gone (cachewait draws the same line). Taking it
 // for gone ends Patch with success and nothing written.
 func TestRereadOfAnOlderIncarnationIsNotGone(t *testing.T) {
+	env.Require(t)
 	cc := testapi.StartManager(t, env, testapi.ManagerOptions{Delay: 300 * time.Millisecond, Informers: []client.Object{&testapi.Widget{}}})
 	ctx := context.Background()
 	ns := env.Namespace(t)
@@ -106,6 +108,7 @@ func TestRereadOfAnOlderIncarnationIsNotGone(t *testing.T) {
 // says gone. Also without status subresource, where the status write's 404
 // is followed by a re-read to tell gone from "no subresource".
 func TestRereadOfAnObjectTheCacheHasNotSeenIsNotGone(t *testing.T) {
+	env.Require(t)
 	cc := testapi.StartManager(t, env, testapi.ManagerOptions{Delay: 300 * time.Millisecond, Informers: []client.Object{&testapi.Widget{}}})
 	ctx := context.Background()
 	t.Run("conflict", func(t *testing.T) {
@@ -143,6 +146,7 @@ func otherWriterLabels(t *testing.T, w *testapi.Widget) {
 // status change without a condition change (no list, so no lock) is
 // written onto an object deleted and recreated under the same name.
 func TestStatusWriteNeverLandsOnARecreatedObject(t *testing.T) {
+	env.Require(t)
 	w, c, _ := fixture(t)
 	ctx := context.Background()
 	p, _ := reconcile.NewPatcher(c, w)
@@ -168,6 +172,7 @@ func TestStatusWriteNeverLandsOnARecreatedObject(t *testing.T) {
 // says the object is gone; a re-read of the cache that still shows it must
 // not turn that into an error.
 func TestRecreatedObjectThroughALaggingCacheIsGone(t *testing.T) {
+	env.Require(t)
 	cc := testapi.StartManager(t, env, testapi.ManagerOptions{Delay: 300 * time.Millisecond, Informers: []client.Object{&testapi.Widget{}}})
 	ctx := context.Background()
 	w := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: env.Namespace(t), Name: "w"}, Spec: testapi.WidgetSpec{Size: 1}}
@@ -200,6 +205,7 @@ func TestRecreatedObjectThroughALaggingCacheIsGone(t *testing.T) {
 // and a merge patch from {"a":"b"} to nothing is "labels": null, which
 // deletes every label, also those another writer added meanwhile.
 func TestDroppingOurLastLabelKeepsTheirs(t *testing.T) {
+	env.Require(t)
 	ctx := context.Background()
 	for _, field := range []string{"labels", "annotations"} {
 		t.Run(field, func(t *testing.T) {

@@ -19,16 +19,25 @@ func NormalizeJSON(obj runtime.Object) error {
 	if !ok || isJSON(u.UnstructuredContent()) {
 		return nil
 	}
-	data, err := json.Marshal(u.UnstructuredContent())
+	m, err := jsonCopy(u.UnstructuredContent())
 	if err != nil {
-		return fmt.Errorf("the unstructured content is not JSON: %w", err)
-	}
-	m := map[string]any{}
-	if err := utiljson.Unmarshal(data, &m); err != nil {
-		return fmt.Errorf("the unstructured content is not JSON: %w", err)
+		return err
 	}
 	u.SetUnstructuredContent(m)
 	return nil
+}
+
+// jsonCopy copies m through JSON, so that the copy holds only JSON types.
+func jsonCopy(m map[string]any) (map[string]any, error) {
+	data, err := json.Marshal(m)
+	if err != nil {
+		return nil, fmt.Errorf("the unstructured content is not JSON: %w", err)
+	}
+	out := map[string]any{}
+	if err := utiljson.Unmarshal(data, &out); err != nil {
+		return nil, fmt.Errorf("the unstructured content is not JSON: %w", err)
+	}
+	return out, nil
 }
 
 func isJSON(v any) bool {

@@ -83,10 +83,18 @@ func Reset(obj runtime.Object) {
 }
 
 // ToMap returns obj as a JSON-shaped map. It is always a copy: changing the
-// map never changes obj, also for an unstructured object.
+// map never changes obj, also for an unstructured object, whose content may
+// hold Go values that encode to JSON (an int, a []string): the copy holds
+// their JSON types.
 func ToMap(obj runtime.Object) (map[string]any, error) {
 	if u, ok := obj.(runtime.Unstructured); ok {
-		return runtime.DeepCopyJSON(u.UnstructuredContent()), nil
+		c := u.UnstructuredContent()
+		if !isJSON(c) {
+			// Go values the JSON encoder takes (an int, a []string) but
+			// runtime.DeepCopyJSON panics on.
+			return jsonCopy(c)
+		}
+		return runtime.DeepCopyJSON(c), nil
 	}
 	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
 	if err != nil {

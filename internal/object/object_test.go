@@ -81,3 +81,20 @@ func TestEmptyLike(t *testing.T) {
 		t.Fatalf("EmptyLike = %v", e.Object)
 	}
 }
+
+func TestToMapOfGoValues(t *testing.T) {
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"spec": map[string]any{"replicas": 3, "tags": []string{"a"}, "labels": map[string]string{"x": "y"}},
+	}}
+	m, err := ToMap(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := m["spec"].(map[string]any)
+	if spec["replicas"] != int64(3) || spec["tags"].([]any)[0] != "a" || spec["labels"].(map[string]any)["x"] != "y" {
+		t.Fatalf("ToMap = %#v", m)
+	}
+	if _, ok := u.Object["spec"].(map[string]any)["replicas"].(int); !ok {
+		t.Error("ToMap changed the object's own content")
+	}
+}
