@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand"
 	"os"
 	"slices"
 	"strings"
@@ -21,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/watch"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
@@ -692,4 +694,120 @@ func TestTenantWaitsForClusterRoles(t *testing.T) {
 	if err := noChildren(ctx, ns); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestMembershipProperty changes the labelled namespaces and the quota at
+// random, round after round, and checks each time that the tenant converges
+// exactly: the oldest labelled namespaces within the quota are admitted and
+// configured, every other namespace has none of the tenant's objects, and
+// Ready is False exactly when the quota is exceeded.
+func TestMembershipProperty(t *testing.T) {
+	src := types.NamespacedName{Namespace: env.Namespace(t), Name: "unused-registry"}
+	start(t, src)
+	ctx := context.Background()
+	seed := time.Now().UnixNano()
+	rng := rand.New(rand.NewSource(seed))
+	t.Logf("seed %d", seed)
+
+	tn := newTenant(name(t, "t"), nil)
+	createTenant(t, tn)
+	// Created in name order, so oldest first is name order.
+	var all []string
+	for _, s := range []string{"a", "b", "c", "d"} {
+		all = append(all, namespace(t, name(t, s), ""))
+	}
+	for round := range 6 {
+		var quota *int32
+		if rng.Intn(4) > 0 {
+			quota = ptr.To(int32(rng.Intn(4)))
+		}
+		var labelled []string
+		for _, ns := range all {
+			obj := &corev1.Namespace{}
+			if err := env.Client.Get(ctx, types.NamespacedName{Name: ns}, obj); err != nil {
+				t.Fatal(err)
+			}
+			if obj.Labels == nil {
+				obj.Labels = map[string]string{}
+			}
+			if rng.Intn(2) == 0 {
+				labelled = append(labelled, ns)
+				obj.Labels[tenancyv1alpha1.TenantLabel] = tn.Name
+			} else {
+				delete(obj.Labels, tenancyv1alpha1.TenantLabel)
+			}
+			if err := env.Client.Update(ctx, obj); err != nil {
+				t.Fatal(err)
+			}
+		}
+		updateTenant(t, tn.Name, false, func(tn *tenancyv1alpha1.Tenant) { tn.Spec.NamespaceQuota = quota })
+		admitted := labelled
+		if quota != nil && len(labelled) > int(*quota) {
+			admitted = labelled[:*quota]
+		}
+		t.Logf("round %d: quota %v, labelled %v", round, ptr.Deref(quota, -1), labelled)
+		got := waitTenant(t, tn.Name, len(admitted) == len(labelled), admitted...)
+		for _, ns := range all {
+			if slices.Contains(admitted, ns) {
+				eventually(t, "children in "+ns, func(ctx context.Context) error { return checkChildren(ctx, got, ns) })
+			} else {
+				eventually(t, "no children in "+ns, func(ctx context.Context) error { return noChildren(ctx, ns) })
+			}
+		}
+	}
+}
+
+// noWatch lets interceptor wrap a manager's client, which has no Watch.
+type noWatch struct{ client.Client }
+
+func (noWatch) Watch(context.Context, client.ObjectList, ...client.ListOption) (watch.Interface, error) {
+	return nil, errors.New("no watch")
+}
+
+// TestChildWriteFailureIsReported: the API server fails the writes of the
+// owner RoleBinding; the Tenant says so (NamespacesConfigured False,
+// ApplyFailed, Ready False) while it lasts, the error is retried, and once
+// the API server recovers the Tenant converges.
+func TestChildWriteFailureIsReported(t *testing.T) {
+	env.Require(t)
+	var failing atomic.Bool
+	failing.Store(true)
+	env.StartManager(t,
+		testenv.WithManagerOptions{Controller: config.Controller{SkipNameValidation: ptr.To(true)}},
+		testenv.WithSetup(func(mgr ctrl.Manager) error {
+			flaky := interceptor.NewClient(noWatch{mgr.GetClient()}, interceptor.Funcs{
+				Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+					if _, ok := obj.(*rbacv1.RoleBinding); ok && failing.Load() {
+						return apierrors.NewInternalError(errors.New("injected"))
+					}
+					return c.Create(ctx, obj, opts...)
+				},
+			})
+			roles := &tenant.ClusterRoles{Client: mgr.GetClient()}
+			if err := mgr.Add(roles); err != nil {
+				return err
+			}
+			return (&tenant.Reconciler{Client: flaky, APIReader: mgr.GetAPIReader(), ClusterRolesReady: roles.Ready(),
+				Name: fmt.Sprintf("tenant-%d", managers.Add(1))}).SetupWithManager(mgr)
+		}))
+	tn := newTenant(name(t, "t"), nil)
+	createTenant(t, tn)
+	ns := namespace(t, name(t, "ns"), tn.Name)
+	eventually(t, "the failure reported", func(ctx context.Context) error {
+		got, err := getTenant(ctx, tn.Name)
+		if err != nil {
+			return err
+		}
+		c := conditions.Get(got, tenancyv1alpha1.NamespacesConfiguredCondition)
+		if c == nil || c.Status != metav1.ConditionFalse || c.Reason != tenancyv1alpha1.ReasonApplyFailed || !strings.Contains(c.Message, "injected") {
+			return fmt.Errorf("NamespacesConfigured %+v", c)
+		}
+		if r := conditions.Get(got, conditions.Ready); r == nil || r.Status != metav1.ConditionFalse {
+			return fmt.Errorf("Ready %+v", r)
+		}
+		return nil
+	})
+	failing.Store(false)
+	tn = waitTenant(t, tn.Name, true, ns)
+	eventually(t, "children", func(ctx context.Context) error { return checkChildren(ctx, tn, ns) })
 }
