@@ -144,9 +144,17 @@ func (r *Reconciler) reconcile(ctx context.Context, u *identityv1alpha1.User) (c
 	}
 	conditions.MarkTrue(u, identityv1alpha1.NamespaceReadyCondition, identityv1alpha1.ReasonCreated, "namespace %s", nsName)
 
-	if err := r.rbac(ctx, u, nsName, labels); err != nil {
+	replacing, err := r.rbac(ctx, u, nsName, labels)
+	if err != nil {
 		conditions.MarkFalse(u, identityv1alpha1.RBACReadyCondition, identityv1alpha1.ReasonApplyFailed, "%v", err)
 		return ctrl.Result{}, fmt.Errorf("User %s: %w", u.Name, err)
+	}
+	if replacing {
+		// Not an error, and no requeue: the RoleBinding's deletion event
+		// (Owns) brings the reconcile that creates the new one.
+		conditions.MarkUnknown(u, identityv1alpha1.RBACReadyCondition, identityv1alpha1.ReasonReplacingRoleBinding,
+			"RoleBinding %s/%s deleted to bind ClusterRole %s", nsName, RoleBindingName, u.Spec.ClusterRole)
+		return ctrl.Result{}, nil
 	}
 	conditions.MarkTrue(u, identityv1alpha1.RBACReadyCondition, identityv1alpha1.ReasonCreated,
 		"bound to ClusterRole %s in namespace %s", u.Spec.ClusterRole, nsName)
@@ -154,8 +162,9 @@ func (r *Reconciler) reconcile(ctx context.Context, u *identityv1alpha1.User) (c
 }
 
 // rbac makes the user's RoleBinding, ClusterRole, ClusterRoleBinding and
-// ResourceQuota match the spec.
-func (r *Reconciler) rbac(ctx context.Context, u *identityv1alpha1.User, nsName string, labels map[string]string) error {
+// ResourceQuota match the spec. It reports whether it deleted the RoleBinding
+// to create it again with another roleRef, on the next reconcile.
+func (r *Reconciler) rbac(ctx context.Context, u *identityv1alpha1.User, nsName string, labels map[string]string) (replacing bool, _ error) {
 	var errs []error
 
 	// The RoleBinding: the user and its groups, bound to spec.clusterRole.
@@ -166,8 +175,13 @@ func (r *Reconciler) rbac(ctx context.Context, u *identityv1alpha1.User, nsName 
 	}
 	roleRef := rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role}
 	rb := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: nsName, Name: RoleBindingName}}
-	if err := r.deleteIfRoleRefDiffers(ctx, u, rb, roleRef); err != nil {
+	replaced, err := r.deleteIfRoleRefDiffers(ctx, u, rb, roleRef)
+	if err != nil {
 		errs = append(errs, err)
+	} else if replaced {
+		// Creating the new one now would race the cache, which still holds
+		// the old one.
+		replacing = true
 	} else if _, err := ownership.CreateOrUpdate(ctx, r.Client, u, rb, func() error {
 		rb.Labels = mergeLabels(rb.Labels, labels)
 		rb.RoleRef = roleRef
@@ -214,7 +228,7 @@ func (r *Reconciler) rbac(ctx context.Context, u *identityv1alpha1.User, nsName 
 	} else if err := r.deleteOwned(ctx, u, rq); err != nil {
 		errs = append(errs, err)
 	}
-	return errors.Join(errs...)
+	return replacing, errors.Join(errs...)
 }
 
 // subjects are the user and its groups, with the API group the API server
@@ -228,16 +242,16 @@ func subjects(u *identityv1alpha1.User) []rbacv1.Subject {
 }
 
 // deleteIfRoleRefDiffers deletes the user's RoleBinding when it binds
-// another role: roleRef is immutable.
-func (r *Reconciler) deleteIfRoleRefDiffers(ctx context.Context, u *identityv1alpha1.User, rb *rbacv1.RoleBinding, want rbacv1.RoleRef) error {
+// another role: roleRef is immutable. It reports whether it deleted it.
+func (r *Reconciler) deleteIfRoleRefDiffers(ctx context.Context, u *identityv1alpha1.User, rb *rbacv1.RoleBinding, want rbacv1.RoleRef) (bool, error) {
 	live := &rbacv1.RoleBinding{}
 	if err := r.Client.Get(ctx, client.ObjectKeyFromObject(rb), live); err != nil {
-		return client.IgnoreNotFound(err)
+		return false, client.IgnoreNotFound(err)
 	}
-	if live.RoleRef == want {
-		return nil
+	if live.RoleRef == want || !metav1.IsControlledBy(live, u) {
+		return false, nil // not ours: CreateOrUpdate reports it
 	}
-	return r.deleteOwned(ctx, u, live)
+	return true, r.deleteOwned(ctx, u, live)
 }
 
 // deleteOwned deletes obj if it exists and u controls it (exactly that

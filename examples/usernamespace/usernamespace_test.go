@@ -349,3 +349,29 @@ func TestNamespaceDeletedIsRecreated(t *testing.T) {
 	u = waitReady(t, name, metav1.ConditionTrue, conditions.ReasonSucceeded)
 	eventually(t, "children", func(ctx context.Context) error { return checkChildren(ctx, u) })
 }
+
+// TestUserNameMustMakeANamespace: the CRD refuses User names that would not
+// make a valid namespace name, instead of a controller failing on them.
+func TestUserNameMustMakeANamespace(t *testing.T) {
+	env.Require(t)
+	for _, tc := range []struct {
+		name  string
+		valid bool
+	}{
+		{"alice", true},
+		{"alice.smith", false},
+		{strings.Repeat("a", 58), true},
+		{strings.Repeat("a", 59), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			u := &identityv1alpha1.User{ObjectMeta: metav1.ObjectMeta{Name: tc.name}}
+			err := env.Client.Create(context.Background(), u, client.DryRunAll)
+			if tc.valid && err != nil {
+				t.Fatalf("valid name refused: %v", err)
+			}
+			if !tc.valid && !apierrors.IsInvalid(err) {
+				t.Fatalf("invalid name: got %v, want Invalid", err)
+			}
+		})
+	}
+}

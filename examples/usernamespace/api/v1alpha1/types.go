@@ -22,6 +22,7 @@ const (
 	ReasonNamespaceTerminating = "NamespaceTerminating"
 	ReasonApplyFailed          = "ApplyFailed"
 	ReasonWaitingForNamespace  = "WaitingForNamespace"
+	ReasonReplacingRoleBinding = "ReplacingRoleBinding"
 )
 
 // UserSpec is the desired state of a User.
@@ -67,6 +68,7 @@ type UserStatus struct {
 // +kubebuilder:object:root=true
 // +kubebuilder:resource:scope=Cluster
 // +kubebuilder:subresource:status
+// +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 58 && self.metadata.name.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')",message="the name must make a namespace name with the prefix user-: lowercase letters, digits and '-', at most 58 characters"
 // +kubebuilder:printcolumn:name="Namespace",type=string,JSONPath=`.status.namespace`
 // +kubebuilder:printcolumn:name="Role",type=string,JSONPath=`.spec.clusterRole`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
