@@ -1,0 +1,24 @@
+// Package v1alpha1 is the tenancy.examples.steady.dev/v1alpha1 API of the
+// tenant example: a cluster-scoped Tenant that owns a set of namespaces.
+//
+// +kubebuilder:object:generate=true
+// +groupName=tenancy.examples.steady.dev
+package v1alpha1
+
+import (
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/scheme"
+)
+
+//go:generate go tool controller-gen object paths=.
+
+var (
+	// GroupVersion is the group and version of this API.
+	GroupVersion = schema.GroupVersion{Group: "tenancy.examples.steady.dev", Version: "v1alpha1"}
+
+	// SchemeBuilder registers this API's types.
+	SchemeBuilder = &scheme.Builder{GroupVersion: GroupVersion}
+
+	// AddToScheme adds this API's types to a scheme.
+	AddToScheme = SchemeBuilder.AddToScheme
+)
