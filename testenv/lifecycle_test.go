@@ -17,6 +17,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -314,5 +315,28 @@ func TestStartManagerRunsTheControllerUnderTest(t *testing.T) {
 	}
 	if counter.Get("PATCH") != 1 || counter.Get("WATCH") == 0 { // the informer lists by a streaming WATCH
 		t.Errorf("the manager's requests were not counted as expected: %s", &counter)
+	}
+}
+
+// TestWithWatchDelayHoldsTheCacheBack: a write is in the API server at once
+// and in the manager's cache only after the delay.
+func TestWithWatchDelayHoldsTheCacheBack(t *testing.T) {
+	ns := env.Namespace(t)
+	mgr := env.StartManager(t, testenv.WithWatchDelay(500*time.Millisecond), testenv.WithInformers{&corev1.ConfigMap{}})
+	ctx := context.Background()
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "late"}}
+	if err := env.Client.Create(ctx, cm); err != nil {
+		t.Fatal(err)
+	}
+	err := mgr.GetClient().Get(ctx, client.ObjectKeyFromObject(cm), &corev1.ConfigMap{})
+	if !apierrors.IsNotFound(err) {
+		t.Fatalf("the cache held the new object at once (err %v): the watch was not delayed", err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for apierrors.IsNotFound(mgr.GetClient().Get(ctx, client.ObjectKeyFromObject(cm), &corev1.ConfigMap{})) {
+		if time.Now().After(deadline) {
+			t.Fatal("the cache never caught up")
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"testing"
+	"time"
 
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -26,8 +27,11 @@ type ManagerOptions struct {
 	// a test's first read of these kinds finds a warm cache.
 	Informers []client.Object
 	// WrapTransport wraps every request of the manager, its cache's LISTs
-	// and WATCHes included: count requests, delay watch events.
+	// and WATCHes included: count requests, say.
 	WrapTransport func(http.RoundTripper) http.RoundTripper
+	// WatchDelay holds back every watch event by this long (see
+	// [WithWatchDelay]).
+	WatchDelay time.Duration
 }
 
 // ManagerOption configures [Environment.StartManager].
@@ -91,6 +95,9 @@ func (e *Environment) StartManager(t testing.TB, opts ...ManagerOption) ctrl.Man
 	cfg := rest.CopyConfig(e.Config)
 	if o.WrapTransport != nil {
 		cfg.Wrap(o.WrapTransport)
+	}
+	if o.WatchDelay > 0 {
+		cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return delayWatches(rt, o.WatchDelay) })
 	}
 	mo := o.Manager
 	if mo.Scheme == nil {

@@ -1,10 +1,6 @@
 package testapi
 
 import (
-	"io"
-	"net/http"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -43,86 +39,10 @@ type ManagerOptions struct {
 func StartManager(t testing.TB, env *testenv.Environment, o ManagerOptions) *Cached {
 	t.Helper()
 	n := &Counter{}
-	wrap := testenv.WithTransport(func(rt http.RoundTripper) http.RoundTripper {
-		counted := n.Wrap(rt)
-		return roundTripFunc(func(r *http.Request) (*http.Response, error) {
-			resp, err := counted.RoundTrip(r)
-			if err == nil && o.Delay > 0 && strings.Contains(r.URL.RawQuery, "watch=true") {
-				resp.Body = Lagging(resp.Body, o.Delay)
-			}
-			return resp, err
-		})
-	})
-	opts := []testenv.ManagerOption{wrap, testenv.WithInformers(o.Informers)}
+	opts := []testenv.ManagerOption{testenv.WithTransport(n.Wrap), testenv.WithWatchDelay(o.Delay), testenv.WithInformers(o.Informers)}
 	if o.Setup != nil {
 		opts = append(opts, testenv.WithSetup(o.Setup))
 	}
 	mgr := env.StartManager(t, opts...)
 	return &Cached{Manager: mgr, Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Counter: n}
-}
-
-// laggingBody hands out each chunk of a watch stream delay after it
-// arrived: the informer sees every event late by a fixed latency, as on a
-// loaded cluster, without falling further behind as events pile up.
-type laggingBody struct {
-	rc      io.ReadCloser
-	delay   time.Duration
-	chunks  chan chunk
-	done    chan struct{}
-	once    sync.Once
-	pending []byte
-}
-
-type chunk struct {
-	data []byte
-	at   time.Time
-	err  error
-}
-
-// Lagging wraps a watch response body so that each chunk is read delay
-// after it arrived.
-func Lagging(rc io.ReadCloser, delay time.Duration) io.ReadCloser {
-	b := &laggingBody{rc: rc, delay: delay, chunks: make(chan chunk, 1024), done: make(chan struct{})}
-	go func() {
-		defer close(b.chunks)
-		for {
-			buf := make([]byte, 32<<10)
-			n, err := rc.Read(buf)
-			select {
-			case b.chunks <- chunk{data: buf[:n], at: time.Now(), err: err}:
-			case <-b.done:
-				return
-			}
-			if err != nil {
-				return
-			}
-		}
-	}()
-	return b
-}
-
-func (b *laggingBody) Read(p []byte) (int, error) {
-	for len(b.pending) == 0 {
-		c, ok := <-b.chunks
-		if !ok {
-			return 0, io.EOF
-		}
-		select {
-		case <-time.After(time.Until(c.at.Add(b.delay))):
-		case <-b.done:
-			return 0, io.EOF
-		}
-		if len(c.data) == 0 && c.err != nil {
-			return 0, c.err
-		}
-		b.pending = c.data
-	}
-	n := copy(p, b.pending)
-	b.pending = b.pending[n:]
-	return n, nil
-}
-
-func (b *laggingBody) Close() error {
-	b.once.Do(func() { close(b.done) })
-	return b.rc.Close()
 }

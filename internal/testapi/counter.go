@@ -1,8 +1,6 @@
 package testapi
 
 import (
-	"net/http"
-
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -21,8 +19,3 @@ func NewCountingClient(cfg *rest.Config, scheme *runtime.Scheme) (client.Client,
 	c, err := client.New(cfg, client.Options{Scheme: scheme})
 	return c, n, err
 }
-
-type roundTripFunc func(*http.Request) (*http.Response, error)
-
-// RoundTrip implements http.RoundTripper.
-func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
