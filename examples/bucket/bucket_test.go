@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"net/http"
 	"os"
 	"strings"
 	"sync/atomic"
@@ -63,10 +64,11 @@ type harness struct {
 	s3      *minio.Client // the test's own look at object storage
 }
 
-func start(t *testing.T, ns string) *harness {
+func start(t *testing.T, ns string, middleware ...func(http.Handler) http.Handler) *harness {
 	t.Helper()
-	fake := bucket.NewFakeS3()
+	fake := bucket.NewFakeS3(middleware...)
 	t.Cleanup(fake.Close)
+	fake.S3.MaxRetries = 1 // the failures the tests inject reach the reconcile at once
 	s3, err := fake.S3.NewClient()
 	if err != nil {
 		t.Fatal(err)
@@ -205,6 +207,22 @@ func addForeignCondition(ctx context.Context, t *testing.T, key types.Namespaced
 	}
 }
 
+// failDeletes makes the S3 server answer every DELETE with a 500 while
+// broken is set: a fault of object storage, not of our code.
+func failDeletes(broken *atomic.Bool) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Method == http.MethodDelete && broken.Load() {
+				w.Header().Set("Content-Type", "application/xml")
+				w.WriteHeader(http.StatusInternalServerError)
+				fmt.Fprint(w, `<?xml version="1.0" encoding="UTF-8"?><Error><Code>InternalError</Code><Message>injected</Message></Error>`)
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
+}
+
 // waitGone waits until the Bucket and its Secret are gone from the API server.
 func waitGone(ctx context.Context, t *testing.T, key types.NamespacedName) {
 	t.Helper()
@@ -320,16 +338,20 @@ func TestBucketDeletion(t *testing.T) {
 		name       string
 		policy     v1alpha1.DeletionPolicy
 		withObject bool // the bucket holds an object: S3 refuses to delete it
+		broken     bool // object storage answers DELETE with 500 until repaired
 		retained   bool // the external bucket outlives the Bucket
 	}{
 		{name: "Delete", policy: v1alpha1.DeletionPolicyDelete},
 		{name: "DeleteNotEmpty", policy: v1alpha1.DeletionPolicyDelete, withObject: true},
+		{name: "Delete500", policy: v1alpha1.DeletionPolicyDelete, broken: true},
 		{name: "Retain", policy: v1alpha1.DeletionPolicyRetain, withObject: true, retained: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := t.Context()
 			ns := env.Namespace(t)
-			h := start(t, ns)
+			var broken atomic.Bool
+			broken.Store(tc.broken)
+			h := start(t, ns, failDeletes(&broken))
 			b := &v1alpha1.Bucket{
 				ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "data"},
 				Spec:       v1alpha1.BucketSpec{BucketName: "data-" + strings.ToLower(tc.name), DeletionPolicy: tc.policy},
@@ -348,6 +370,17 @@ func TestBucketDeletion(t *testing.T) {
 				t.Fatal(err)
 			}
 
+			if tc.broken {
+				eventually(t, "delete failed", wantCondition(ctx, key, v1alpha1.ConditionDeleting, "True", "InternalError", b.Spec.BucketName))
+				got, err := getBucket(ctx, key)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !controllerutil.ContainsFinalizer(got, bucket.Finalizer) {
+					t.Fatalf("finalizer released while the delete failed: %v", got.Finalizers)
+				}
+				broken.Store(false) // repaired: the next retry succeeds
+			}
 			if tc.withObject && !tc.retained {
 				// S3 refuses: the finalizer stays, Deleting says why, and
 				// the delete is retried with backoff.

@@ -91,6 +91,10 @@ type S3Config struct {
 	Secure bool
 	// Region is the default region of new buckets; empty: DefaultRegion.
 	Region string
+	// MaxRetries is how often the S3 client retries a failed request
+	// itself before the reconcile sees the error; zero: minio-go's default
+	// (10). The controller retries failed reconciles with backoff anyway.
+	MaxRetries int
 }
 
 // NewClient returns an S3 client for the configuration.
@@ -98,7 +102,8 @@ func (c S3Config) NewClient() (*minio.Client, error) {
 	return minio.New(c.Endpoint, &minio.Options{
 		Creds:  credentials.NewStaticV4(c.AccessKeyID, c.SecretAccessKey, ""),
 		Secure: c.Secure,
-		Region: c.region(),
+		Region:     c.region(),
+		MaxRetries: c.MaxRetries,
 	})
 }
 
