@@ -100,8 +100,8 @@ type S3Config struct {
 // NewClient returns an S3 client for the configuration.
 func (c S3Config) NewClient() (*minio.Client, error) {
 	return minio.New(c.Endpoint, &minio.Options{
-		Creds:  credentials.NewStaticV4(c.AccessKeyID, c.SecretAccessKey, ""),
-		Secure: c.Secure,
+		Creds:      credentials.NewStaticV4(c.AccessKeyID, c.SecretAccessKey, ""),
+		Secure:     c.Secure,
 		Region:     c.region(),
 		MaxRetries: c.MaxRetries,
 	})
