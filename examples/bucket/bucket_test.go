@@ -62,18 +62,28 @@ type harness struct {
 	cache   client.Client
 	counter *testenv.RequestCounter
 	s3      *minio.Client // the test's own look at object storage
+	s3Calls atomic.Int64  // requests the S3 server received
+}
+
+// countS3 counts the requests of the S3 server.
+func (h *harness) countS3(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h.s3Calls.Add(1)
+		next.ServeHTTP(w, r)
+	})
 }
 
 func start(t *testing.T, ns string, middleware ...func(http.Handler) http.Handler) *harness {
 	t.Helper()
-	fake := bucket.NewFakeS3(middleware...)
+	h := &harness{counter: &testenv.RequestCounter{}}
+	fake := bucket.NewFakeS3(append([]func(http.Handler) http.Handler{h.countS3}, middleware...)...)
 	t.Cleanup(fake.Close)
 	fake.S3.MaxRetries = 1 // the failures the tests inject reach the reconcile at once
 	s3, err := fake.S3.NewClient()
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := &harness{counter: &testenv.RequestCounter{}, s3: s3}
+	h.s3 = s3
 	h.r = &bucket.Reconciler{S3: fake.S3, Name: fmt.Sprintf("bucket-%d", controllers.Add(1))}
 	mgr := env.StartManager(t,
 		testenv.WithTransport(h.counter.Wrap),
@@ -155,6 +165,7 @@ func (h *harness) assertNoWrites(ctx context.Context, t *testing.T, key types.Na
 		return nil
 	})
 	h.counter.Reset()
+	s3Before := h.s3Calls.Load()
 	for range 3 {
 		if _, err := h.r.Reconcile(ctx, ctrl.Request{NamespacedName: key}); err != nil {
 			t.Fatalf("Reconcile: %v", err)
@@ -163,7 +174,8 @@ func (h *harness) assertNoWrites(ctx context.Context, t *testing.T, key types.Na
 	if w := h.counter.Writes(); w != 0 {
 		t.Fatalf("3 reconciles of a converged Bucket wrote %d times: %s", w, h.counter)
 	}
-	t.Logf("3 reconciles of a converged Bucket: 0 writes; API requests %q (reads come from the cache)", h.counter.String())
+	t.Logf("3 reconciles of a converged Bucket: 0 writes; API requests %q (reads come from the cache); S3 requests %d",
+		h.counter.String(), h.s3Calls.Load()-s3Before)
 }
 
 func (h *harness) bucketExists(ctx context.Context, t *testing.T, name string) bool {
