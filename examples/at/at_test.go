@@ -2,6 +2,7 @@ package at_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"sync"
@@ -118,6 +119,44 @@ func reconciles(t *testing.T, controller string) int {
 	return n
 }
 
+// waitIdle waits until the named controller has no reconcile running and
+// none queued (controller-runtime's controller_runtime_active_workers and
+// workqueue_depth), twice in a row: the manager's own reconciles must not
+// be counted as the test's.
+func waitIdle(t *testing.T, controller string) {
+	t.Helper()
+	idleOnce := false
+	eventually(t, "controller idle", func() error {
+		families, err := metrics.Registry.Gather()
+		if err != nil {
+			return err
+		}
+		busy := 0.0
+		for _, f := range families {
+			if f.GetName() != "controller_runtime_active_workers" && f.GetName() != "workqueue_depth" {
+				continue
+			}
+			for _, m := range f.GetMetric() {
+				for _, l := range m.GetLabel() {
+					if (l.GetName() == "controller" || l.GetName() == "name") && l.GetValue() == controller {
+						busy += m.GetGauge().GetValue()
+						break
+					}
+				}
+			}
+		}
+		if busy != 0 {
+			idleOnce = false
+			return fmt.Errorf("%v reconciles running or queued", busy)
+		}
+		if !idleOnce {
+			idleOnce = true
+			return errors.New("idle once")
+		}
+		return nil
+	})
+}
+
 // eventually polls check, reading through the direct client, until it
 // returns nil or the deadline passes.
 func eventually(t *testing.T, what string, check func() error) {
@@ -188,6 +227,7 @@ func assertNoWrites(ctx context.Context, t *testing.T, r *controller, counter *t
 		}
 		return nil
 	})
+	waitIdle(t, r.Name)
 	counter.Reset()
 	var res ctrl.Result
 	for range 3 {

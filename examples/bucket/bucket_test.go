@@ -3,6 +3,7 @@ package bucket_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -25,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/steadyk8s/steady/conditions"
 	"github.com/steadyk8s/steady/examples/bucket"
@@ -97,6 +99,44 @@ func start(t *testing.T, ns string, middleware ...func(http.Handler) http.Handle
 	return h
 }
 
+// waitIdle waits until the named controller has no reconcile running and
+// none queued (controller-runtime's controller_runtime_active_workers and
+// workqueue_depth), twice in a row: the manager's own reconciles must not
+// be counted as the test's.
+func waitIdle(t *testing.T, controller string) {
+	t.Helper()
+	idleOnce := false
+	eventually(t, "controller idle", func() error {
+		families, err := metrics.Registry.Gather()
+		if err != nil {
+			return err
+		}
+		busy := 0.0
+		for _, f := range families {
+			if f.GetName() != "controller_runtime_active_workers" && f.GetName() != "workqueue_depth" {
+				continue
+			}
+			for _, m := range f.GetMetric() {
+				for _, l := range m.GetLabel() {
+					if (l.GetName() == "controller" || l.GetName() == "name") && l.GetValue() == controller {
+						busy += m.GetGauge().GetValue()
+						break
+					}
+				}
+			}
+		}
+		if busy != 0 {
+			idleOnce = false
+			return fmt.Errorf("%v reconciles running or queued", busy)
+		}
+		if !idleOnce {
+			idleOnce = true
+			return errors.New("idle once")
+		}
+		return nil
+	})
+}
+
 func eventually(t *testing.T, what string, check func() error) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
@@ -164,6 +204,7 @@ func (h *harness) assertNoWrites(ctx context.Context, t *testing.T, key types.Na
 		}
 		return nil
 	})
+	waitIdle(t, h.r.Name)
 	h.counter.Reset()
 	s3Before := h.s3Calls.Load()
 	for range 3 {
