@@ -1,0 +1,3 @@
+package at
+
+//go:generate go tool controller-gen crd rbac:roleName=at-manager paths=./... output:crd:dir=config/crd output:rbac:dir=config/rbac
