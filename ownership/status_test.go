@@ -5,12 +5,15 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/steadyk8s/steady/internal/testapi"
+	"github.com/steadyk8s/steady/ownership"
 )
 
 var gizmoGVK = schema.GroupVersionKind{Group: "test.steady.dev", Version: "v1", Kind: "Gizmo"}
@@ -114,6 +117,51 @@ func TestCreateOrPatchWritesAnUnstructuredChildsStatus(t *testing.T) {
 				if op == controllerutil.OperationResultNone && n.Writes() != 0 {
 					t.Errorf("call %d: unchanged, but requests %s", i, n)
 				}
+			}
+		})
+	}
+}
+
+// TestCreateOrPatchKeepsTheStatusTheServerSetAtCreation: mutate sets no
+// status, the API server sets a Pod's phase at creation; the status patch
+// after the create must not remove it. And a status mutate does set lands
+// on top of the server's.
+func TestCreateOrPatchKeepsTheStatusTheServerSetAtCreation(t *testing.T) {
+	env.Require(t)
+	ctx := context.Background()
+	ns := env.Namespace(t)
+	owner := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "owner"}}
+	if err := env.Client.Create(ctx, owner); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name    string
+		message string // set by mutate; "" for none
+	}{
+		{"no status set", ""},
+		{"a status field set", "scheduled by the test"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: strings.ReplaceAll(tc.name, " ", "-")}}
+			res, err := ownership.CreateOrPatch(ctx, env.Client, owner, pod, func() error {
+				pod.Spec.Containers = []corev1.Container{{Name: "c", Image: "busybox"}}
+				if tc.message != "" {
+					pod.Status.Message = tc.message
+				}
+				return nil
+			})
+			if err != nil || res != controllerutil.OperationResultCreated {
+				t.Fatalf("CreateOrPatch = %v, %v", res, err)
+			}
+			live := &corev1.Pod{}
+			if err := env.Client.Get(ctx, client.ObjectKeyFromObject(pod), live); err != nil {
+				t.Fatal(err)
+			}
+			if live.Status.Phase != corev1.PodPending {
+				t.Errorf("phase = %q: the status the API server set at creation was removed", live.Status.Phase)
+			}
+			if live.Status.Message != tc.message {
+				t.Errorf("message = %q, want %q", live.Status.Message, tc.message)
 			}
 		})
 	}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/steadyk8s/steady/internal/object"
 	"github.com/steadyk8s/steady/internal/observe"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
 )
 
 // MutateFn sets the desired state on the child it closes over. It runs on
@@ -145,8 +146,17 @@ func CreateOrPatch(ctx context.Context, c client.Client, owner, child client.Obj
 		if err != nil {
 			return controllerutil.OperationResultCreated, fmt.Errorf("ownership: created %s, but reading its status failed: %w", name, err)
 		}
-		if _, err := patchStatus(ctx, c, child, created["status"], wanted["status"]); err != nil {
-			return controllerutil.OperationResultCreated, fmt.Errorf("ownership: created %s, but writing its status failed: %w", name, err)
+		// Only what mutate set goes on top of what the API server wrote at
+		// creation (a Pod's phase, say): a field mutate left unset is not
+		// a removal of the server's value.
+		if set, ok := wanted["status"].(map[string]any); ok && len(set) > 0 {
+			want, err := overlay(created["status"], set)
+			if err != nil {
+				return controllerutil.OperationResultCreated, fmt.Errorf("ownership: created %s, but writing its status failed: %w", name, err)
+			}
+			if _, err := patchStatus(ctx, c, child, created["status"], want); err != nil {
+				return controllerutil.OperationResultCreated, fmt.Errorf("ownership: created %s, but writing its status failed: %w", name, err)
+			}
 		}
 		return controllerutil.OperationResultCreated, nil
 	}
@@ -529,4 +539,29 @@ func withResourceVersion(patch []byte, rv string) ([]byte, error) {
 		return nil, err
 	}
 	return json.Marshal(p)
+}
+
+// overlay applies set onto base as a JSON merge patch would: the fields of
+// set win, maps merge, the rest of base stays.
+func overlay(base any, set map[string]any) (any, error) {
+	b, err := json.Marshal(base)
+	if err != nil {
+		return nil, err
+	}
+	if base == nil {
+		b = []byte("{}")
+	}
+	p, err := json.Marshal(set)
+	if err != nil {
+		return nil, err
+	}
+	merged, err := jsonpatch.MergePatch(b, p)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]any{}
+	if err := utiljson.Unmarshal(merged, &out); err != nil { // int64 for integers, as ToMap has them
+		return nil, err
+	}
+	return out, nil
 }
