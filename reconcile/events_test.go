@@ -131,3 +131,37 @@ func TestUnstructuredWithGoValues(t *testing.T) {
 		t.Errorf("stored %+v / %+v", got.Spec, got.Status)
 	}
 }
+
+// TestNoWriteWhenTheLatestAlreadyHoldsTheChange: a Patch from a stale
+// snapshot conflicts, re-reads, and finds that the API server already holds
+// what this reconcile set (conditions, observedGeneration): nothing is left
+// to send, so no second PATCH.
+func TestNoWriteWhenTheLatestAlreadyHoldsTheChange(t *testing.T) {
+	env.Require(t)
+	ctx := context.Background()
+	w := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: env.Namespace(t), Name: "w"}}
+	if err := env.Client.Create(ctx, w); err != nil {
+		t.Fatal(err)
+	}
+	stale := w.DeepCopy()
+	conditions.MarkTrue(w, "Ready", "Done", "")
+	w.Status.ObservedGeneration = w.Generation
+	if err := env.Client.Status().Update(ctx, w); err != nil {
+		t.Fatal(err)
+	}
+	c, n, err := testapi.NewCountingClient(env.Config, env.Scheme)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := reconcile.NewPatcher(c, stale)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stale.Status.Conditions = w.DeepCopy().Status.Conditions // the same marks, as the reconcile computes them
+	if err := p.Patch(ctx, stale, reconcile.WithObservedGeneration{}); err != nil {
+		t.Fatal(err)
+	}
+	if n.Get("PATCH") != 1 || n.Writes() != 1 {
+		t.Errorf("requests %s: want the conflicting PATCH and no second one", n)
+	}
+}

@@ -352,6 +352,11 @@ func (p *part) body(latest map[string]any, o Options) (map[string]any, bool, err
 		}
 		lists = true
 	}
+	// After a conflict the latest object may already hold some of what
+	// this reconcile changed (another writer, or our own earlier write
+	// seen late, set it): such fields are no change, and a body left
+	// empty is no write.
+	dropApplied(body, latest)
 	if p.fallback && o.ObservedGeneration {
 		// Written with the object, status bumps the generation: record the
 		// generation this write produces, and do not write for
@@ -679,6 +684,32 @@ func equalList(a, b []any) bool {
 		return true
 	}
 	return reflect.DeepEqual(normalize(a), normalize(b))
+}
+
+// dropApplied removes from the merge patch body every field that latest
+// already holds with that value (a removal of a field latest lacks
+// included), and the maps left empty by that.
+func dropApplied(body, latest map[string]any) {
+	for k, v := range body {
+		have, ok := latest[k]
+		switch v := v.(type) {
+		case nil:
+			if !ok || have == nil {
+				delete(body, k)
+			}
+		case map[string]any:
+			if h, isMap := have.(map[string]any); isMap {
+				dropApplied(v, h)
+				if len(v) == 0 {
+					delete(body, k)
+				}
+			}
+		default:
+			if ok && reflect.DeepEqual(normalize(v), normalize(have)) {
+				delete(body, k)
+			}
+		}
+	}
 }
 
 // normalize makes numbers of either decoding comparable.

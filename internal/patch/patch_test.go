@@ -2,6 +2,7 @@ package patch
 
 import (
 	"encoding/json"
+	"reflect"
 	"testing"
 )
 
@@ -114,5 +115,26 @@ func TestSetListUnderARemovedParent(t *testing.T) {
 	}
 	if got, _ := json.Marshal(body); string(got) != `{"status":{"deprecated":{"v1beta1":{"conditions":[]}}}}` {
 		t.Errorf("no removal: %s", got)
+	}
+}
+
+func TestDropApplied(t *testing.T) {
+	body := map[string]any{
+		"metadata": map[string]any{"labels": map[string]any{"a": "1", "gone": nil, "b": "2"}},
+		"spec":     map[string]any{"size": int64(3), "color": nil},
+		"status":   map[string]any{"observedGeneration": int64(2), "phase": "Ready"},
+	}
+	latest := map[string]any{
+		"metadata": map[string]any{"labels": map[string]any{"a": "1", "b": "1"}},
+		"spec":     map[string]any{"size": float64(3), "color": "red"},
+		"status":   map[string]any{"observedGeneration": int64(2), "phase": "Ready"},
+	}
+	dropApplied(body, latest)
+	want := map[string]any{
+		"metadata": map[string]any{"labels": map[string]any{"b": "2"}},
+		"spec":     map[string]any{"color": nil},
+	}
+	if !reflect.DeepEqual(body, want) {
+		t.Fatalf("dropApplied = %v, want %v", body, want)
 	}
 }
