@@ -300,18 +300,20 @@ func TestStartManagerRunsTheControllerUnderTest(t *testing.T) {
 	if err := env.Client.Create(context.Background(), cm); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	testenv.Eventually(t, "the controller labels the ConfigMap", func() error {
 		if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(cm), cm); err != nil {
-			t.Fatal(err)
+			return err
 		}
-		if cm.Labels["seen"] == "yes" {
-			break
+		if cm.Labels["seen"] != "yes" {
+			return fmt.Errorf("not labelled yet (%d reconciles)", requests.Load())
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the controller did not act (%d requests)", requests.Load())
-		}
-		time.Sleep(20 * time.Millisecond)
+		return nil
+	})
+	testenv.WaitIdle(t, "copier")
+	before := requests.Load()
+	testenv.WaitIdle(t, "copier")
+	if requests.Load() != before {
+		t.Errorf("reconciles while idle: %d", requests.Load()-before)
 	}
 	if counter.Get("PATCH") != 1 || counter.Get("WATCH") == 0 { // the informer lists by a streaming WATCH
 		t.Errorf("the manager's requests were not counted as expected: %s", &counter)

@@ -2,7 +2,6 @@ package at_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"sync"
@@ -119,61 +118,6 @@ func reconciles(t *testing.T, controller string) int {
 	return n
 }
 
-// waitIdle waits until the named controller has no reconcile running and
-// none queued (controller-runtime's controller_runtime_active_workers and
-// workqueue_depth), twice in a row: the manager's own reconciles must not
-// be counted as the test's.
-func waitIdle(t *testing.T, controller string) {
-	t.Helper()
-	idleOnce := false
-	eventually(t, "controller idle", func() error {
-		families, err := metrics.Registry.Gather()
-		if err != nil {
-			return err
-		}
-		busy := 0.0
-		for _, f := range families {
-			if f.GetName() != "controller_runtime_active_workers" && f.GetName() != "workqueue_depth" {
-				continue
-			}
-			for _, m := range f.GetMetric() {
-				for _, l := range m.GetLabel() {
-					if (l.GetName() == "controller" || l.GetName() == "name") && l.GetValue() == controller {
-						busy += m.GetGauge().GetValue()
-						break
-					}
-				}
-			}
-		}
-		if busy != 0 {
-			idleOnce = false
-			return fmt.Errorf("%v reconciles running or queued", busy)
-		}
-		if !idleOnce {
-			idleOnce = true
-			return errors.New("idle once")
-		}
-		return nil
-	})
-}
-
-// eventually polls check, reading through the direct client, until it
-// returns nil or the deadline passes.
-func eventually(t *testing.T, what string, check func() error) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		err := check()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: %v", what, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
 func getAt(ctx context.Context, key types.NamespacedName) (*v1alpha1.At, error) {
 	a := &v1alpha1.At{}
 	return a, env.Client.Get(ctx, key, a)
@@ -213,7 +157,7 @@ func wantAt(ctx context.Context, key types.NamespacedName, phase v1alpha1.Phase,
 func assertNoWrites(ctx context.Context, t *testing.T, r *controller, counter *testenv.RequestCounter, key types.NamespacedName) ctrl.Result {
 	t.Helper()
 	// Converged means the cache has caught up too: the reconciler reads it.
-	eventually(t, "cache caught up", func() error {
+	testenv.Eventually(t, "cache caught up", func() error {
 		live, err := getAt(ctx, key)
 		if err != nil {
 			return err
@@ -227,7 +171,7 @@ func assertNoWrites(ctx context.Context, t *testing.T, r *controller, counter *t
 		}
 		return nil
 	})
-	waitIdle(t, r.Name)
+	testenv.WaitIdle(t, r.Name)
 	counter.Reset()
 	var res ctrl.Result
 	for range 3 {
@@ -332,7 +276,7 @@ func TestAtLifecycle(t *testing.T) {
 			podKey := types.NamespacedName{Namespace: ns, Name: "hello-pod"}
 
 			// PENDING: scheduled, nothing runs yet.
-			eventually(t, "pending", wantAt(ctx, key, v1alpha1.PhasePending, map[string][2]string{
+			testenv.Eventually(t, "pending", wantAt(ctx, key, v1alpha1.PhasePending, map[string][2]string{
 				v1alpha1.ConditionScheduled: {"True", "Scheduled"},
 				v1alpha1.ConditionDone:      {"False", "Pending"},
 				conditions.Ready:            {"False", "Pending"},
@@ -354,7 +298,7 @@ func TestAtLifecycle(t *testing.T) {
 			if _, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: key}); err != nil {
 				t.Fatal(err)
 			}
-			eventually(t, "running", wantAt(ctx, key, v1alpha1.PhaseRunning, map[string][2]string{
+			testenv.Eventually(t, "running", wantAt(ctx, key, v1alpha1.PhaseRunning, map[string][2]string{
 				v1alpha1.ConditionRunning: {"True", "PodRunning"},
 				v1alpha1.ConditionDone:    {"False", "Running"},
 				conditions.Ready:          {"False", "Running"},
@@ -373,7 +317,7 @@ func TestAtLifecycle(t *testing.T) {
 
 			// The Pod ends: DONE, and it stays DONE.
 			setPodPhase(ctx, t, podKey, tc.podPhase)
-			eventually(t, "done", wantAt(ctx, key, v1alpha1.PhaseDone, map[string][2]string{
+			testenv.Eventually(t, "done", wantAt(ctx, key, v1alpha1.PhaseDone, map[string][2]string{
 				v1alpha1.ConditionRunning: {"False", "Completed"},
 				v1alpha1.ConditionDone:    {"True", tc.reason},
 				conditions.Ready:          {"True", tc.reason},
@@ -397,13 +341,13 @@ func TestAtLifecycle(t *testing.T) {
 				t.Fatalf("finalizers of the deleted At: %v, want only the foreign one", fin)
 			}
 			releaseFinalizer(ctx, t, key)
-			eventually(t, "At gone", func() error {
+			testenv.Eventually(t, "At gone", func() error {
 				if _, err := getAt(ctx, key); !apierrors.IsNotFound(err) {
 					return fmt.Errorf("At still there: %v", err)
 				}
 				return nil
 			})
-			eventually(t, "Pod collected", func() error {
+			testenv.Eventually(t, "Pod collected", func() error {
 				if err := env.Client.Get(ctx, podKey, &corev1.Pod{}); !apierrors.IsNotFound(err) {
 					return fmt.Errorf("Pod still there: %v", err)
 				}
@@ -430,7 +374,7 @@ func TestAtMalformedScheduleStalls(t *testing.T) {
 		t.Fatal(err)
 	}
 	key := client.ObjectKeyFromObject(a)
-	eventually(t, "stalled", wantAt(ctx, key, v1alpha1.PhasePending, map[string][2]string{
+	testenv.Eventually(t, "stalled", wantAt(ctx, key, v1alpha1.PhasePending, map[string][2]string{
 		conditions.Stalled:          {"True", at.ReasonInvalidSchedule},
 		v1alpha1.ConditionScheduled: {"False", at.ReasonInvalidSchedule},
 		conditions.Ready:            {"False", at.ReasonInvalidSchedule},
@@ -451,7 +395,7 @@ func TestAtMalformedScheduleStalls(t *testing.T) {
 	if err := env.Client.Create(ctx, other); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "other pending", wantAt(ctx, client.ObjectKeyFromObject(other), v1alpha1.PhasePending, map[string][2]string{
+	testenv.Eventually(t, "other pending", wantAt(ctx, client.ObjectKeyFromObject(other), v1alpha1.PhasePending, map[string][2]string{
 		v1alpha1.ConditionScheduled: {"True", "Scheduled"},
 	}))
 
@@ -465,7 +409,7 @@ func TestAtMalformedScheduleStalls(t *testing.T) {
 	if err := env.Client.Update(ctx, got); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "fixed", wantAt(ctx, key, v1alpha1.PhaseRunning, map[string][2]string{
+	testenv.Eventually(t, "fixed", wantAt(ctx, key, v1alpha1.PhaseRunning, map[string][2]string{
 		conditions.Stalled:          {},
 		v1alpha1.ConditionScheduled: {"True", "Scheduled"},
 		v1alpha1.ConditionRunning:   {"True", "PodRunning"},
@@ -492,7 +436,7 @@ func TestAtRunsWithoutPolling(t *testing.T) {
 	if err := env.Client.Create(ctx, a); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "Pod created at the scheduled time", func() error {
+	testenv.Eventually(t, "Pod created at the scheduled time", func() error {
 		pod := &corev1.Pod{}
 		if err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "soon-pod"}, pod); err != nil {
 			return err
@@ -502,7 +446,7 @@ func TestAtRunsWithoutPolling(t *testing.T) {
 		}
 		return nil
 	})
-	eventually(t, "running", wantAt(ctx, client.ObjectKeyFromObject(a), v1alpha1.PhaseRunning, nil))
+	testenv.Eventually(t, "running", wantAt(ctx, client.ObjectKeyFromObject(a), v1alpha1.PhaseRunning, nil))
 	// Create, the timer, the Pod's creation: a handful, not a poll.
 	if n := reconciles(t, r.Name); n > 5 {
 		t.Fatalf("%d reconciles for one At: polling?", n)

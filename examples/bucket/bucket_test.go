@@ -3,14 +3,12 @@ package bucket_test
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"os"
 	"strings"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/minio/minio-go/v7"
 	corev1 "k8s.io/api/core/v1"
@@ -26,7 +24,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
-	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/steadyk8s/steady/conditions"
 	"github.com/steadyk8s/steady/examples/bucket"
@@ -99,59 +96,6 @@ func start(t *testing.T, ns string, middleware ...func(http.Handler) http.Handle
 	return h
 }
 
-// waitIdle waits until the named controller has no reconcile running and
-// none queued (controller-runtime's controller_runtime_active_workers and
-// workqueue_depth), twice in a row: the manager's own reconciles must not
-// be counted as the test's.
-func waitIdle(t *testing.T, controller string) {
-	t.Helper()
-	idleOnce := false
-	eventually(t, "controller idle", func() error {
-		families, err := metrics.Registry.Gather()
-		if err != nil {
-			return err
-		}
-		busy := 0.0
-		for _, f := range families {
-			if f.GetName() != "controller_runtime_active_workers" && f.GetName() != "workqueue_depth" {
-				continue
-			}
-			for _, m := range f.GetMetric() {
-				for _, l := range m.GetLabel() {
-					if (l.GetName() == "controller" || l.GetName() == "name") && l.GetValue() == controller {
-						busy += m.GetGauge().GetValue()
-						break
-					}
-				}
-			}
-		}
-		if busy != 0 {
-			idleOnce = false
-			return fmt.Errorf("%v reconciles running or queued", busy)
-		}
-		if !idleOnce {
-			idleOnce = true
-			return errors.New("idle once")
-		}
-		return nil
-	})
-}
-
-func eventually(t *testing.T, what string, check func() error) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		err := check()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: %v", what, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
 func getBucket(ctx context.Context, key types.NamespacedName) (*v1alpha1.Bucket, error) {
 	b := &v1alpha1.Bucket{}
 	return b, env.Client.Get(ctx, key, b)
@@ -190,7 +134,7 @@ func wantReady(ctx context.Context, key types.NamespacedName, versioning string)
 // caught up, and fails on any write to the API server.
 func (h *harness) assertNoWrites(ctx context.Context, t *testing.T, key types.NamespacedName) {
 	t.Helper()
-	eventually(t, "cache caught up", func() error {
+	testenv.Eventually(t, "cache caught up", func() error {
 		live, err := getBucket(ctx, key)
 		if err != nil {
 			return err
@@ -204,7 +148,7 @@ func (h *harness) assertNoWrites(ctx context.Context, t *testing.T, key types.Na
 		}
 		return nil
 	})
-	waitIdle(t, h.r.Name)
+	testenv.WaitIdle(t, h.r.Name)
 	h.counter.Reset()
 	s3Before := h.s3Calls.Load()
 	for range 3 {
@@ -279,13 +223,13 @@ func failDeletes(broken *atomic.Bool) func(http.Handler) http.Handler {
 // waitGone waits until the Bucket and its Secret are gone from the API server.
 func waitGone(ctx context.Context, t *testing.T, key types.NamespacedName) {
 	t.Helper()
-	eventually(t, "Bucket gone", func() error {
+	testenv.Eventually(t, "Bucket gone", func() error {
 		if _, err := getBucket(ctx, key); !apierrors.IsNotFound(err) {
 			return fmt.Errorf("still there: %v", err)
 		}
 		return nil
 	})
-	eventually(t, "Secret collected", func() error {
+	testenv.Eventually(t, "Secret collected", func() error {
 		err := env.Client.Get(ctx, types.NamespacedName{Namespace: key.Namespace, Name: key.Name + "-credentials"}, &corev1.Secret{})
 		if !apierrors.IsNotFound(err) {
 			return fmt.Errorf("still there: %v", err)
@@ -312,7 +256,7 @@ func TestBucketLifecycle(t *testing.T) {
 	key := client.ObjectKeyFromObject(b)
 	external := ns + "-photos"
 
-	eventually(t, "ready", wantReady(ctx, key, "Enabled"))
+	testenv.Eventually(t, "ready", wantReady(ctx, key, "Enabled"))
 	got, _ := getBucket(ctx, key)
 	if got.Spec.DeletionPolicy != v1alpha1.DeletionPolicyDelete || !controllerutil.ContainsFinalizer(got, bucket.Finalizer) {
 		t.Fatalf("defaulted policy %q, finalizers %v", got.Spec.DeletionPolicy, got.Finalizers)
@@ -347,7 +291,7 @@ func TestBucketLifecycle(t *testing.T) {
 	// Removal: versioning off is versioning suspended, in object storage and
 	// in status.
 	updateBucket(ctx, t, key, func(b *v1alpha1.Bucket) { b.Spec.Versioning = false })
-	eventually(t, "versioning suspended", wantReady(ctx, key, "Suspended"))
+	testenv.Eventually(t, "versioning suspended", wantReady(ctx, key, "Suspended"))
 	if v, err := h.s3.GetBucketVersioning(ctx, external); err != nil || v.Status != "Suspended" {
 		t.Fatalf("versioning %+v, %v", v, err)
 	}
@@ -362,7 +306,7 @@ func TestBucketLifecycle(t *testing.T) {
 	if err := env.Client.Delete(ctx, got); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "our finalizer released", func() error {
+	testenv.Eventually(t, "our finalizer released", func() error {
 		b, err := getBucket(ctx, key)
 		if err != nil {
 			return err
@@ -413,7 +357,7 @@ func TestBucketDeletion(t *testing.T) {
 				t.Fatal(err)
 			}
 			key := client.ObjectKeyFromObject(b)
-			eventually(t, "ready", wantReady(ctx, key, ""))
+			testenv.Eventually(t, "ready", wantReady(ctx, key, ""))
 			if tc.withObject {
 				if _, err := h.s3.PutObject(ctx, b.Spec.BucketName, "report.csv", bytes.NewReader([]byte("a,b\n")), 4, minio.PutObjectOptions{}); err != nil {
 					t.Fatal(err)
@@ -424,7 +368,7 @@ func TestBucketDeletion(t *testing.T) {
 			}
 
 			if tc.broken {
-				eventually(t, "delete failed", wantCondition(ctx, key, v1alpha1.ConditionDeleting, "True", "InternalError", b.Spec.BucketName))
+				testenv.Eventually(t, "delete failed", wantCondition(ctx, key, v1alpha1.ConditionDeleting, "True", "InternalError", b.Spec.BucketName))
 				got, err := getBucket(ctx, key)
 				if err != nil {
 					t.Fatal(err)
@@ -437,7 +381,7 @@ func TestBucketDeletion(t *testing.T) {
 			if tc.withObject && !tc.retained {
 				// S3 refuses: the finalizer stays, Deleting says why, and
 				// the delete is retried with backoff.
-				eventually(t, "delete refused", wantCondition(ctx, key, v1alpha1.ConditionDeleting, "True", "BucketNotEmpty", b.Spec.BucketName))
+				testenv.Eventually(t, "delete refused", wantCondition(ctx, key, v1alpha1.ConditionDeleting, "True", "BucketNotEmpty", b.Spec.BucketName))
 				got, err := getBucket(ctx, key)
 				if err != nil {
 					t.Fatal(err)
@@ -471,7 +415,7 @@ func TestBucketStalledName(t *testing.T) {
 		t.Fatal(err)
 	}
 	key := client.ObjectKeyFromObject(b)
-	eventually(t, "stalled", wantCondition(ctx, key, conditions.Stalled, "True", "InvalidBucketName", "set spec.bucketName"))
+	testenv.Eventually(t, "stalled", wantCondition(ctx, key, conditions.Stalled, "True", "InvalidBucketName", "set spec.bucketName"))
 	if err := wantCondition(ctx, key, conditions.Ready, "False", "InvalidBucketName", "")(); err != nil {
 		t.Fatal(err)
 	}
@@ -480,7 +424,7 @@ func TestBucketStalledName(t *testing.T) {
 	if err := env.Client.Delete(ctx, b); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "gone", func() error {
+	testenv.Eventually(t, "gone", func() error {
 		if _, err := getBucket(ctx, key); !apierrors.IsNotFound(err) {
 			return fmt.Errorf("still there: %v", err)
 		}

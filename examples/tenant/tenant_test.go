@@ -178,14 +178,7 @@ func createTenant(t *testing.T, tn *tenancyv1alpha1.Tenant) {
 // eventually polls check, reading through env.Client, until it returns nil.
 func eventually(t *testing.T, what string, check func(ctx context.Context) error) {
 	t.Helper()
-	var last error
-	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
-		last = check(ctx)
-		return last == nil, nil
-	})
-	if err != nil {
-		t.Fatalf("%s: %v (last: %v)", what, err, last)
-	}
+	testenv.Eventually(t, what, func() error { return check(context.Background()) }, timeout)
 }
 
 func getTenant(ctx context.Context, name string) (*tenancyv1alpha1.Tenant, error) {
