@@ -20,7 +20,7 @@ envtest:
 
 test:
 	@assets="$$(cd hack && go run ./cmd/envtest-assets)"; \
-	export KUBEBUILDER_ASSETS="$$assets" STEADY_TESTENV_REQUIRE=1; \
+	export KUBEBUILDER_ASSETS="$$assets" STEADY_TESTENV_REQUIRE=1 STEADY_DOCS_RUN=1; \
 	echo "KUBEBUILDER_ASSETS=$$assets"; \
 	for m in $(MODULES); do \
 		echo "==> $$m: go vet"; (cd "$$m" && go vet ./...); \
