@@ -22,6 +22,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/steadyk8s/steady/applyset"
 	"github.com/steadyk8s/steady/conditions"
@@ -58,7 +59,8 @@ const (
 // start runs a Bundle controller in a manager whose requests counter counts.
 func start(t *testing.T, counter *testenv.RequestCounter) *bundle.Reconciler {
 	t.Helper()
-	r := &bundle.Reconciler{}
+	// A name of its own: the quiet check reads the controller's metrics.
+	r := &bundle.Reconciler{Name: strings.ToLower(t.Name())}
 	env.StartManager(t,
 		testenv.WithTransport(counter.Wrap),
 		testenv.WithManagerOptions{Controller: config.Controller{SkipNameValidation: ptr.To(true)}},
@@ -353,6 +355,7 @@ func TestManifestErrorStallsWithoutHotLoop(t *testing.T) {
 				t.Error("a bad manifest pruned what was applied")
 			}
 			// Not a hot loop: no error (no backoff retries), no write.
+			quiet(t, r, key)
 			counter.Reset()
 			for range 3 {
 				if _, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: key}); err != nil {
@@ -429,14 +432,7 @@ func deleteAndWait(t *testing.T, key client.ObjectKey) {
 
 func assertNoWrites(t *testing.T, r *bundle.Reconciler, counter *testenv.RequestCounter, key client.ObjectKey) {
 	t.Helper()
-	// Converged includes the manager's cache: it holds what the API server does.
-	eventually(t, "cache caught up", func() (bool, string) {
-		cached := &bundlev1alpha1.Bundle{}
-		if err := r.Client.Get(context.Background(), key, cached); err != nil {
-			return false, err.Error()
-		}
-		return cached.ResourceVersion == get(t, key).ResourceVersion, cached.ResourceVersion
-	})
+	quiet(t, r, key)
 	counter.Reset()
 	for range 3 {
 		if _, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: key}); err != nil {
@@ -447,6 +443,54 @@ func assertNoWrites(t *testing.T, r *bundle.Reconciler, counter *testenv.Request
 		t.Errorf("3 reconciles of a converged Bundle wrote %d times (%s)", counter.Writes(), counter)
 	}
 	t.Logf("3 reconciles of a converged Bundle: %s", counter)
+}
+
+// quiet waits until the controller is idle: the manager's cache holds what
+// the API server does, and the controller has nothing queued or running,
+// five polls in a row. Otherwise a reconcile that the controller's own writes
+// queued (the finalizer it adds passes GenerationChanged), running on a
+// snapshot older than its status write, could write during the count.
+func quiet(t *testing.T, r *bundle.Reconciler, key client.ObjectKey) {
+	t.Helper()
+	calm := 0
+	eventually(t, "controller idle", func() (bool, string) {
+		cached := &bundlev1alpha1.Bundle{}
+		if err := r.Client.Get(context.Background(), key, cached); err != nil {
+			return false, err.Error()
+		}
+		live := get(t, key)
+		busy := gauge(t, "controller_runtime_active_workers", r.Name) + gauge(t, "workqueue_depth", r.Name)
+		if cached.ResourceVersion != live.ResourceVersion || busy > 0 {
+			calm = 0
+			return false, fmt.Sprintf("cache at %s, server at %s, %v reconciles queued or running", cached.ResourceVersion, live.ResourceVersion, busy)
+		}
+		calm++
+		return calm >= 5, ""
+	})
+}
+
+// gauge reads a controller-runtime gauge labelled with the controller's name.
+func gauge(t *testing.T, name, controller string) float64 {
+	t.Helper()
+	families, err := metrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := 0.0
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if (l.GetName() == "controller" || l.GetName() == "name") && l.GetValue() == controller {
+					sum += m.GetGauge().GetValue()
+					break
+				}
+			}
+		}
+	}
+	return sum
 }
 
 func finalizerOf(o client.Object, name string) bool {
