@@ -2,9 +2,12 @@ package bundle_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -19,8 +22,10 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
@@ -244,6 +249,9 @@ func TestBundleLifecycle(t *testing.T) {
 	if conditions.Has(b, conditions.Reconciling) || conditions.Has(b, conditions.Stalled) {
 		t.Errorf("converged Bundle still Reconciling or Stalled: %+v", b.Status.Conditions)
 	}
+	if got := kstatus(t, b); got != status.CurrentStatus {
+		t.Errorf("kstatus of a converged Bundle: %s", got)
+	}
 	sa := &corev1.ServiceAccount{}
 	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: f.appNS, Name: "app"}, sa); err != nil || sa.Labels[applyset.PartOfLabel] != b.Status.ApplySetID {
 		t.Errorf("ServiceAccount from the ConfigMap source: %v, labels %v", err, sa.Labels)
@@ -350,6 +358,9 @@ func TestManifestErrorStallsWithoutHotLoop(t *testing.T) {
 			}
 			if conditions.Has(b, conditions.Reconciling) {
 				t.Error("Stalled and Reconciling at once")
+			}
+			if got := kstatus(t, b); got != status.FailedStatus {
+				t.Errorf("kstatus of a stalled Bundle: %s", got)
 			}
 			if !exists(t, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: f.appNS, Name: "settings"}}) {
 				t.Error("a bad manifest pruned what was applied")
@@ -493,6 +504,22 @@ func gauge(t *testing.T, name, controller string) float64 {
 	return sum
 }
 
+// kstatus computes the Bundle's status as kubectl wait, Flux and cli-utils do.
+func kstatus(t *testing.T, b *bundlev1alpha1.Bundle) status.Status {
+	t.Helper()
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := &unstructured.Unstructured{Object: m}
+	u.SetGroupVersionKind(bundlev1alpha1.GroupVersion.WithKind("Bundle"))
+	res, err := status.Compute(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res.Status
+}
+
 func finalizerOf(o client.Object, name string) bool {
 	for _, f := range o.GetFinalizers() {
 		if f == name {
@@ -543,4 +570,73 @@ func removeForeignFinalizer(t *testing.T, key client.ObjectKey) {
 		err := env.Client.Update(context.Background(), b)
 		return err == nil, fmt.Sprint(err)
 	})
+}
+
+// TestServerFailuresAreRetriedNotStalled: a 500 from the API server, on the
+// dry run or on the real apply of a member, is Reconciling (retried with
+// backoff), never Stalled; the Bundle converges once the server recovers.
+func TestServerFailuresAreRetriedNotStalled(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		dryRun bool
+	}{
+		{"real apply", false},
+		{"dry run", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			f := newFixture(t)
+			direct, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Scheme})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var failing atomic.Bool
+			faulty := interceptor.NewClient(direct, interceptor.Funcs{
+				Apply: func(ctx context.Context, c client.WithWatch, obj runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
+					o := &client.ApplyOptions{}
+					o.ApplyOptions(opts)
+					name := ""
+					switch n := obj.(type) {
+					case interface{ GetName() string }: // applyset's, from an Unstructured
+						name = n.GetName()
+					case interface{ GetName() *string }: // a typed apply configuration
+						name = ptr.Deref(n.GetName(), "")
+					}
+					dry := slices.Contains(o.DryRun, metav1.DryRunAll)
+					if failing.Load() && dry == tc.dryRun && name == "settings" {
+						return apierrors.NewInternalError(errors.New("injected"))
+					}
+					return c.Apply(ctx, obj, opts...)
+				},
+			})
+			r := &bundle.Reconciler{Name: strings.ToLower(strings.ReplaceAll(t.Name(), "/", "-"))}
+			env.StartManager(t,
+				testenv.WithManagerOptions{Controller: config.Controller{SkipNameValidation: ptr.To(true)}},
+				testenv.WithSetup(func(mgr ctrl.Manager) error {
+					r.Client = faulty
+					r.APIReader = mgr.GetAPIReader()
+					return r.SetupWithManager(mgr)
+				}))
+			failing.Store(true)
+			b := &bundlev1alpha1.Bundle{
+				ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "flaky"},
+				Spec:       bundlev1alpha1.BundleSpec{Manifests: []bundlev1alpha1.Source{{Inline: docs(f.namespace(), f.configMap("settings"))}}},
+			}
+			if err := env.Client.Create(ctx, b); err != nil {
+				t.Fatal(err)
+			}
+			key := client.ObjectKeyFromObject(b)
+			eventually(t, "Reconciling ApplyFailed", func() (bool, string) {
+				b = get(t, key)
+				c := conditions.Get(b, conditions.Reconciling)
+				return c != nil && c.Reason == bundlev1alpha1.ReasonApplyFailed, fmt.Sprintf("%+v", b.Status.Conditions)
+			})
+			if conditions.Has(b, conditions.Stalled) || !conditions.IsFalse(b, conditions.Ready) {
+				t.Errorf("a server failure: %+v", b.Status.Conditions)
+			}
+			failing.Store(false)
+			readyAt(t, key)
+			deleteAndWait(t, key)
+		})
+	}
 }
