@@ -226,7 +226,7 @@ func run(ctx context.Context, out io.Writer, keep bool) (reterr error) {
 			reterr = errors.Join(reterr, fmt.Errorf("manager: %w", err))
 		}
 	}()
-	fmt.Fprintf(out, "Control plane up, controllers of %d examples running after %s\n\n", len(examples), since(began))
+	fmt.Fprintf(out, "Control plane up, the controllers of %s running after %s\n\n", strings.Join(names, ", "), since(began))
 
 	samples, err := readSamples(examples)
 	if err != nil {
@@ -277,8 +277,12 @@ func run(ctx context.Context, out io.Writer, keep bool) (reterr error) {
 	if err := t.waitGone(ctx, out, seen); err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "\nEverything is gone: %d objects and %d external resources deleted in %s (total %s)\n",
-		len(seen), len(dc.gone), since(deleted), since(began))
+	external := ""
+	if len(dc.gone) > 0 {
+		external = fmt.Sprintf(" and %d external resources", len(dc.gone))
+	}
+	fmt.Fprintf(out, "\nEverything is gone: %d objects%s deleted in %s (total %s)\n",
+		len(seen), external, since(deleted), since(began))
 	return nil
 }
 
