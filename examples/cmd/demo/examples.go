@@ -17,8 +17,9 @@ import (
 // controllers, samples (read from <name>/config/samples) and owner kinds.
 func registry() []demoExample {
 	return []demoExample{
-		// TODO(merge): tenant (import "github.com/steadyk8s/steady/examples/tenant"
-		// and tenancyv1alpha1 ".../examples/tenant/api/v1alpha1").
+		// TODO(merge): tenant. Imports: "k8s.io/apimachinery/pkg/types",
+		// "github.com/steadyk8s/steady/examples/tenant",
+		// tenancyv1alpha1 "github.com/steadyk8s/steady/examples/tenant/api/v1alpha1".
 		// {
 		// 	Name:        "tenant",
 		// 	AddToScheme: tenant.AddToScheme,
@@ -37,8 +38,10 @@ func registry() []demoExample {
 		// 	Owners: []schema.GroupVersionKind{tenancyv1alpha1.GroupVersion.WithKind("Tenant")},
 		// },
 
-		// TODO(merge): usernamespace (import "github.com/steadyk8s/steady/examples/usernamespace"
-		// and its api/v1alpha1; the owner kind is whatever that API names).
+		// TODO(merge): usernamespace. Imports:
+		// "github.com/steadyk8s/steady/examples/usernamespace",
+		// identityv1alpha1 "github.com/steadyk8s/steady/examples/usernamespace/api/v1alpha1".
+		// Its ClusterRoleBindings are children too: add them to ChildKinds.
 		// {
 		// 	Name:        "usernamespace",
 		// 	AddToScheme: usernamespace.AddToScheme,
@@ -46,11 +49,15 @@ func registry() []demoExample {
 		// 	Setup: func(mgr ctrl.Manager, _ *demoContext) error {
 		// 		return (&usernamespace.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader()}).SetupWithManager(mgr)
 		// 	},
-		// 	Owners: []schema.GroupVersionKind{usernamespacev1alpha1.GroupVersion.WithKind("User")},
+		// 	Owners:     []schema.GroupVersionKind{identityv1alpha1.GroupVersion.WithKind("User")},
+		// 	ChildKinds: []schema.GroupVersionKind{{Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "ClusterRoleBinding"}},
 		// },
 
-		// TODO(merge): at (import "github.com/steadyk8s/steady/examples/at" and
-		// its api/v1alpha1). Its Pods are children the tree finds already.
+		// TODO(merge): at. Imports: "github.com/steadyk8s/steady/examples/at",
+		// atv1alpha1 "github.com/steadyk8s/steady/examples/at/api/v1alpha1".
+		// Its Pods are children the tree finds already. Envtest runs no
+		// kubelet: the sample's Pod stays Pending unless the At's Ready
+		// does not wait for the Pod to finish (check before enabling).
 		// {
 		// 	Name:        "at",
 		// 	AddToScheme: at.AddToScheme,
@@ -61,32 +68,54 @@ func registry() []demoExample {
 		// 	Owners: []schema.GroupVersionKind{atv1alpha1.GroupVersion.WithKind("At")},
 		// },
 
-		// TODO(merge): bucket (import "github.com/steadyk8s/steady/examples/bucket"
-		// and its api/v1alpha1). It needs its in-process S3 server, started in
-		// Start and stopped with the demo; the deletion phase waits until the
-		// external buckets are gone too.
+		// TODO(merge): bucket. Imports: "context", "fmt",
+		// "k8s.io/apimachinery/pkg/apis/meta/v1/unstructured",
+		// "github.com/steadyk8s/steady/examples/bucket",
+		// bucketv1alpha1 "github.com/steadyk8s/steady/examples/bucket/api/v1alpha1".
+		// It needs its in-process S3 server, started in Start and stopped
+		// with the demo. The tree shows each Bucket's external bucket, and
+		// the deletion phase waits until those with deletionPolicy Delete
+		// are gone from the fake S3 too (a Retain one stays, as designed).
 		// {
 		// 	Name:        "bucket",
 		// 	AddToScheme: bucket.AddToScheme,
 		// 	CRDs:        bucket.CRDs,
 		// 	Start: func(ctx context.Context, dc *demoContext) error {
-		// 		s3 := bucket.NewFakeS3()
-		// 		dc.OnStop(s3.Close)
-		// 		dc.Values["bucket"] = s3
-		// 		dc.CheckGone("external buckets (fake S3)", func(ctx context.Context) (bool, error) {
-		// 			names, err := s3.ListBuckets(ctx)
-		// 			return len(names) == 0, err
-		// 		})
+		// 		fake := bucket.NewFakeS3()
+		// 		dc.OnStop(fake.Close)
+		// 		s3, err := fake.S3.NewClient()
+		// 		if err != nil {
+		// 			return err
+		// 		}
+		// 		dc.Values["bucket"] = fake
+		// 		dc.Values["bucket.client"] = s3
 		// 		return nil
 		// 	},
 		// 	Setup: func(mgr ctrl.Manager, dc *demoContext) error {
-		// 		s3 := dc.Values["bucket"].(*bucket.FakeS3)
-		// 		return (&bucket.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), S3: s3.Client()}).SetupWithManager(mgr)
+		// 		fake := dc.Values["bucket"].(*bucket.FakeS3)
+		// 		return (&bucket.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), S3: fake.S3}).SetupWithManager(mgr)
 		// 	},
 		// 	Extra: func(ctx context.Context, dc *demoContext, owner *unstructured.Unstructured) ([]string, error) {
-		// 		s3 := dc.Values["bucket"].(*bucket.FakeS3)
-		// 		exists, err := s3.BucketExists(ctx, owner.GetName()) // the external name the example uses
-		// 		return []string{fmt.Sprintf("external bucket %q in the fake S3: exists=%t", owner.GetName(), exists)}, err
+		// 		b := &bucketv1alpha1.Bucket{}
+		// 		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(owner.Object, b); err != nil {
+		// 			return nil, err
+		// 		}
+		// 		s3 := dc.Values["bucket.client"].(*minio.Client)
+		// 		name := bucket.ExternalName(b)
+		// 		exists, err := s3.BucketExists(ctx, name)
+		// 		if err != nil {
+		// 			return nil, err
+		// 		}
+		// 		fate := "deleted with the Bucket"
+		// 		if b.Spec.DeletionPolicy == bucketv1alpha1.DeletionPolicyRetain {
+		// 			fate = "kept when the Bucket goes (deletionPolicy Retain)"
+		// 		} else {
+		// 			dc.CheckGone(fmt.Sprintf("external bucket %s (fake S3)", name), func(ctx context.Context) (bool, error) {
+		// 				exists, err := s3.BucketExists(ctx, name)
+		// 				return !exists, err
+		// 			})
+		// 		}
+		// 		return []string{fmt.Sprintf("external bucket %s in the fake S3: exists=%t, %s", name, exists, fate)}, nil
 		// 	},
 		// 	Owners: []schema.GroupVersionKind{bucketv1alpha1.GroupVersion.WithKind("Bucket")},
 		// },

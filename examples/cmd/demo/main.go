@@ -8,6 +8,8 @@
 //  3. apply every example's samples (config/samples/*.yaml), wait until
 //     every owner is Ready, and print a tree of each owner, its children and
 //     their conditions;
+//     (a stand-in for the kubelet, which the control plane lacks, runs every
+//     Pod to completion);
 //  4. delete the samples and wait until every owner, child and external
 //     resource has gone (garbage collection and finalizers at work).
 //
@@ -36,6 +38,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -54,6 +57,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	ctrlmanager "sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/steadyk8s/steady/applyset"
@@ -113,8 +117,15 @@ type goneCheck struct {
 func (dc *demoContext) OnStop(f func()) { dc.onStop = append(dc.onStop, f) }
 
 // CheckGone makes the deletion phase also wait until gone reports true:
-// an external resource that a finalizer deletes, say.
+// an external resource that a finalizer deletes, say. A second check under
+// the same name replaces the first, so Extra may call it on every print.
 func (dc *demoContext) CheckGone(what string, gone func(context.Context) (bool, error)) {
+	for i := range dc.gone {
+		if dc.gone[i].what == what {
+			dc.gone[i].gone = gone
+			return
+		}
+	}
 	dc.gone = append(dc.gone, goneCheck{what: what, gone: gone})
 }
 
@@ -216,6 +227,13 @@ func run(ctx context.Context, out io.Writer, keep bool) (reterr error) {
 		if err := ex.Setup(mgr, dc); err != nil {
 			return fmt.Errorf("%s: setting up its controllers: %w", ex.Name, err)
 		}
+	}
+	// The control plane has no scheduler and no kubelet: a stand-in runs
+	// every Pod to completion.
+	if err := mgr.Add(ctrlmanager.RunnableFunc(func(ctx context.Context) error {
+		return finishPods(ctx, env.Client)
+	})); err != nil {
+		return err
 	}
 	mgrCtx, stopMgr := context.WithCancel(ctx)
 	mgrDone := make(chan error, 1)
@@ -686,6 +704,43 @@ func (t *tree) waitGone(ctx context.Context, out io.Writer, objs map[key]*unstru
 		return fmt.Errorf("not deleted within %s: %s", goneTimeout, strings.Join(left, ", "))
 	}
 	return nil
+}
+
+// finishPods stands in for the kubelet that the control plane lacks: every
+// half second it marks each Pending Pod Succeeded (its containers exited 0),
+// so that the examples that run Pods (the At) see them finish. It stops
+// with ctx.
+func finishPods(ctx context.Context, c client.Client) error {
+	tick := time.NewTicker(500 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+		}
+		pods := &corev1.PodList{}
+		if err := c.List(ctx, pods); err != nil {
+			continue // the next tick tries again
+		}
+		for i := range pods.Items {
+			p := &pods.Items[i]
+			if p.Status.Phase != "" && p.Status.Phase != corev1.PodPending || p.DeletionTimestamp != nil {
+				continue
+			}
+			now := metav1.Now()
+			p.Status.Phase = corev1.PodSucceeded
+			p.Status.StartTime = &now
+			p.Status.ContainerStatuses = nil
+			for _, ctr := range p.Spec.Containers {
+				p.Status.ContainerStatuses = append(p.Status.ContainerStatuses, corev1.ContainerStatus{
+					Name: ctr.Name, Image: ctr.Image,
+					State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 0, Reason: "Completed", StartedAt: now, FinishedAt: now}},
+				})
+			}
+			_ = c.Status().Update(ctx, p) // a conflict: the next tick tries again
+		}
+	}
 }
 
 // keepRunning writes an admin kubeconfig, says how to use it and waits for
