@@ -7,12 +7,13 @@ SHELL := /bin/bash
 # Every Go module in the repository: the library, and hack/, examples/, bench/.
 MODULES := $(sort $(patsubst %/go.mod,%,$(shell find . -name go.mod -not -path './.git/*')))
 
-.PHONY: envtest test test-pure test-compat generate help
+.PHONY: envtest test test-pure test-compat generate demo help
 
 help:
 	@echo "make test     vet and test every module with -race against a real control plane"
 	@echo "make envtest  build (or find) the envtest assets and print their directory"
 	@echo "make generate  regenerate the examples' deepcopy code, CRDs and RBAC (controller-gen, pinned in examples/go.mod)"
+	@echo "make demo     run the five example operators on a local control plane, show their trees, delete everything (DEMO_KEEP=1: keep it running for kubectl)"
 	@echo "make test-compat  the library's suite on controller-runtime v0.25 / k8s.io v0.37 (make test runs it too)"
 
 envtest:
@@ -48,3 +49,8 @@ test-compat:
 
 generate:
 	@cd examples && go generate ./...
+
+# The examples on a local control plane: see examples/cmd/demo.
+demo:
+	@assets="$$(cd hack && go run ./cmd/envtest-assets)"; \
+	cd examples && KUBEBUILDER_ASSETS="$$assets" go run ./cmd/demo
