@@ -54,6 +54,15 @@
 // its dry run (a conflict with another writer, say) is reported Failed, and
 // the other members are still applied; nothing is pruned then.
 //
+// Only a refusal of the input is a [*ValidationError]: the dry run answers
+// 400, 403 (RBAC, an admission webhook's or a policy's denial), 404 (no
+// such namespace or kind), 405, 409 (a conflict with another field manager,
+// without [Force]), 413, 415 or 422. A dry run that fails otherwise (a 500,
+// a 503, a 429, a timeout, a broken connection, a webhook that cannot be
+// called) is not the input's fault: Apply returns an error that is no
+// ValidationError, names the object and wraps the cause, so that
+// apierrors.IsServiceUnavailable and the like still answer; retry it.
+//
 // # Prune
 //
 // Prune deletes, among the objects labelled part-of the set, of the

@@ -296,3 +296,58 @@ func TestConcurrentApply(t *testing.T) {
 	}
 
 }
+
+// TestDryRunFailureIsNotARefusal: a dry run that fails for a reason that is
+// not the input's (a 500, a 503, a 429, a timeout, a broken connection) is
+// no *ValidationError; the API status still reads through the error, which
+// names the object. A refusal of the input (422, 403, 409, 400) is one.
+func TestDryRunFailureIsNotARefusal(t *testing.T) {
+	env.Require(t)
+	ctx := context.Background()
+	gr := schema.GroupResource{Resource: "configmaps"}
+	for _, tc := range []struct {
+		name    string
+		err     error
+		refusal bool
+		is      func(error) bool
+	}{
+		{"500", apierrors.NewInternalError(errors.New("boom")), false, apierrors.IsInternalError},
+		{"503", apierrors.NewServiceUnavailable("overloaded"), false, apierrors.IsServiceUnavailable},
+		{"429", apierrors.NewTooManyRequests("slow down", 1), false, apierrors.IsTooManyRequests},
+		{"504", apierrors.NewTimeoutError("too slow", 1), false, apierrors.IsTimeout},
+		{"server timeout", apierrors.NewServerTimeout(gr, "patch", 1), false, apierrors.IsServerTimeout},
+		{"transport", errors.New("connection reset by peer"), false, func(err error) bool { return strings.Contains(err.Error(), "connection reset") }},
+		{"context", context.DeadlineExceeded, false, func(err error) bool { return errors.Is(err, context.DeadlineExceeded) }},
+		{"422", apierrors.NewInvalid(schema.GroupKind{Kind: "ConfigMap"}, "new", nil), true, apierrors.IsInvalid},
+		{"403 webhook", apierrors.NewForbidden(gr, "new", errors.New("denied by webhook")), true, apierrors.IsForbidden},
+		{"409 field manager", apierrors.NewConflict(gr, "new", errors.New("conflict with kubectl")), true, apierrors.IsConflict},
+		{"400", apierrors.NewBadRequest("bad"), true, apierrors.IsBadRequest},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ns := env.Namespace(t)
+			c := interceptedClient(t, interceptor.Funcs{Apply: func(ctx context.Context, c client.WithWatch, obj runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
+				o := &client.ApplyOptions{}
+				o.ApplyOptions(opts)
+				if len(o.DryRun) > 0 {
+					return tc.err
+				}
+				return c.Apply(ctx, obj, opts...)
+			}})
+			set, _ := applyset.New(c, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "set"}})
+			_, err := set.Apply(ctx, parse(t, cm("new")))
+			var invalid *applyset.ValidationError
+			if errors.As(err, &invalid) != tc.refusal {
+				t.Errorf("ValidationError = %v, want %v: %v", !tc.refusal, tc.refusal, err)
+			}
+			if !tc.is(err) {
+				t.Errorf("the cause does not read through: %v", err)
+			}
+			if err == nil || !strings.Contains(err.Error(), "ConfigMap "+ns+"/new") || !strings.Contains(err.Error(), "nothing written") {
+				t.Errorf("error does not name the object or what was written: %v", err)
+			}
+			if exists(t, configMap(ns, "new")) {
+				t.Error("written although its dry run failed")
+			}
+		})
+	}
+}

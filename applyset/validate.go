@@ -83,9 +83,11 @@ func (s *Set) applyOptions(dryRun bool) []client.ApplyOption {
 // A member listed live is known unchanged without a request when
 // [knownUnchanged] says so; every other member is applied with dryRun=All,
 // which the API server validates as it would the real apply. It returns a
-// [*ValidationError] with every refusal.
+// [*ValidationError] with every refusal, or, when a request failed for a
+// reason that is not the input's fault (see [refused]), an error that is no
+// ValidationError and wraps each failure.
 func (r *run) check(ctx context.Context, members []*member) error {
-	var errs []error
+	var errs, failures []error
 	for _, m := range members {
 		if m.checked {
 			continue
@@ -96,7 +98,7 @@ func (r *run) check(ctx context.Context, members []*member) error {
 			if err := r.s.c.Get(ctx, client.ObjectKeyFromObject(m.obj), live); err == nil && live.GetLabels()[PartOfLabel] == r.s.ID() {
 				m.live = live
 			} else if err != nil && !apierrors.IsNotFound(err) {
-				errs = append(errs, fmt.Errorf("%s: %w", m.id, err))
+				failures = append(failures, fmt.Errorf("%s: reading it failed: %w", m.id, err))
 				continue
 			}
 		}
@@ -105,16 +107,49 @@ func (r *run) check(ctx context.Context, members []*member) error {
 			continue
 		}
 		out, err := r.dryRun(ctx, m)
-		if err != nil {
+		if err != nil && refused(err) {
 			errs = append(errs, fmt.Errorf("%s: %w", m.id, err))
+			continue
+		} else if err != nil {
+			failures = append(failures, fmt.Errorf("%s: dry run failed: %w", m.id, err))
 			continue
 		}
 		m.changed = m.live == nil || !sameContent(m.live, out)
+	}
+	if len(failures) > 0 {
+		// Not the input's fault: retry. The refusals are named too, as
+		// plain errors, so that the caller does not take the whole for a
+		// refusal.
+		written := "nothing written"
+		if len(r.written) > 0 {
+			written = "written before: " + strings.Join(r.written, ", ")
+		}
+		return fmt.Errorf("applyset: validation could not complete (%s): %w", written, errors.Join(append(failures, errs...)...))
 	}
 	if len(errs) > 0 {
 		return &ValidationError{Errors: errs, Written: slices.Clone(r.written)}
 	}
 	return nil
+}
+
+// refused reports whether err, from a dry run, refuses the input rather than
+// fails to answer: the object is invalid (422) or the request bad (400), it
+// is forbidden (403: RBAC, an admission webhook or policy denial, a
+// namespace being terminated), its namespace or kind does not exist (404),
+// it conflicts with another field manager without Force (409), or it is too
+// large (413) or of an unsupported kind of request (405, 415). Anything else
+// (a 500, a 503, a 429, a timeout, a broken connection, a cancelled context,
+// a 401) is a failure of the server or of the way to it, not of the input.
+func refused(err error) bool {
+	var status apierrors.APIStatus
+	if !errors.As(err, &status) {
+		return false
+	}
+	switch status.Status().Code {
+	case 400, 403, 404, 405, 409, 413, 415, 422:
+		return true
+	}
+	return false
 }
 
 // dryRun applies m with dryRun=All. A member whose CRD this Apply wrote is
