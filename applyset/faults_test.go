@@ -351,3 +351,23 @@ func TestDryRunFailureIsNotARefusal(t *testing.T) {
 		})
 	}
 }
+
+// TestDiscoveryFailureIsNotARefusal: a member whose kind the REST mapper
+// cannot map because discovery failed (a 503) is not refused as of an
+// unknown kind: the error is no *ValidationError and the 503 reads through.
+func TestDiscoveryFailureIsNotARefusal(t *testing.T) {
+	env.Require(t)
+	ns := env.Namespace(t)
+	gv := schema.GroupVersion{Group: testapi.GroupVersion.Group, Version: "v1"}
+	mapErr := &apiutil.ErrResourceDiscoveryFailed{gv: apierrors.NewServiceUnavailable("overloaded")}
+	c, err := client.New(env.Config, client.Options{Scheme: env.Scheme, Mapper: failingMapper{env.Client.RESTMapper(), gv.Group, mapErr}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	set, _ := applyset.New(c, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "set"}})
+	_, err = set.Apply(context.Background(), parse(t, cm("a")+"apiVersion: test.steady.dev/v1\nkind: Widget\nmetadata: {name: w}\nspec: {size: 1}\n"))
+	var invalid *applyset.ValidationError
+	if err == nil || errors.As(err, &invalid) || !apierrors.IsServiceUnavailable(err) || !strings.Contains(err.Error(), "Widget.test.steady.dev w") {
+		t.Fatalf("apply while the Widget group's discovery fails: %v", err)
+	}
+}

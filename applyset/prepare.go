@@ -1,6 +1,7 @@
 package applyset
 
 import (
+	"errors"
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -35,7 +36,7 @@ func (s *Set) prepare(objs []*unstructured.Unstructured) ([]*member, sets.Set[sc
 		}
 	}
 	var members []*member
-	var errs []error
+	var errs, failures []error
 	seen := map[ObjectID]bool{}
 	for i, in := range objs {
 		if in == nil {
@@ -55,6 +56,10 @@ func (s *Set) prepare(objs []*unstructured.Unstructured) ([]*member, sets.Set[sc
 			m.mapping = mapping
 		case crdKinds.Has(gvk.GroupKind()):
 			// defined by a CRD of this set: mapped once it is established
+		case !meta.IsNoMatchError(err) || discoveryFailed(err):
+			// Discovery failed (a 503, a timeout): not the input's fault.
+			failures = append(failures, fmt.Errorf("object %d, %s: mapping its kind failed: %w", i, idOf(o), err))
+			continue
 		default:
 			errs = append(errs, fmt.Errorf("object %d, %s: unknown kind: %w", i, idOf(o), err))
 			continue
@@ -86,6 +91,9 @@ func (s *Set) prepare(objs []*unstructured.Unstructured) ([]*member, sets.Set[sc
 		labels[PartOfLabel] = s.ID()
 		o.SetLabels(labels)
 		members = append(members, m)
+	}
+	if len(failures) > 0 {
+		return nil, nil, fmt.Errorf("applyset: nothing written, the kinds could not be mapped: %w", errors.Join(append(failures, errs...)...))
 	}
 	if len(errs) > 0 {
 		return nil, nil, &ValidationError{Errors: errs}
