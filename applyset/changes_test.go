@@ -208,3 +208,33 @@ func merge(a, b map[string]string) map[string]string {
 	}
 	return out
 }
+
+// TestLargeIntegerChangeIsAChange: integers above 2^53 that differ are not
+// judged equal (as float64 would have them) by the unchanged fast path.
+func TestLargeIntegerChangeIsAChange(t *testing.T) {
+	env.Require(t)
+	ctx := context.Background()
+	ns := env.Namespace(t)
+	set, _ := applyset.New(env.Client, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "set"}})
+	widget := func(size string) string {
+		return "apiVersion: test.steady.dev/v1\nkind: Widget\nmetadata: {name: w}\nspec: {size: " + size + "}\n"
+	}
+	if got, _, err := unstructured.NestedInt64(parse(t, widget("9007199254740993"))[0].Object, "spec", "size"); got != 9007199254740993 {
+		t.Errorf("ParseYAML read size as %d, %v", got, err)
+	}
+	if _, err := set.Apply(ctx, parse(t, widget("9007199254740993"))); err != nil {
+		t.Fatal(err)
+	}
+	res, err := set.Apply(ctx, parse(t, widget("9007199254740992")))
+	if err != nil || res.Count(applyset.Applied) != 1 {
+		t.Fatalf("a changed large integer: %+v, %v", res.Objects, err)
+	}
+	w := &unstructured.Unstructured{}
+	w.SetGroupVersionKind(testapi.GroupVersion.WithKind("Widget"))
+	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "w"}, w); err != nil {
+		t.Fatal(err)
+	}
+	if got, _, _ := unstructured.NestedInt64(w.Object, "spec", "size"); got != 9007199254740992 {
+		t.Errorf("size = %d", got)
+	}
+}

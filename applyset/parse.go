@@ -2,6 +2,7 @@ package applyset
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -10,6 +11,7 @@ import (
 	"sort"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 )
 
@@ -55,10 +57,17 @@ func parse(source string, data []byte) ([]*unstructured.Unstructured, error) {
 	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
 	var out []*unstructured.Unstructured
 	for i := 0; ; i++ {
-		var m map[string]any
-		if err := dec.Decode(&m); errors.Is(err, io.EOF) {
+		// Raw JSON first, then numbers as int64 where they are integers
+		// (as the API machinery reads them): a float64 would round
+		// integers above 2^53 and make replicas: 3 a float.
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); errors.Is(err, io.EOF) {
 			return out, nil
 		} else if err != nil {
+			return nil, &ParseError{Source: source, Document: i, Err: err}
+		}
+		var m map[string]any
+		if err := utiljson.Unmarshal(raw, &m); err != nil {
 			return nil, &ParseError{Source: source, Document: i, Err: err}
 		}
 		if len(m) == 0 {

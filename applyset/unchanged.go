@@ -3,6 +3,7 @@ package applyset
 import (
 	"encoding/base64"
 	"encoding/json"
+	"math"
 	"reflect"
 	"slices"
 	"strings"
@@ -149,11 +150,25 @@ func leaf(owned map[string]any) bool {
 	return true
 }
 
-// sameValue compares JSON values, integers and floats by value.
+// sameValue compares JSON values, integers and floats by value: two
+// integers exactly (float64 would take 2^53+1 for 2^53), an integer and a
+// float only when the float is that very integer.
 func sameValue(a, b any) bool {
-	if fa, ok := number(a); ok {
-		fb, ok := number(b)
-		return ok && fa == fb
+	ia, aInt := integer(a)
+	ib, bInt := integer(b)
+	fa, aFloat := a.(float64)
+	fb, bFloat := b.(float64)
+	switch {
+	case aInt && bInt:
+		return ia == ib
+	case aInt && bFloat:
+		return floatIs(fb, ia)
+	case aFloat && bInt:
+		return floatIs(fa, ib)
+	case aFloat && bFloat:
+		return fa == fb
+	case aInt || bInt || aFloat || bFloat:
+		return false
 	}
 	if reflect.TypeOf(a) != reflect.TypeOf(b) {
 		return false
@@ -161,16 +176,19 @@ func sameValue(a, b any) bool {
 	return equality.Semantic.DeepEqual(a, b)
 }
 
-func number(v any) (float64, bool) {
+// floatIs reports whether f is exactly the integer i.
+func floatIs(f float64, i int64) bool {
+	return f == math.Trunc(f) && f >= -(1<<63) && f < 1<<63 && int64(f) == i
+}
+
+func integer(v any) (int64, bool) {
 	switch n := v.(type) {
 	case int64:
-		return float64(n), true
-	case float64:
 		return n, true
 	case int:
-		return float64(n), true
+		return int64(n), true
 	case int32:
-		return float64(n), true
+		return int64(n), true
 	}
 	return 0, false
 }
