@@ -371,3 +371,99 @@ func TestDiscoveryFailureIsNotARefusal(t *testing.T) {
 		t.Fatalf("apply while the Widget group's discovery fails: %v", err)
 	}
 }
+
+// TestFaultAtEveryRequestKeepsEveryKind fails the n-th request of an Apply
+// (every n in turn: reads, dry runs, writes, deletes) with a 500 and
+// checks, after each, that the parent lists every kind and namespace that
+// still has a member, and that a clean Apply then converges.
+func TestFaultAtEveryRequestKeepsEveryKind(t *testing.T) {
+	env.Require(t)
+	ctx := context.Background()
+	widget := func(name string) string {
+		return "apiVersion: test.steady.dev/v1\nkind: Widget\nmetadata: {name: " + name + "}\nspec: {size: 1}\n---\n"
+	}
+	steps := []struct{ name, from, to string }{
+		{"prune two kinds", cm("a") + secret("s") + widget("w"), cm("a")},
+		{"add two kinds", cm("a"), cm("a") + secret("s") + widget("w")},
+		{"swap kinds", cm("a") + secret("s"), widget("w") + cm("b")},
+	}
+	for _, st := range steps {
+		for n := 1; ; n++ {
+			ns := env.Namespace(t)
+			parent := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "set"}}
+			set, _ := applyset.New(env.Client, parent)
+			if _, err := set.Apply(ctx, parse(t, st.from)); err != nil {
+				t.Fatal(err)
+			}
+			count := 0
+			fault := func() error {
+				count++
+				if count == n {
+					return apierrors.NewInternalError(errors.New("injected"))
+				}
+				return nil
+			}
+			c := interceptedClient(t, interceptor.Funcs{
+				Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+					if err := fault(); err != nil {
+						return err
+					}
+					return c.Get(ctx, key, obj, opts...)
+				},
+				List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+					if err := fault(); err != nil {
+						return err
+					}
+					return c.List(ctx, list, opts...)
+				},
+				Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+					if err := fault(); err != nil {
+						return err
+					}
+					return c.Create(ctx, obj, opts...)
+				},
+				Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, p client.Patch, opts ...client.PatchOption) error {
+					if err := fault(); err != nil {
+						return err
+					}
+					return c.Patch(ctx, obj, p, opts...)
+				},
+				Apply: func(ctx context.Context, c client.WithWatch, obj runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
+					if err := fault(); err != nil {
+						return err
+					}
+					return c.Apply(ctx, obj, opts...)
+				},
+				Delete: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
+					if err := fault(); err != nil {
+						return err
+					}
+					return c.Delete(ctx, obj, opts...)
+				},
+			})
+			faulty, _ := applyset.New(c, parent)
+			_, err := faulty.Apply(ctx, parse(t, st.to))
+			if count < n {
+				if err != nil {
+					t.Fatalf("%s: no fault injected, yet %v", st.name, err)
+				}
+				break // every request has had its fault
+			}
+			// A failed LIST is made up for (members read one by one, prune
+			// lists again): err may be nil.
+			kinds := "," + parentKinds(t, parent) + ","
+			for kind, list := range map[string]client.ObjectList{"ConfigMap": &corev1.ConfigMapList{}, "Secret": &corev1.SecretList{}, "Widget.test.steady.dev": &testapi.WidgetList{}} {
+				if err := env.Client.List(ctx, list, client.InNamespace(ns), client.MatchingLabels{applyset.PartOfLabel: set.ID()}); err != nil {
+					t.Fatal(err)
+				}
+				if meta.LenList(list) > 0 && !strings.Contains(kinds, ","+kind+",") {
+					t.Errorf("%s, fault at request %d (%v): %s has members but the parent lists %s", st.name, n, err, kind, kinds)
+				}
+			}
+			res, err := set.Apply(ctx, parse(t, st.to))
+			if err != nil {
+				t.Fatalf("%s, fault at request %d: the clean Apply after it: %+v, %v", st.name, n, res.Objects, err)
+			}
+		}
+	}
+}
