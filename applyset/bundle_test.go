@@ -227,3 +227,34 @@ func TestUnrelatedParentIsRefused(t *testing.T) {
 		t.Errorf("adopted parent: %v %v", got.Labels, got.Data)
 	}
 }
+
+// TestPruneSparesWhatMembersNeed: a Namespace or CRD dropped from the set
+// while members (or the parent) still live in it or are of its kind is not
+// deleted, which would delete them too; it is Skipped and stays a member.
+func TestPruneSparesWhatMembersNeed(t *testing.T) {
+	env.Require(t)
+	ctx := context.Background()
+	home := env.Namespace(t)
+	bns := home + "-spare"
+	parent := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: home, Name: "bundle"}}
+	set, _ := applyset.New(env.Client, parent)
+	namespace := "apiVersion: v1\nkind: Namespace\nmetadata: {name: " + bns + "}\n---\n"
+	homeNS := "apiVersion: v1\nkind: Namespace\nmetadata: {name: " + home + "}\n---\n"
+	crd := strings.NewReplacer("gizmos", "gadgetos", "Gizmo", "Gadgeto", "gizmo", "gadgeto").Replace(bundleCRD(false))
+	gadgeto := strings.NewReplacer("Gizmo", "Gadgeto").Replace(gizmo(bns, "{size: 1}"))
+	if _, err := set.Apply(ctx, parse(t, namespace+homeNS+crd+gadgeto+inNS(bns, cm("a")))); err != nil {
+		t.Fatal(err)
+	}
+	res, err := set.Apply(ctx, parse(t, gadgeto+inNS(bns, cm("a"))))
+	if res.Count(applyset.Pruned) != 0 {
+		t.Errorf("pruned what members need: %+v, %v", res.Objects, err)
+	}
+	for _, o := range []client.Object{&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: bns}}, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: home}}, crdObject("gadgetos.bundle.steady.dev")} {
+		if !exists(t, o) {
+			t.Errorf("%s deleted although members need it", o.GetName())
+		}
+	}
+	if got := parentKinds(t, parent); !strings.Contains(got, "Namespace") || !strings.Contains(got, "CustomResourceDefinition") {
+		t.Errorf("parent kinds = %q: the spared objects are forgotten", got)
+	}
+}

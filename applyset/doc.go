@@ -71,7 +71,10 @@
 // with a precondition on the UID that was listed. It never deletes an object
 // whose part-of label does not match; it keeps (and detaches from the set)
 // objects annotated cli-utils.sigs.k8s.io/on-remove: keep or
-// client.lifecycle.config.k8s.io/deletion: detach. The parent's
+// client.lifecycle.config.k8s.io/deletion: detach. It skips (and keeps as
+// a member, Skipped in the Result) a Namespace that still holds wanted
+// members or the parent, and a CRD that still defines their kind: deleting
+// it would delete them too. The parent's
 // group-kinds and namespaces grow before the apply and shrink only after a
 // complete prune, so no member is ever forgotten: a group-kind is dropped
 // only when it is proven not served (the API server answers 404 to its

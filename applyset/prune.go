@@ -23,8 +23,19 @@ func (r *run) prune(ctx context.Context, members []*member, gks sets.Set[schema.
 	keep = sets.New[schema.GroupKind]()
 	ok = true
 	wanted := sets.New[ObjectID]()
+	// What the members and the parent need: deleting their Namespace or the
+	// CRD of their kind would delete them too.
+	neededNS, neededGKs := sets.New[string](), sets.New[schema.GroupKind]()
+	if r.s.namespaced {
+		neededNS.Insert(r.s.parent.GetNamespace())
+	}
+	neededGKs.Insert(r.s.parent.GroupVersionKind().GroupKind())
 	for _, m := range members {
 		wanted.Insert(m.id)
+		neededGKs.Insert(m.id.GroupKind)
+		if m.id.Namespace != "" {
+			neededNS.Insert(m.id.Namespace)
+		}
 	}
 	fail := func(gk schema.GroupKind, ns string, err error) {
 		keep.Insert(gk)
@@ -75,6 +86,12 @@ func (r *run) prune(ctx context.Context, members []*member, gks sets.Set[schema.
 	})
 	for _, d := range doomed {
 		id := idOf(d)
+		if why := needed(d, neededNS, neededGKs); why != "" {
+			// Left a member: pruned once nothing needs it.
+			r.res.add(id, Skipped, fmt.Errorf("not pruned: %s", why))
+			keep.Insert(id.GroupKind)
+			continue
+		}
 		if keepAnnotated(d) {
 			before := d.DeepCopy()
 			labels := d.GetLabels()
@@ -107,6 +124,25 @@ func (r *run) prune(ctx context.Context, members []*member, gks sets.Set[schema.
 		r.res.add(id, Pruned, nil)
 	}
 	return keep, ok
+}
+
+// needed says why d, no longer wanted, must not be deleted: it is a
+// Namespace that holds members or the parent, or a CRD that defines their
+// kind. "" when nothing needs it.
+func needed(d *unstructured.Unstructured, namespaces sets.Set[string], gks sets.Set[schema.GroupKind]) string {
+	switch d.GroupVersionKind().GroupKind() {
+	case namespaceGK:
+		if namespaces.Has(d.GetName()) {
+			return "the namespace holds members of the set or its parent"
+		}
+	case crdGK:
+		g, _, _ := unstructured.NestedString(d.Object, "spec", "group")
+		k, _, _ := unstructured.NestedString(d.Object, "spec", "names", "kind")
+		if gks.Has(schema.GroupKind{Group: g, Kind: k}) {
+			return "the CRD defines the kind of members of the set or of its parent"
+		}
+	}
+	return ""
 }
 
 func nsName(ns string) string {

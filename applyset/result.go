@@ -59,7 +59,8 @@ const (
 // ObjectResult is what happened to one object.
 type ObjectResult struct {
 	// ID is the object's identity; for a Skipped kind or a Failed list only
-	// its GroupKind (and Namespace) are set.
+	// its GroupKind (and Namespace) are set. A Skipped object (a Namespace
+	// or CRD that members still need) has its whole identity.
 	ID ObjectID
 	// Object is ID as a string, "Kind.group namespace/name".
 	Object string
