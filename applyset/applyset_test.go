@@ -479,3 +479,26 @@ func TestReadFSNamesTheFile(t *testing.T) {
 		t.Fatalf("ReadFS = %v, %v", objs, err)
 	}
 }
+
+// TestParentIsNoMember: the parent in the manifest is refused before any
+// write; it would become its own member and be pruned with the set's
+// record.
+func TestParentIsNoMember(t *testing.T) {
+	env.Require(t)
+	ctx := context.Background()
+	ns := env.Namespace(t)
+	parent := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "set"}}
+	set, _ := applyset.New(env.Client, parent)
+	if _, err := set.Apply(ctx, parse(t, cm("a"))); err != nil {
+		t.Fatal(err)
+	}
+	_, err := set.Apply(ctx, parse(t, cm("a")+secret("set")))
+	var invalid *applyset.ValidationError
+	if !errors.As(err, &invalid) || len(invalid.Written) != 0 {
+		t.Errorf("the parent as a member: %v", err)
+	}
+	res, err := set.Apply(ctx, parse(t, cm("a")))
+	if err != nil || !exists(t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "set"}}) {
+		t.Fatalf("parent pruned: %+v, %v", res.Objects, err)
+	}
+}

@@ -84,6 +84,10 @@ func (s *Set) prepare(objs []*unstructured.Unstructured) ([]*member, sets.Set[sc
 			continue
 		}
 		seen[m.id] = true
+		if m.id == idOf(s.parent) {
+			errs = append(errs, fmt.Errorf("object %d, %s: the parent of the set cannot be a member of it", i, m.id))
+			continue
+		}
 		labels := o.GetLabels() // checked: every value is a string
 		if labels == nil {
 			labels = map[string]string{}
