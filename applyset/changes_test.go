@@ -2,6 +2,7 @@ package applyset_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand"
 	"slices"
@@ -236,5 +237,36 @@ func TestLargeIntegerChangeIsAChange(t *testing.T) {
 	}
 	if got, _, _ := unstructured.NestedInt64(w.Object, "spec", "size"); got != 9007199254740992 {
 		t.Errorf("size = %d", got)
+	}
+}
+
+// TestGoIntegersInUnstructured: an object built in Go with int (or int32,
+// float32, uint) values, as an operator writes map literals, is applied,
+// not a panic of DeepCopy; a value of no JSON type is refused by name.
+func TestGoIntegersInUnstructured(t *testing.T) {
+	env.Require(t)
+	ctx := context.Background()
+	ns := env.Namespace(t)
+	set, _ := applyset.New(env.Client, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "set"}})
+	w := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "test.steady.dev/v1", "kind": "Widget",
+		"metadata": map[string]any{"name": "w"},
+		"spec":     map[string]any{"size": 3},
+	}}
+	for i, size := range []any{3, int32(4), uint(5), float32(6), 6} {
+		w.Object["spec"].(map[string]any)["size"] = size
+		res, err := set.Apply(ctx, []*unstructured.Unstructured{w})
+		if err != nil {
+			t.Fatalf("size %T: %+v, %v", size, res, err)
+		}
+		if want := applyset.Applied; i == 4 && res.Count(applyset.Unchanged) != 1 || i < 4 && res.Count(want) != 1 {
+			t.Errorf("size %T: %+v", size, res.Objects)
+		}
+	}
+	w.Object["spec"].(map[string]any)["size"] = struct{}{}
+	_, err := set.Apply(ctx, []*unstructured.Unstructured{w})
+	var invalid *applyset.ValidationError
+	if !errors.As(err, &invalid) || !strings.Contains(err.Error(), "spec.size") {
+		t.Errorf("a struct value: %v", err)
 	}
 }

@@ -47,7 +47,11 @@ func (s *Set) prepare(objs []*unstructured.Unstructured) ([]*member, sets.Set[sc
 			errs = append(errs, fmt.Errorf("object %d, %s: %w", i, idOf(in), fe))
 			continue
 		}
-		o := in.DeepCopy()
+		o, fe := jsonCopy(in)
+		if fe != nil {
+			errs = append(errs, fmt.Errorf("object %d, %s: %w", i, idOf(in), fe))
+			continue
+		}
 		gvk := o.GroupVersionKind()
 		m := &member{obj: o}
 		mapping, err := s.c.RESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version)
