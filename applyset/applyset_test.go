@@ -502,3 +502,18 @@ func TestParentIsNoMember(t *testing.T) {
 		t.Fatalf("parent pruned: %+v, %v", res.Objects, err)
 	}
 }
+
+// TestClusterScopedParentIgnoresANamespace: a namespace set on a
+// cluster-scoped parent is not part of its id (kubectl's id has none), nor
+// of what Apply reads and writes.
+func TestClusterScopedParentIgnoresANamespace(t *testing.T) {
+	env.Require(t)
+	parent := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Namespace: "stray", Name: "p"}}
+	set, err := applyset.New(env.Client, parent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := applyset.ID(schema.GroupKind{Kind: "Namespace"}, "", "p"); set.ID() != want {
+		t.Errorf("id %s, want %s", set.ID(), want)
+	}
+}

@@ -70,6 +70,9 @@ func New(c client.Client, parent client.Object, opts ...SetOption) (*Set, error)
 	if err != nil {
 		return nil, fmt.Errorf("applyset: parent %s: %w", idOf(p), err)
 	}
+	if !namespaced {
+		p.SetNamespace("") // not part of a cluster-scoped parent's id
+	}
 	if namespaced && p.GetNamespace() == "" {
 		return nil, fmt.Errorf("applyset: parent %s is namespaced but has no namespace", idOf(p))
 	}
