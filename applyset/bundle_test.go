@@ -6,6 +6,10 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -257,4 +261,27 @@ func TestPruneSparesWhatMembersNeed(t *testing.T) {
 	if got := parentKinds(t, parent); !strings.Contains(got, "Namespace") || !strings.Contains(got, "CustomResourceDefinition") {
 		t.Errorf("parent kinds = %q: the spared objects are forgotten", got)
 	}
+}
+
+// TestMappingFailureAfterACRDIsNotARefusal: a member whose kind a CRD of the
+// set defines, and whose mapping then fails because discovery fails (a
+// 503), is no *ValidationError: the input is not at fault.
+func TestMappingFailureAfterACRDIsNotARefusal(t *testing.T) {
+	env.Require(t)
+	ns := env.Namespace(t)
+	gv := schema.GroupVersion{Group: "flaky.steady.dev", Version: "v1"}
+	mapErr := &apiutil.ErrResourceDiscoveryFailed{gv: apierrors.NewServiceUnavailable("overloaded")}
+	c, err := client.New(env.Config, client.Options{Scheme: env.Scheme, Mapper: failingMapper{env.Client.RESTMapper(), gv.Group, mapErr}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	set, _ := applyset.New(c, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "set"}}, applyset.EstablishTimeout(time.Second))
+	crd := strings.NewReplacer("bundle.steady.dev", "flaky.steady.dev").Replace(bundleCRD(false))
+	g := strings.NewReplacer("bundle.steady.dev", "flaky.steady.dev").Replace(gizmo(ns, "{size: 1}"))
+	_, err = set.Apply(context.Background(), parse(t, crd+g))
+	var invalid *applyset.ValidationError
+	if err == nil || errors.As(err, &invalid) || !apierrors.IsServiceUnavailable(err) {
+		t.Fatalf("apply while the CRD's group discovery fails: %v", err)
+	}
+	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), crdObject("gizmos.flaky.steady.dev")) })
 }

@@ -3,6 +3,7 @@ package applyset
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -23,6 +24,7 @@ func (r *run) mapLate(ctx context.Context, members, crds []*member) error {
 	if !need {
 		return nil
 	}
+	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, r.s.o.EstablishTimeout)
 	defer cancel()
 	for _, m := range crds {
@@ -46,7 +48,12 @@ func (r *run) mapLate(ctx context.Context, members, crds []*member) error {
 				break
 			}
 			if pause(ctx, 100*time.Millisecond) != nil {
-				return &ValidationError{Errors: []error{fmt.Errorf("%s: %w", m.id, err)}, Written: r.written}
+				if meta.IsNoMatchError(err) && !discoveryFailed(err) && parent.Err() == nil {
+					// The CRDs are established and do not define it.
+					return &ValidationError{Errors: []error{fmt.Errorf("%s: %w", m.id, err)}, Written: r.written}
+				}
+				// Discovery failed, or the caller gave up: not a refusal.
+				return fmt.Errorf("applyset: mapping %s failed (written before: %s): %w", m.id, strings.Join(r.written, ", "), err)
 			}
 		}
 	}
