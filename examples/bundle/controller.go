@@ -187,14 +187,6 @@ func (r *Reconciler) reconcile(ctx context.Context, b *bundlev1alpha1.Bundle) (c
 	var notCurrent *applyset.NotCurrentError
 	var tooling *applyset.ToolingError
 	switch {
-	case errors.As(err, &invalid) && transient(invalid):
-		// Workaround: applyset reports a dry run that failed for any reason
-		// (a 500, a timeout) as a *ValidationError, the same as a refusal
-		// of the manifest. A server failure is not the manifest's fault:
-		// retry with backoff instead of stalling.
-		conditions.MarkFalse(b, bundlev1alpha1.AppliedCondition, bundlev1alpha1.ReasonApplyFailed, "%v", err)
-		conditions.MarkReconciling(b, bundlev1alpha1.ReasonApplyFailed, "retrying")
-		return ctrl.Result{}, err
 	case errors.As(err, &invalid), errors.As(err, &tooling):
 		// The input is wrong (a field the schema refuses, an unknown kind,
 		// a parent another tool manages): nothing more was written. A kind
@@ -220,20 +212,6 @@ func (r *Reconciler) reconcile(ctx context.Context, b *bundlev1alpha1.Bundle) (c
 		resync = 10 * time.Minute
 	}
 	return ctrl.Result{RequeueAfter: resync}, nil
-}
-
-// transient reports whether a validation error holds a failure of the API
-// server (or of the connection to it) rather than a refusal of the input.
-func transient(e *applyset.ValidationError) bool {
-	for _, err := range e.Errors {
-		switch {
-		case apierrors.IsInternalError(err), apierrors.IsServerTimeout(err), apierrors.IsTimeout(err),
-			apierrors.IsTooManyRequests(err), apierrors.IsServiceUnavailable(err), apierrors.IsUnexpectedServerError(err),
-			errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
-			return true
-		}
-	}
-	return false
 }
 
 // stall reports an error that only a change from outside can fix: Stalled,
