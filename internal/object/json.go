@@ -3,23 +3,40 @@ package object
 import (
 	"encoding/json"
 	"fmt"
+	"math"
+	"reflect"
+	"strconv"
 
 	"k8s.io/apimachinery/pkg/runtime"
-	utiljson "k8s.io/apimachinery/pkg/util/json"
 )
+
+// PathError says that the value at a field path of an unstructured object
+// is not JSON.
+type PathError struct {
+	// Path is the field, as "spec.ports[0].port".
+	Path string
+	// Err is what is wrong with it.
+	Err error
+}
+
+// Error implements error.
+func (e *PathError) Error() string { return fmt.Sprintf("field %s: %v", e.Path, e.Err) }
+
+// Unwrap returns the underlying error.
+func (e *PathError) Unwrap() error { return e.Err }
 
 // NormalizeJSON makes the content of an unstructured obj JSON-typed, as
 // the API server's answers are (int64, float64, string, bool, nil,
 // map[string]any, []any), when code wrote other Go values into it (an int,
 // a []string, a map[string]string): what the JSON encoder accepts, but
-// runtime.DeepCopyJSON, and so [ToMap], panics on. Other objects are left
-// alone.
+// runtime.DeepCopyJSON, and so the object's DeepCopy, panics on. Other
+// objects are left alone. A value that is not JSON is a [*PathError].
 func NormalizeJSON(obj runtime.Object) error {
 	u, ok := obj.(runtime.Unstructured)
 	if !ok || isJSON(u.UnstructuredContent()) {
 		return nil
 	}
-	m, err := jsonCopy(u.UnstructuredContent())
+	m, err := JSONCopy(u.UnstructuredContent())
 	if err != nil {
 		return err
 	}
@@ -27,17 +44,123 @@ func NormalizeJSON(obj runtime.Object) error {
 	return nil
 }
 
-// jsonCopy copies m through JSON, so that the copy holds only JSON types.
-func jsonCopy(m map[string]any) (map[string]any, error) {
-	data, err := json.Marshal(m)
+// JSONCopy copies m into JSON types: Go integers become int64, float32
+// float64, typed slices and string-keyed maps ([]string,
+// map[string]string) []any and map[string]any. A value that is none of
+// these (a struct, a pointer, a NaN, a uint64 past int64) is a [*PathError]
+// naming its field.
+func JSONCopy(m map[string]any) (map[string]any, error) {
+	v, err := jsonValue(m, "")
 	if err != nil {
-		return nil, fmt.Errorf("the unstructured content is not JSON: %w", err)
+		return nil, err
 	}
-	out := map[string]any{}
-	if err := utiljson.Unmarshal(data, &out); err != nil {
-		return nil, fmt.Errorf("the unstructured content is not JSON: %w", err)
+	return v.(map[string]any), nil
+}
+
+func jsonValue(v any, path string) (any, error) {
+	sub := func(k string) string {
+		if path == "" {
+			return k
+		}
+		return path + "." + k
 	}
-	return out, nil
+	notJSON := func(err error) error {
+		if err == nil {
+			err = fmt.Errorf("%v (%T) is not a JSON value", v, v)
+		}
+		return &PathError{Path: path, Err: err}
+	}
+	switch x := v.(type) {
+	case nil, string, bool, int64:
+		return x, nil
+	case float64:
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return nil, notJSON(nil)
+		}
+		return x, nil
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			c, err := jsonValue(e, sub(k))
+			if err != nil {
+				return nil, err
+			}
+			out[k] = c
+		}
+		return out, nil
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			c, err := jsonValue(e, fmt.Sprintf("%s[%d]", path, i))
+			if err != nil {
+				return nil, err
+			}
+			out[i] = c
+		}
+		return out, nil
+	case int:
+		return int64(x), nil
+	case int8:
+		return int64(x), nil
+	case int16:
+		return int64(x), nil
+	case int32:
+		return int64(x), nil
+	case uint8:
+		return int64(x), nil
+	case uint16:
+		return int64(x), nil
+	case uint32:
+		return int64(x), nil
+	case uint:
+		if uint64(x) <= math.MaxInt64 {
+			return int64(x), nil
+		}
+		return nil, notJSON(nil)
+	case uint64:
+		if x <= math.MaxInt64 {
+			return int64(x), nil
+		}
+		return nil, notJSON(nil)
+	case float32:
+		return jsonValue(float64(x), path)
+	case json.Number:
+		if i, err := strconv.ParseInt(string(x), 10, 64); err == nil {
+			return i, nil
+		}
+		if f, err := x.Float64(); err == nil {
+			return jsonValue(f, path)
+		}
+		return nil, notJSON(nil)
+	}
+	// A typed slice or string-keyed map ([]string, map[string]string,
+	// []int32): element by element. Structs, pointers and the rest are no
+	// JSON value of an unstructured object.
+	rv := reflect.ValueOf(v)
+	switch {
+	case rv.Kind() == reflect.Slice && rv.Type().Elem().Kind() != reflect.Uint8, rv.Kind() == reflect.Array:
+		out := make([]any, rv.Len())
+		for i := range out {
+			c, err := jsonValue(rv.Index(i).Interface(), fmt.Sprintf("%s[%d]", path, i))
+			if err != nil {
+				return nil, err
+			}
+			out[i] = c
+		}
+		return out, nil
+	case rv.Kind() == reflect.Map && rv.Type().Key().Kind() == reflect.String:
+		out := make(map[string]any, rv.Len())
+		for it := rv.MapRange(); it.Next(); {
+			k := it.Key().String()
+			c, err := jsonValue(it.Value().Interface(), sub(k))
+			if err != nil {
+				return nil, err
+			}
+			out[k] = c
+		}
+		return out, nil
+	}
+	return nil, notJSON(nil)
 }
 
 func isJSON(v any) bool {

@@ -92,7 +92,7 @@ func ToMap(obj runtime.Object) (map[string]any, error) {
 		if !isJSON(c) {
 			// Go values the JSON encoder takes (an int, a []string) but
 			// runtime.DeepCopyJSON panics on.
-			return jsonCopy(c)
+			return JSONCopy(c)
 		}
 		return runtime.DeepCopyJSON(c), nil
 	}

@@ -1,6 +1,9 @@
 package object
 
 import (
+	"errors"
+	"math"
+	"reflect"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -96,5 +99,28 @@ func TestToMapOfGoValues(t *testing.T) {
 	}
 	if _, ok := u.Object["spec"].(map[string]any)["replicas"].(int); !ok {
 		t.Error("ToMap changed the object's own content")
+	}
+}
+
+func TestJSONCopy(t *testing.T) {
+	m, err := JSONCopy(map[string]any{
+		"a": 1, "b": int32(2), "c": uint(3), "d": float32(1.5), "e": []string{"x"},
+		"f": map[string]string{"k": "v"}, "g": []any{map[string]any{"h": int8(4)}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]any{"a": int64(1), "b": int64(2), "c": int64(3), "d": float64(1.5), "e": []any{"x"},
+		"f": map[string]any{"k": "v"}, "g": []any{map[string]any{"h": int64(4)}}}
+	if !reflect.DeepEqual(m, want) {
+		t.Fatalf("JSONCopy = %#v", m)
+	}
+	_, err = JSONCopy(map[string]any{"spec": map[string]any{"ports": []any{map[string]any{"port": struct{}{}}}}})
+	var pe *PathError
+	if !errors.As(err, &pe) || pe.Path != "spec.ports[0].port" {
+		t.Fatalf("JSONCopy of a struct: %v, want a PathError at spec.ports[0].port", err)
+	}
+	if _, err := JSONCopy(map[string]any{"n": uint64(math.MaxUint64)}); err == nil {
+		t.Error("a uint64 past int64 was accepted")
 	}
 }
