@@ -8,8 +8,9 @@ K8S_VERSION=${K8S_VERSION:-v0.37.2}
 root=$(cd "$(dirname "$0")/.." && pwd)
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/steady-compat-XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
-# The library module only: the other modules (hack, examples, bench) have go.mod files of their own.
-(cd "$root" && git ls-files -co --exclude-standard | grep -Ev '^(hack|examples|bench)/' | tar -cf - -T -) | tar -xf - -C "$tmp"
+# The whole tree, so that the docs' links resolve; the other modules (hack, examples, bench) have
+# go.mod files of their own and stay out of the library's ./... and its go.mod.
+(cd "$root" && git ls-files -co --exclude-standard | tar -cf - -T -) | tar -xf - -C "$tmp"
 cd "$tmp"
 echo "==> compat: controller-runtime $CR_VERSION, k8s.io $K8S_VERSION"
 go get "sigs.k8s.io/controller-runtime@$CR_VERSION" \
