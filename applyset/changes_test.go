@@ -123,8 +123,7 @@ func TestKnownUnchangedIsNeverWrong(t *testing.T) {
 	t.Logf("seed %d", seed)
 	rnd := rand.New(rand.NewSource(seed))
 	ns := env.Namespace(t)
-	set, _ := applyset.New(env.Client, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "set"}})
-	set, _ = applyset.New(env.Client, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "set"}}, applyset.Force{})
+	set, _ := applyset.New(env.Client, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "set"}}, applyset.Force{})
 	keys := []string{"a", "b", "c"}
 	randomMap := func() map[string]string {
 		m := map[string]string{}

@@ -1,6 +1,7 @@
 package indexer
 
 import (
+	"maps"
 	"reflect"
 	"sync"
 	"weak"
@@ -65,4 +66,15 @@ func (b *byIdentity[V]) get(v any) (V, bool) {
 	defer b.mu.Unlock()
 	got, ok := b.m[id]
 	return got, ok
+}
+
+// withEntry returns a copy of m with k set to v: a remembered map is
+// replaced, never changed, because readers outside the lock hold it.
+func withEntry[K comparable, V any](m map[K]V, k K, v V) map[K]V {
+	out := maps.Clone(m)
+	if out == nil {
+		out = map[K]V{}
+	}
+	out[k] = v
+	return out
 }

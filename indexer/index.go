@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"reflect"
 	"slices"
 	"strings"
@@ -102,14 +101,7 @@ func (i *Index[T]) Register(ctx context.Context, fi client.FieldIndexer) error {
 	})
 	switch {
 	case err == nil:
-		registered.update(fi, func(m map[declaration]any) map[declaration]any {
-			m = maps.Clone(m) // readers hold the old map
-			if m == nil {
-				m = map[declaration]any{}
-			}
-			m[decl] = i
-			return m
-		})
+		registered.update(fi, func(m map[declaration]any) map[declaration]any { return withEntry(m, decl, any(i)) })
 		return nil
 	case strings.Contains(err.Error(), "indexer conflict"):
 		if m, ok := registered.get(fi); ok && m[decl] == any(i) {
@@ -207,14 +199,7 @@ func listBy(ctx context.Context, r client.Reader, list client.ObjectList, index,
 	}
 	if apierrors.IsBadRequest(err) {
 		// The API server, not a cache, said no: it always will.
-		absent.update(r, func(m map[absentKey]bool) map[absentKey]bool {
-			m = maps.Clone(m) // readers hold the old map
-			if m == nil {
-				m = map[absentKey]bool{}
-			}
-			m[key] = true
-			return m
-		})
+		absent.update(r, func(m map[absentKey]bool) map[absentKey]bool { return withEntry(m, key, true) })
 	}
 	return &NotRegisteredError{Index: index, Type: typ, Err: err}
 }
