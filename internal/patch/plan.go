@@ -1,0 +1,197 @@
+package patch
+
+import (
+	"encoding/json"
+	"fmt"
+
+	jsonpatch "github.com/evanphx/json-patch/v5"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/steadyk8s/steady/internal/object"
+)
+
+// part is one write: the status subresource, or the object.
+type part struct {
+	status   bool // written to the status subresource (until it is found missing)
+	fallback bool // status written to the object: there is no status subresource
+	// rest is the part of the object's other fields, which a status written
+	// with the object takes along (merged marks it so): one write, one
+	// generation bump.
+	rest   *part
+	merged bool
+	diff   map[string]any
+	lists  []*list
+}
+
+func (p *part) step() string {
+	if p.fallback && p.rest != nil && p.rest.merged {
+		return stepStatus + ", " + stepMain
+	}
+	if p.status || p.fallback {
+		return stepStatus
+	}
+	return stepMain
+}
+
+// metadata fields the API server owns, or that are rebased as lists.
+var skippedMetadata = []string{
+	"resourceVersion", "managedFields", "generation", "creationTimestamp", "uid",
+	"deletionTimestamp", "deletionGracePeriodSeconds", "selfLink", "finalizers", "ownerReferences",
+}
+
+func plan(before, obj client.Object, o Options) ([]*part, error) {
+	bm, err := object.ToMap(before)
+	if err != nil {
+		return nil, err
+	}
+	am, err := object.ToMap(obj)
+	if err != nil {
+		return nil, err
+	}
+	if o.ObservedGeneration {
+		if err := unstructured.SetNestedField(am, obj.GetGeneration(), "status", "observedGeneration"); err != nil {
+			return nil, fmt.Errorf("setting status.observedGeneration: %w", err)
+		}
+	}
+	owned := map[string]bool{}
+	for _, t := range o.OwnedConditions {
+		owned[t] = true
+	}
+	all := []*list{
+		{path: []string{"metadata", "finalizers"}, key: stringKey},
+		{path: []string{"metadata", "ownerReferences"}, key: fieldKey("uid")},
+	}
+	condPaths := append([][]string{{"status", "conditions"}}, o.ConditionLists...)
+	for _, p := range condPaths {
+		if len(p) == 0 {
+			continue
+		}
+		all = append(all, &list{path: p, key: fieldKey("type"), owned: owned})
+	}
+	lists := all[:0]
+	for _, l := range all {
+		b, a := nested(bm, l.path), nested(am, l.path)
+		var bok, aok bool
+		l.before, bok = b.([]any)
+		l.after, aok = a.([]any)
+		if (b != nil && !bok) || (a != nil && !aok) {
+			continue // not a list there: an ordinary field of the diff
+		}
+		removeNested(bm, l.path)
+		removeNested(am, l.path)
+		lists = append(lists, l)
+	}
+	all = lists
+
+	// status
+	sb, _ := bm["status"].(map[string]any)
+	sa, _ := am["status"].(map[string]any)
+	status := &part{status: true}
+	if status.diff, err = mergeDiff(map[string]any{"status": orEmpty(sb)}, map[string]any{"status": orEmpty(sa)}); err != nil {
+		return nil, err
+	}
+	// the rest
+	strip := func(m map[string]any) map[string]any {
+		delete(m, "status")
+		delete(m, "apiVersion")
+		delete(m, "kind")
+		if md, ok := m["metadata"].(map[string]any); ok {
+			for _, f := range skippedMetadata {
+				delete(md, f)
+			}
+		}
+		return m
+	}
+	main := &part{}
+	if main.diff, err = mergeDiff(strip(bm), strip(am)); err != nil {
+		return nil, err
+	}
+	if md, ok := main.diff["metadata"].(map[string]any); ok {
+		// Dropping the last of our labels is "labels": null, which would
+		// delete every label, others' too: remove ours key by key.
+		for k, old := range map[string]map[string]string{"labels": before.GetLabels(), "annotations": before.GetAnnotations()} {
+			if v, present := md[k]; present && v == nil && len(old) > 0 {
+				keys := make(map[string]any, len(old))
+				for key := range old {
+					keys[key] = nil
+				}
+				md[k] = keys
+			}
+		}
+	}
+	for _, l := range all {
+		if !l.changed() {
+			continue
+		}
+		if l.path[0] == "status" {
+			status.lists = append(status.lists, l)
+		} else {
+			main.lists = append(main.lists, l)
+		}
+	}
+	var parts []*part
+	if len(main.diff) > 0 || len(main.lists) > 0 {
+		status.rest = main
+	}
+	for _, p := range []*part{status, main} {
+		if len(p.diff) > 0 || len(p.lists) > 0 {
+			parts = append(parts, p)
+		}
+	}
+	return parts, nil
+}
+
+// mergeDiff is the JSON merge patch from before to after, without the
+// empty objects that add nothing (see prune).
+func mergeDiff(before, after map[string]any) (map[string]any, error) {
+	b, err := json.Marshal(before)
+	if err != nil {
+		return nil, err
+	}
+	a, err := json.Marshal(after)
+	if err != nil {
+		return nil, err
+	}
+	patch, err := jsonpatch.CreateMergePatch(b, a)
+	if err != nil {
+		return nil, err
+	}
+	var diff map[string]any
+	if err := json.Unmarshal(patch, &diff); err != nil {
+		return nil, err
+	}
+	var beforeJSON map[string]any
+	if err := json.Unmarshal(b, &beforeJSON); err != nil {
+		return nil, err
+	}
+	prune(diff, beforeJSON)
+	return diff, nil
+}
+
+// prune drops from a merge patch the empty objects that change nothing: an
+// empty object merged where there was an object, no value or null adds no
+// field (it only appears because an omitempty field's parent struct is
+// never omitted, as in {"spec":{"topology":{}}}). Nulls, which remove, stay.
+func prune(patch, before map[string]any) {
+	for k, v := range patch {
+		m, ok := v.(map[string]any)
+		if !ok {
+			continue
+		}
+		b, _ := before[k].(map[string]any)
+		prune(m, b)
+		if len(m) == 0 {
+			if _, isMap := before[k].(map[string]any); isMap || before[k] == nil {
+				delete(patch, k)
+			}
+		}
+	}
+}
+
+func orEmpty(m map[string]any) map[string]any {
+	if m == nil {
+		return map[string]any{}
+	}
+	return m
+}

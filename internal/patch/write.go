@@ -1,0 +1,234 @@
+package patch
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/resourceversion"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/steadyk8s/steady/internal/object"
+)
+
+// MaxAttempts bounds the writes of one part (status, or the rest) when
+// other writers keep changing the object.
+const MaxAttempts = 11
+
+// maxStaleReads bounds, per Patch, the re-reads through a client that may
+// be a lagging cache which return the state that just conflicted; with the
+// backoff below they span about 2.3 seconds.
+const maxStaleReads = 8
+
+// backoff is the pause before the i-th repeated read (i from 0).
+func backoff(i int) time.Duration {
+	d := 10 * time.Millisecond << min(i, 7)
+	return min(d, time.Second)
+}
+
+// write sends p, retrying on conflicts, and returns the API server's
+// answer (nil when there was nothing left to send), or gone.
+func (w *Writer) write(ctx context.Context, obj client.Object, st *state, p *part, o Options) (client.Object, bool, error) {
+	for attempt := 1; ; attempt++ {
+		body, lists, err := p.body(st.latest, o)
+		if err != nil {
+			return nil, false, err
+		}
+		if len(body) == 0 {
+			return nil, false, nil
+		}
+		md := map[string]any{}
+		if st.uid != "" {
+			md["uid"] = st.uid
+		}
+		// The status subresource takes metadata from the stored object, so
+		// a uid in its patch is never compared: only a resourceVersion lock
+		// keeps a status write off an object recreated under the name.
+		if lists || o.OptimisticLock || (p.status && st.uid != "") {
+			md["resourceVersion"] = st.rv
+		}
+		if len(md) > 0 {
+			if m, ok := body["metadata"].(map[string]any); ok {
+				for k, v := range md {
+					m[k] = v
+				}
+			} else {
+				body["metadata"] = md
+			}
+		}
+		data, err := json.Marshal(body)
+		if err != nil {
+			return nil, false, err
+		}
+		target := object.EmptyLike(obj)
+		patch := client.RawPatch(types.MergePatchType, data)
+		if p.status {
+			err = w.Client.Status().Patch(ctx, target, patch)
+		} else {
+			err = w.Client.Patch(ctx, target, patch)
+		}
+		if err == nil {
+			m, err := object.ToMap(target)
+			if err != nil {
+				return nil, false, err
+			}
+			st.latest, st.rv = m, target.GetResourceVersion()
+			return target, false, nil
+		}
+		switch {
+		case apierrors.IsNotFound(err) && p.status:
+			// Gone, or a kind without a status subresource: then status is
+			// written with the object, in one write with the rest (a
+			// NotFound there is gone).
+			p.status, p.fallback = false, true
+			if r := p.rest; r != nil {
+				for k, v := range r.diff {
+					p.diff[k] = v
+				}
+				p.lists = append(p.lists, r.lists...)
+				r.merged = true
+			}
+			continue
+		case apierrors.IsNotFound(err):
+			return nil, true, nil
+		case st.uid != "" && uidRefused(err):
+			// The uid precondition: the object under the name is another
+			// one (the API server says so; a lagging cache may not yet).
+			return nil, true, nil
+		case apierrors.IsConflict(err):
+			// Someone wrote meanwhile.
+			if o.OptimisticLock || attempt >= MaxAttempts {
+				if gone, rerr := w.reread(ctx, obj, st, false); gone && rerr == nil {
+					return nil, true, nil
+				}
+				return nil, false, err
+			}
+			if gone, rerr := w.reread(ctx, obj, st, true); gone || rerr != nil {
+				return nil, gone, rerr
+			}
+		default:
+			var status apierrors.APIStatus
+			if !errors.As(err, &status) {
+				return nil, false, unsureError{err}
+			}
+			return nil, false, err
+		}
+	}
+}
+
+// reread reads the object again into st. NotFound or another UID is gone,
+// except through a reader that may lag (the client, when no API reader was
+// given): there a NotFound, or an earlier incarnation of the name (another
+// UID at an older resourceVersion), may be the cache not holding our object
+// yet, so it is not taken for gone; only a write's NotFound, a newer
+// incarnation, or the API reader's answer is. When stale is set and the
+// read returns the resourceVersion already known, or an older one: through
+// an API reader, the conflict was transient and the write is retried after
+// a pause; through the client (maybe a lagging cache) the read is repeated
+// with backoff, within a budget per Patch; a NotFound there pauses and lets
+// the retried write tell. A read older than the known state is never taken.
+func (w *Writer) reread(ctx context.Context, obj client.Object, st *state, stale bool) (bool, error) {
+	r := w.Reader
+	lagging := r == nil
+	if r == nil {
+		r = w.Client
+	}
+	sleep := w.Sleep
+	if sleep == nil {
+		sleep = sleepCtx
+	}
+	pause := func() (bool, error) {
+		if !stale || st.stale >= maxStaleReads {
+			return false, nil
+		}
+		st.stale++
+		if err := sleep(ctx, backoff(st.stale-1)); err != nil {
+			return false, fmt.Errorf("reading the object again: %w", err)
+		}
+		return true, nil
+	}
+	for {
+		fresh := object.EmptyLike(obj)
+		err := r.Get(ctx, client.ObjectKeyFromObject(obj), fresh)
+		switch {
+		case apierrors.IsNotFound(err):
+			if !lagging {
+				return true, nil
+			}
+			// Maybe not in the cache yet: the retried write tells.
+			_, err := pause()
+			return false, err
+		case err != nil:
+			return false, fmt.Errorf("reading the object again: %w", err)
+		case st.uid != "" && string(fresh.GetUID()) != st.uid:
+			if !lagging || !olderRV(fresh.GetResourceVersion(), st.rv) {
+				return true, nil
+			}
+			// The cache still holds an earlier object of that name.
+			again, err := pause()
+			if again {
+				continue
+			}
+			return false, err
+		case olderRV(fresh.GetResourceVersion(), st.rv):
+			// Older than what is known: never rebase on it (a change it
+			// happens to show would be taken as written).
+			again, err := pause()
+			if again && lagging {
+				continue
+			}
+			return false, err
+		case stale && fresh.GetResourceVersion() == st.rv:
+			again, err := pause()
+			if err != nil {
+				return false, err
+			}
+			if again && lagging {
+				continue
+			}
+		}
+		m, err := object.ToMap(fresh)
+		if err != nil {
+			return false, err
+		}
+		st.latest, st.rv = m, fresh.GetResourceVersion()
+		return false, nil
+	}
+}
+
+// uidRefused reports whether err is the API server refusing a write for
+// its metadata.uid: another object has the name now.
+func uidRefused(err error) bool {
+	var status apierrors.APIStatus
+	if !apierrors.IsInvalid(err) || !errors.As(err, &status) || status.Status().Details == nil {
+		return false
+	}
+	for _, c := range status.Status().Details.Causes {
+		if c.Field == "metadata.uid" {
+			return true
+		}
+	}
+	return false
+}
+
+// olderRV reports whether resourceVersion a is older than b, when both are
+// well-formed.
+func olderRV(a, b string) bool {
+	c, err := resourceversion.CompareResourceVersion(a, b)
+	return err == nil && c < 0
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
