@@ -2,17 +2,18 @@ package reconcile_test
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 
 	"github.com/go-logr/logr/funcr"
 	"github.com/prometheus/client_golang/prometheus/testutil"
-	logf "sigs.k8s.io/controller-runtime/pkg/log"
-
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/steadyk8s/steady/conditions"
 	"github.com/steadyk8s/steady/internal/observe"
@@ -101,67 +102,64 @@ func TestRequestsAreCounted(t *testing.T) {
 	}
 }
 
-// TestUnstructuredWithGoValues: an unstructured object into which code
-// wrote Go values (an int, a []string), as the JSON encoder takes them, is
-// patched like any other; runtime.DeepCopyJSON would panic on them.
-func TestUnstructuredWithGoValues(t *testing.T) {
+// WithEvents records a flip this Patch wrote, not one another writer made
+// meanwhile (which the answer shows), and records a flip that was written
+// even when a later write of the same Patch failed.
+func TestEventsOnlyForFlipsThisPatchWrote(t *testing.T) {
 	env.Require(t)
 	ctx := context.Background()
-	w := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: env.Namespace(t), Name: "w"}}
-	if err := env.Client.Create(ctx, w); err != nil {
-		t.Fatal(err)
-	}
-	u := &unstructured.Unstructured{}
-	u.SetGroupVersionKind(testapi.GroupVersion.WithKind("Widget"))
-	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(w), u); err != nil {
-		t.Fatal(err)
-	}
-	u.Object["spec"] = map[string]any{"size": 7}
-	p, err := reconcile.NewPatcher(env.Client, u)
-	if err != nil {
-		t.Fatal(err)
-	}
-	u.Object["spec"] = map[string]any{"size": 3}
-	u.Object["status"] = map[string]any{"namespaces": []string{"a", "b"}}
-	if err := p.Patch(ctx, u); err != nil {
-		t.Fatal(err)
-	}
-	got := get(t, w)
-	if got.Spec.Size != 3 || len(got.Status.Namespaces) != 2 {
-		t.Errorf("stored %+v / %+v", got.Spec, got.Status)
-	}
-}
-
-// TestNoWriteWhenTheLatestAlreadyHoldsTheChange: a Patch from a stale
-// snapshot conflicts, re-reads, and finds that the API server already holds
-// what this reconcile set (conditions, observedGeneration): nothing is left
-// to send, so no second PATCH.
-func TestNoWriteWhenTheLatestAlreadyHoldsTheChange(t *testing.T) {
-	env.Require(t)
-	ctx := context.Background()
-	w := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: env.Namespace(t), Name: "w"}}
-	if err := env.Client.Create(ctx, w); err != nil {
-		t.Fatal(err)
-	}
-	stale := w.DeepCopy()
-	conditions.MarkTrue(w, "Ready", "Done", "")
-	w.Status.ObservedGeneration = w.Generation
-	if err := env.Client.Status().Update(ctx, w); err != nil {
-		t.Fatal(err)
-	}
-	c, n, err := testapi.NewCountingClient(env.Config, env.Scheme)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := reconcile.NewPatcher(c, stale)
-	if err != nil {
-		t.Fatal(err)
-	}
-	stale.Status.Conditions = w.DeepCopy().Status.Conditions // the same marks, as the reconcile computes them
-	if err := p.Patch(ctx, stale, reconcile.WithObservedGeneration{}); err != nil {
-		t.Fatal(err)
-	}
-	if n.Get("PATCH") != 1 || n.Writes() != 1 {
-		t.Errorf("requests %s: want the conflicting PATCH and no second one", n)
-	}
+	t.Run("another writer flips Ready", func(t *testing.T) {
+		w, c, _ := fixture(t)
+		conditions.MarkFalse(w, "Ready", "Waiting", "")
+		if err := env.Client.Status().Update(ctx, w); err != nil {
+			t.Fatal(err)
+		}
+		w = get(t, w)
+		rec := record.NewFakeRecorder(10)
+		p, _ := reconcile.NewPatcher(c, w)
+		other := get(t, w)
+		conditions.MarkTrue(other, "Ready", "TheirsSaysSo", "")
+		if err := env.Client.Status().Update(ctx, other); err != nil {
+			t.Fatal(err)
+		}
+		w.Status.Phase = "Mine"
+		if err := p.Patch(ctx, w, reconcile.WithEvents{Recorder: rec}); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case e := <-rec.Events:
+			t.Errorf("event %q for a flip this Patch did not write", e)
+		default:
+		}
+	})
+	t.Run("the metadata write fails after the flip was written", func(t *testing.T) {
+		w, _, _ := fixture(t)
+		ww, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Scheme})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := interceptor.NewClient(ww, interceptor.Funcs{
+			Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+				return apierrors.NewInternalError(errors.New("etcd is sad"))
+			},
+		})
+		rec := record.NewFakeRecorder(10)
+		p, _ := reconcile.NewPatcher(c, w)
+		conditions.MarkTrue(w, "Ready", "Up", "")
+		w.Spec.Size = 7
+		if err := p.Patch(ctx, w, reconcile.WithEvents{Recorder: rec}); err == nil {
+			t.Fatal("want the metadata write's error")
+		}
+		if !conditions.IsTrue(get(t, w), "Ready") {
+			t.Fatal("status not written")
+		}
+		select {
+		case e := <-rec.Events:
+			if e != "Normal Ready Up: " {
+				t.Errorf("event %q", e)
+			}
+		default:
+			t.Error("no event for the Ready flip that was written")
+		}
+	})
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -11,11 +12,34 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/steadyk8s/steady/cachewait"
 	"github.com/steadyk8s/steady/conditions"
 	"github.com/steadyk8s/steady/finalizer"
 	"github.com/steadyk8s/steady/internal/testapi"
 	"github.com/steadyk8s/steady/reconcile"
 )
+
+// Item 14: a cache wait that times out is a requeue, not an error.
+func TestForMapsACacheTimeoutToARequeue(t *testing.T) {
+	env.Require(t)
+	cc := testapi.StartManager(t, env, testapi.ManagerOptions{Delay: 300 * time.Millisecond, Informers: []client.Object{&testapi.Widget{}}})
+	ctx := context.Background()
+	w := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: env.Namespace(t), Name: "w"}, Spec: testapi.WidgetSpec{Size: 1}}
+	if err := env.Client.Create(ctx, w); err != nil {
+		t.Fatal(err)
+	}
+	r, _ := reconcile.For(env.Client, func(ctx context.Context, obj *testapi.Widget) (ctrl.Result, error) {
+		obj.Status.Phase = "Changed"
+		return ctrl.Result{}, nil
+	}, reconcile.WithCacheWait{Reader: cc.Client, Options: []cachewait.WaitOption{cachewait.WithTimeout(time.Millisecond)}})
+	res, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(w)})
+	if err != nil || res.RequeueAfter != reconcile.CacheTimeoutRequeue {
+		t.Errorf("Reconcile = %+v, %v; want a RequeueAfter and no error", res, err)
+	}
+	if get(t, w).Status.Phase != "Changed" {
+		t.Error("the write was lost")
+	}
+}
 
 func TestForRunsTheWholeRoutine(t *testing.T) {
 	env.Require(t)
