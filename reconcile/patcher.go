@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -95,6 +96,40 @@ func (e *PatchError) Error() string {
 // Unwrap returns the underlying error.
 func (e *PatchError) Unwrap() error { return e.Err }
 
+// StaleError is returned by [Patcher.Patch] when what the reconcile
+// computed is older than the live object, so that writing it would write
+// the past:
+//
+//   - the snapshot is older than this process's own last write of the
+//     object (read from a cache that does not hold that write yet): nothing
+//     is written, since a change judged against that snapshot may be none
+//     where the live object needs one;
+//   - the status was computed from an older generation than the live one
+//     and says which generation it observed (status.observedGeneration, or
+//     an observedGeneration on a condition), or one of its conditions is
+//     older than the live one: the status is not written; the rest of the
+//     change (metadata, spec) is, as Written says.
+//
+// Read the object again and reconcile anew: [For] does, by requeueing
+// after [StaleRequeue] without an error.
+type StaleError struct {
+	// Object names the object as "Kind namespace/name".
+	Object string
+	// Reason says what is older than what.
+	Reason string
+	// Written lists the writes that were made (empty: none).
+	Written []string
+}
+
+// Error implements error.
+func (e *StaleError) Error() string {
+	what := "nothing was written"
+	if len(e.Written) > 0 {
+		what = "only " + strings.Join(e.Written, " and ") + " was written"
+	}
+	return fmt.Sprintf("reconcile: %s: %s: %s; read it again and reconcile anew", e.Object, e.Reason, what)
+}
+
 // PatchOnExit calls [Patcher.Patch] and joins its error into *reterr, for a
 // deferred call at the top of Reconcile:
 //
@@ -163,22 +198,21 @@ func (p *Patcher) Patch(ctx context.Context, obj client.Object, opts ...PatchOpt
 	if err := p.sameObject(obj); err != nil {
 		return err
 	}
-	var changed client.Object // obj as this reconcile left it, for WithEvents
-	if o.Events != nil {
-		changed = obj.DeepCopyObject().(client.Object)
-	}
 	res, err := p.w.Patch(ctx, p.before, obj, patch.Options{
 		OptimisticLock:     o.OptimisticLock,
 		ObservedGeneration: o.ObservedGeneration,
 		OwnedConditions:    o.OwnedConditions,
 		ConditionLists:     splitPaths(o.ConditionLists),
+		CheckOwnWrites:     true,
 	})
+	if o.Events != nil && res.StatusBase != nil {
+		// The flip this Patch made against the state its status write was
+		// rebased on, not against a snapshot that may be older.
+		recordReadyFlip(o.Events, res.StatusBase, res.StatusAnswer, obj)
+	}
 	if err != nil {
 		var se *patch.StepError
 		if errors.As(err, &se) {
-			if o.Events != nil && wroteStatus(se.Wrote) {
-				recordReadyFlip(o.Events, p.before, changed)
-			}
 			return &PatchError{Object: p.describe(), Step: se.Step, Written: se.Wrote, Unsure: se.Unsure, Err: se.Err}
 		}
 		return &PatchError{Object: p.describe(), Step: "the patch", Err: err}
@@ -186,12 +220,12 @@ func (p *Patcher) Patch(ctx context.Context, obj client.Object, opts ...PatchOpt
 	if res.Gone {
 		return nil
 	}
-	if o.Events != nil && wroteStatus(res.Wrote) {
-		// The flip this Patch made (conditions it changed win on a
-		// rebase), not one another writer made meanwhile.
-		recordReadyFlip(o.Events, p.before, changed)
+	if len(res.Wrote) > 0 {
+		p.before = obj.DeepCopyObject().(client.Object)
 	}
-	p.before = obj.DeepCopyObject().(client.Object)
+	if res.Stale != "" {
+		return &StaleError{Object: p.describe(), Reason: res.Stale, Written: res.Wrote}
+	}
 	if o.CacheReader != nil && len(res.Wrote) > 0 {
 		wait := o.CacheWaitOptions
 		if p.api != nil {

@@ -9,17 +9,75 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 	crreconcile "sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/steadyk8s/steady/cachewait"
 	"github.com/steadyk8s/steady/conditions"
 	"github.com/steadyk8s/steady/finalizer"
+	"github.com/steadyk8s/steady/internal/object"
+	"github.com/steadyk8s/steady/internal/patch"
 )
 
 // CacheTimeoutRequeue is the RequeueAfter [For] returns instead of an error
 // when the only failure was a [*cachewait.TimeoutError] (the write
 // succeeded, the cache has not caught up yet).
 const CacheTimeoutRequeue = time.Second
+
+// StaleRequeue is the RequeueAfter [For] returns instead of an error when
+// Patch found what the reconcile computed older than the live object (a
+// [*StaleError]): the next reconcile reads it anew.
+const StaleRequeue = 100 * time.Millisecond
+
+// ownWriteWait bounds the wait of [For], without an API reader, for a
+// cache that does not hold this process's own last write of the object.
+const ownWriteWait = 2 * time.Second
+
+// requeueWithin returns res with a RequeueAfter of at most d.
+func requeueWithin(res ctrl.Result, d time.Duration) ctrl.Result {
+	if res.RequeueAfter == 0 || res.RequeueAfter > d {
+		res.RequeueAfter = d
+	}
+	return res
+}
+
+// readOwnWrite reads obj again until it is no older than this process's
+// own last write of it: once through the API reader when there is one,
+// else through c (a cache that lags) with backoff, within ownWriteWait.
+// caught is false where the cache did not catch up in time.
+func readOwnWrite(ctx context.Context, c client.Client, api client.Reader, obj client.Object) (caught bool, err error) {
+	key := client.ObjectKeyFromObject(obj)
+	read := func(r client.Reader) error {
+		fresh := object.EmptyLike(obj)
+		if err := r.Get(ctx, key, fresh); err != nil {
+			return err
+		}
+		object.Copy(obj, fresh)
+		return nil
+	}
+	if api != nil {
+		return true, read(api)
+	}
+	deadline := time.Now().Add(ownWriteWait)
+	for d := 5 * time.Millisecond; ; d = min(2*d, 250*time.Millisecond) {
+		if time.Now().Add(d).After(deadline) {
+			return false, nil
+		}
+		t := time.NewTimer(d)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return false, ctx.Err()
+		case <-t.C:
+		}
+		if err := read(c); err != nil {
+			return false, err
+		}
+		if _, behind := patch.OwnWriteAhead(obj); !behind {
+			return true, nil
+		}
+	}
+}
 
 // Func is the body of a reconcile for [For]: it gets the live object, changes
 // it (spec, metadata, status, conditions) and returns; [For] writes what
@@ -80,6 +138,17 @@ func For[T any, P interface {
 			}
 			return ctrl.Result{}, fmt.Errorf("reconcile: reading %s: %w", req.NamespacedName, err)
 		}
+		if _, behind := patch.OwnWriteAhead(obj); behind {
+			caught, err := readOwnWrite(ctx, c, cfg.APIReader, obj)
+			switch {
+			case apierrors.IsNotFound(err):
+				return ctrl.Result{}, nil
+			case err != nil:
+				return ctrl.Result{}, fmt.Errorf("reconcile: reading %s again: %w", req.NamespacedName, err)
+			case !caught:
+				return ctrl.Result{RequeueAfter: CacheTimeoutRequeue}, nil
+			}
+		}
 		if h != nil {
 			res, err := h.Handle(ctx, obj)
 			if err != nil || res.Deleting {
@@ -95,11 +164,13 @@ func For[T any, P interface {
 			conditions.SetSummary(any(obj).(conditions.Setter), conditions.Ready, cfg.SummaryOptions...)
 		}
 		patchErr := p.Patch(ctx, obj, cfg.PatchOptions...)
-		if fnErr == nil && patchErr != nil && cachewait.IsTimeout(patchErr) {
-			if res.RequeueAfter == 0 || res.RequeueAfter > CacheTimeoutRequeue {
-				res.RequeueAfter = CacheTimeoutRequeue
-			}
-			return res, nil
+		var stale *StaleError
+		switch {
+		case fnErr == nil && patchErr != nil && cachewait.IsTimeout(patchErr):
+			return requeueWithin(res, CacheTimeoutRequeue), nil
+		case fnErr == nil && errors.As(patchErr, &stale):
+			log.FromContext(ctx).V(1).Info("reconciling again: what this reconcile computed is older than the live object", "reason", stale.Reason)
+			return requeueWithin(res, StaleRequeue), nil
 		}
 		return res, errors.Join(fnErr, patchErr)
 	}), nil

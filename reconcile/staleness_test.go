@@ -2,20 +2,22 @@ package reconcile_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/steadyk8s/steady/conditions"
-	"github.com/steadyk8s/steady/finalizer"
-	"github.com/steadyk8s/steady/internal/testapi"
-	"github.com/steadyk8s/steady/reconcile"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	"github.com/steadyk8s/steady/conditions"
+	"github.com/steadyk8s/steady/finalizer"
+	"github.com/steadyk8s/steady/internal/testapi"
+	"github.com/steadyk8s/steady/reconcile"
 )
 
 // Item 10: through a manager's cached client whose watch lags 300 ms,
@@ -127,9 +129,11 @@ func TestForOnAStaleCopyOfAGoneObject(t *testing.T) {
 	}
 }
 
-// Item 10, on the Patcher alone: write through a manager's cached client,
-// then at once Patch again from the stale cached copy: it succeeds and
-// nothing is lost, with and without an API reader.
+// The Patcher alone: write through a manager's cached client, then at once
+// Patch again from the stale cached copy: that copy is older than our own
+// write, so the Patch writes nothing and says so (*StaleError); from a copy
+// read once the cache caught up it writes, and nothing is lost, with and
+// without an API reader.
 func TestPatchFromAStaleCachedCopy(t *testing.T) {
 	env.Require(t)
 	for _, delay := range []time.Duration{100 * time.Millisecond, 300 * time.Millisecond} {
@@ -160,13 +164,24 @@ func TestPatchFromAStaleCachedCopy(t *testing.T) {
 				if err := p.Patch(ctx, first); err != nil {
 					t.Fatal(err)
 				}
+				change := func(obj *testapi.Widget) error {
+					p, _ := reconcile.NewPatcher(cc.Client, obj, opts...)
+					obj.Finalizers = append(obj.Finalizers, "test.steady.dev/second")
+					conditions.MarkTrue(obj, "Second", "Done", "")
+					obj.Status.Phase = "Second"
+					return p.Patch(ctx, obj)
+				}
 				stale := read() // the cache has not seen that write yet
-				p, _ = reconcile.NewPatcher(cc.Client, stale, opts...)
-				stale.Finalizers = append(stale.Finalizers, "test.steady.dev/second")
-				conditions.MarkTrue(stale, "Second", "Done", "")
-				stale.Status.Phase = "Second"
-				if err := p.Patch(ctx, stale); err != nil {
-					t.Fatalf("Patch from the stale copy = %v", err)
+				var se *reconcile.StaleError
+				if err := change(stale); !errors.As(err, &se) {
+					t.Fatalf("Patch from the stale copy = %v, want a *StaleError", err)
+				}
+				if got := get(t, w); got.ResourceVersion != first.ResourceVersion {
+					t.Fatalf("the stale Patch wrote (resourceVersion %s -> %s)", first.ResourceVersion, got.ResourceVersion)
+				}
+				waitCached(t, cc.Client, w, first.ResourceVersion)
+				if err := change(read()); err != nil {
+					t.Fatalf("Patch from a current copy = %v", err)
 				}
 				got := get(t, w)
 				if !slices.Equal(got.Finalizers, []string{"test.steady.dev/first", "test.steady.dev/second"}) ||

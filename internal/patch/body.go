@@ -2,19 +2,44 @@ package patch
 
 import (
 	"encoding/json"
+	"fmt"
 	"reflect"
+	"slices"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 )
 
-// body is the merge patch of p on latest, and whether it sends a list.
-func (p *part) body(latest map[string]any, o Options) (map[string]any, bool, error) {
-	body := runtime.DeepCopyJSON(p.diff)
-	lists := false
+// body is the merge patch of p on latest; lock is set when it must be
+// locked on latest's resourceVersion (it sends a list, or removes a whole
+// map). stale is set, and nothing is to be sent, when p is status computed
+// from an older generation than latest's, or one of its conditions is
+// older than the live one: writing it would write the past.
+func (p *part) body(latest map[string]any, o Options) (body map[string]any, lock bool, stale string, err error) {
+	if (p.status || p.fallback) && o.ObservedGeneration {
+		if live, ok, _ := unstructured.NestedInt64(latest, "status", "observedGeneration"); ok && live > p.gen {
+			return nil, false, fmt.Sprintf("status was computed from generation %d; the live status has observed generation %d", p.gen, live), nil
+		}
+	}
+	body = runtime.DeepCopyJSON(p.diff)
+	for _, d := range p.drops {
+		v, keep, exact := d.removal(nested(latest, d.path))
+		if !keep {
+			removeNested(body, d.path)
+			continue
+		}
+		if err := setNested(body, v, d.path); err != nil {
+			return nil, false, "", err
+		}
+		lock = lock || exact
+	}
 	for _, l := range p.lists {
 		cur, _ := nested(latest, l.path).([]any)
-		out := l.rebase(cur)
+		out, older := l.rebase(cur)
+		if older != "" {
+			return nil, false, fmt.Sprintf("condition %s of %s was computed from an older generation than the live one", older, strings.Join(l.path, ".")), nil
+		}
 		if equalList(out, cur) {
 			continue
 		}
@@ -23,9 +48,9 @@ func (p *part) body(latest map[string]any, o Options) (map[string]any, bool, err
 			v = out
 		}
 		if err := setList(body, latest, v, l.path); err != nil {
-			return nil, false, err
+			return nil, false, "", err
 		}
-		lists = true
+		lock = true
 	}
 	// After a conflict the latest object may already hold some of what
 	// this reconcile changed (another writer, or our own earlier write
@@ -48,13 +73,96 @@ func (p *part) body(latest map[string]any, o Options) (map[string]any, bool, err
 		for k := range body {
 			bumps = bumps || k != "metadata"
 		}
-		if bumps || og != gen {
-			if err := setNested(body, gen+1, []string{"status", "observedGeneration"}); err != nil {
-				return nil, false, err
+		// The generation this write produces, unless the spec moved on
+		// since the snapshot: then status observed the snapshot's.
+		next := gen + 1
+		if gen > p.gen {
+			next = p.gen
+		}
+		if bumps || og != next && og != gen {
+			if err := setNested(body, next, []string{"status", "observedGeneration"}); err != nil {
+				return nil, false, "", err
 			}
 		}
 	}
-	return body, lists, nil
+	return body, lock, "", nil
+}
+
+// mapDrop is a map this change removes whole: the map at path, as read.
+type mapDrop struct {
+	path []string
+	read map[string]any
+	// keyByKey: always remove the keys read one by one (labels and
+	// annotations, where an empty map is no map).
+	keyByKey bool
+}
+
+// removal is what removes d's map from cur, the value latest has at its
+// path: a null (exact, to be sent locked) where cur holds no key we did
+// not read, at any depth; else the keys we read, each removed the same way,
+// so that a key another writer added is kept. keep is false where nothing
+// is to be sent: cur is no map (another writer replaced it, or it is gone).
+func (d mapDrop) removal(cur any) (v any, keep, exact bool) {
+	cm, ok := cur.(map[string]any)
+	if !ok {
+		return nil, false, false
+	}
+	if !d.keyByKey && onlyRead(d.read, cm) {
+		return nil, true, true
+	}
+	out := map[string]any{}
+	for k, rv := range d.read {
+		c, present := cm[k]
+		if !present {
+			continue
+		}
+		if rm, isMap := rv.(map[string]any); isMap {
+			if v, keep, ex := (mapDrop{read: rm}).removal(c); keep {
+				out[k] = v
+				exact = exact || ex
+			}
+			continue
+		}
+		out[k] = nil
+	}
+	return out, true, exact
+}
+
+// onlyRead reports whether cur holds only keys that read has, at every
+// depth of maps.
+func onlyRead(read, cur map[string]any) bool {
+	for k, c := range cur {
+		r, ok := read[k]
+		if !ok {
+			return false
+		}
+		if cm, isMap := c.(map[string]any); isMap {
+			rm, _ := r.(map[string]any)
+			if !onlyRead(rm, cm) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// collectDrops records in p the maps that diff removes whole: a null in
+// diff where before, the snapshot at the same place, has a map.
+func (p *part) collectDrops(diff, before map[string]any, path []string) {
+	for k, v := range diff {
+		here := append(slices.Clone(path), k)
+		switch v := v.(type) {
+		case nil:
+			if m, ok := before[k].(map[string]any); ok {
+				meta := len(here) == 2 && here[0] == "metadata" && (k == "labels" || k == "annotations")
+				p.drops = append(p.drops, mapDrop{path: here, read: runtime.DeepCopyJSON(m), keyByKey: meta})
+			}
+		case map[string]any:
+			if b, ok := before[k].(map[string]any); ok {
+				p.collectDrops(v, b, here)
+			}
+		}
+	}
 }
 
 // dropApplied removes from the merge patch body every field that latest

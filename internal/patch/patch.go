@@ -3,9 +3,11 @@ package patch
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/steadyk8s/steady/internal/object"
@@ -25,6 +27,10 @@ type Options struct {
 	// ConditionLists are paths of further condition lists (besides
 	// status.conditions), rebased by type like it.
 	ConditionLists [][]string
+	// CheckOwnWrites refuses a snapshot older than this process's own last
+	// write of the object (see [OwnWriteAhead]): nothing is written and
+	// Result.Stale says why.
+	CheckOwnWrites bool
 }
 
 // Writer writes through Client and re-reads through Reader (Client when
@@ -45,6 +51,14 @@ type Result struct {
 	// "status, metadata and spec" in one write to an object without a
 	// status subresource).
 	Wrote []string
+	// Stale, when set, says why a part was not written: it was computed
+	// from a state older than the live one (see the package doc). The
+	// caller should read the object again and reconcile anew.
+	Stale string
+	// StatusBase is the latest object, as a map, that the status write was
+	// rebased on, and StatusAnswer the API server's answer to it (both set
+	// when status was written).
+	StatusBase, StatusAnswer map[string]any
 }
 
 // StepError is the failure of one write; Wrote lists what was written
@@ -94,15 +108,24 @@ const (
 // answer to the last write; when nothing was to be written, obj is left as
 // it is.
 func (w *Writer) Patch(ctx context.Context, before, obj client.Object, o Options) (Result, error) {
-	parts, err := plan(before, obj, o)
+	if o.CheckOwnWrites {
+		if rv, ahead := OwnWriteAhead(before); ahead {
+			return Result{Stale: fmt.Sprintf("it was read at resourceVersion %s, older than this process's own write at %s (a lagging cache)",
+				before.GetResourceVersion(), rv)}, nil
+		}
+	}
+	bm, err := object.ToMap(before)
 	if err != nil {
 		return Result{}, err
 	}
-	if len(parts) == 0 {
-		return Result{}, nil
+	am, err := object.ToMap(obj)
+	if err != nil {
+		return Result{}, err
 	}
-	st := &state{latest: nil, rv: before.GetResourceVersion(), uid: string(before.GetUID())}
-	if st.latest, err = object.ToMap(before); err != nil {
+	// plan takes the maps apart; the state keeps the snapshot whole.
+	st := &state{latest: bm, rv: before.GetResourceVersion(), uid: string(before.GetUID())}
+	parts, err := plan(runtime.DeepCopyJSON(bm), am, obj, o)
+	if err != nil {
 		return Result{}, err
 	}
 	var res Result
@@ -111,7 +134,7 @@ func (w *Writer) Patch(ctx context.Context, before, obj client.Object, o Options
 		if p.merged {
 			continue
 		}
-		ans, gone, err := w.write(ctx, obj, st, p, o)
+		ans, gone, err := w.write(ctx, obj, st, p, o, &res)
 		if err != nil {
 			se := &StepError{Step: p.step(), Wrote: res.Wrote, Err: err}
 			var u unsureError

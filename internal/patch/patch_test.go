@@ -71,7 +71,8 @@ func TestRebase(t *testing.T) {
 				owned[o] = true
 			}
 			l := &list{key: fieldKey("type"), owned: owned, before: parse(tc.before), after: parse(tc.after)}
-			got, _ := json.Marshal(l.rebase(parse(tc.current)))
+			out, _ := l.rebase(parse(tc.current))
+			got, _ := json.Marshal(out)
 			want, _ := json.Marshal(parse(tc.want))
 			if string(got) != string(want) {
 				t.Errorf("rebase = %s, want %s", got, want)
@@ -79,7 +80,8 @@ func TestRebase(t *testing.T) {
 		})
 	}
 	f := &list{key: stringKey, before: []any{"a", "mine"}, after: []any{"a", "new"}}
-	if got, _ := json.Marshal(f.rebase([]any{"a", "mine", "theirs"})); string(got) != `["a","theirs","new"]` {
+	out, _ := f.rebase([]any{"a", "mine", "theirs"})
+	if got, _ := json.Marshal(out); string(got) != `["a","theirs","new"]` {
 		t.Errorf("finalizers rebase = %s", got)
 	}
 }

@@ -6,9 +6,8 @@ import (
 
 	jsonpatch "github.com/evanphx/json-patch/v5"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	"github.com/steadyk8s/steady/internal/object"
 )
 
 // part is one write: the status subresource, or the object.
@@ -22,6 +21,11 @@ type part struct {
 	merged bool
 	diff   map[string]any
 	lists  []*list
+	// drops are the maps this change removes whole (a null in diff where
+	// the snapshot had a map with keys): see dropMaps.
+	drops []mapDrop
+	// gen is the generation the change was computed from (the snapshot's).
+	gen int64
 }
 
 func (p *part) step() string {
@@ -40,15 +44,11 @@ var skippedMetadata = []string{
 	"deletionTimestamp", "deletionGracePeriodSeconds", "selfLink", "finalizers", "ownerReferences",
 }
 
-func plan(before, obj client.Object, o Options) ([]*part, error) {
-	bm, err := object.ToMap(before)
-	if err != nil {
-		return nil, err
-	}
-	am, err := object.ToMap(obj)
-	if err != nil {
-		return nil, err
-	}
+// plan splits the change from bm (the snapshot) to am (the object as
+// changed), both maps this call may change, into the writes to make.
+func plan(bm, am map[string]any, obj client.Object, o Options) ([]*part, error) {
+	snap := runtime.DeepCopyJSON(bm) // whole, for the maps a change removes
+	var err error
 	if o.ObservedGeneration {
 		if err := unstructured.SetNestedField(am, obj.GetGeneration(), "status", "observedGeneration"); err != nil {
 			return nil, fmt.Errorf("setting status.observedGeneration: %w", err)
@@ -67,7 +67,7 @@ func plan(before, obj client.Object, o Options) ([]*part, error) {
 		if len(p) == 0 {
 			continue
 		}
-		all = append(all, &list{path: p, key: fieldKey("type"), owned: owned})
+		all = append(all, &list{path: p, key: fieldKey("type"), owned: owned, conditions: true})
 	}
 	lists := all[:0]
 	for _, l := range all {
@@ -84,13 +84,15 @@ func plan(before, obj client.Object, o Options) ([]*part, error) {
 	}
 	all = lists
 
+	gen, _, _ := unstructured.NestedInt64(bm, "metadata", "generation")
 	// status
 	sb, _ := bm["status"].(map[string]any)
 	sa, _ := am["status"].(map[string]any)
-	status := &part{status: true}
+	status := &part{status: true, gen: gen}
 	if status.diff, err = mergeDiff(map[string]any{"status": orEmpty(sb)}, map[string]any{"status": orEmpty(sa)}); err != nil {
 		return nil, err
 	}
+	status.collectDrops(status.diff, snap, nil)
 	// the rest
 	strip := func(m map[string]any) map[string]any {
 		delete(m, "status")
@@ -103,25 +105,13 @@ func plan(before, obj client.Object, o Options) ([]*part, error) {
 		}
 		return m
 	}
-	main := &part{}
+	main := &part{gen: gen}
 	if main.diff, err = mergeDiff(strip(bm), strip(am)); err != nil {
 		return nil, err
 	}
-	if md, ok := main.diff["metadata"].(map[string]any); ok {
-		// Dropping the last of our labels is "labels": null, which would
-		// delete every label, others' too: remove ours key by key.
-		for k, old := range map[string]map[string]string{"labels": before.GetLabels(), "annotations": before.GetAnnotations()} {
-			if v, present := md[k]; present && v == nil && len(old) > 0 {
-				keys := make(map[string]any, len(old))
-				for key := range old {
-					keys[key] = nil
-				}
-				md[k] = keys
-			}
-		}
-	}
+	main.collectDrops(main.diff, snap, nil)
 	for _, l := range all {
-		if !l.changed() {
+		if !l.changed() && !l.hasOwned() {
 			continue
 		}
 		if l.path[0] == "status" {

@@ -2,7 +2,9 @@ package patch
 
 import (
 	"encoding/json"
+	"maps"
 	"reflect"
+	"slices"
 
 	"k8s.io/apimachinery/pkg/runtime"
 )
@@ -13,6 +15,9 @@ type list struct {
 	key           func(any) string
 	owned         map[string]bool
 	before, after []any
+	// conditions: entries are conditions (keyed by type), whose
+	// lastTransitionTime and observedGeneration follow the rules of rebase.
+	conditions bool
 }
 
 func stringKey(v any) string {
@@ -41,6 +46,17 @@ func rawKey(v any) string {
 
 func (l *list) changed() bool { return !equalList(l.before, l.after) }
 
+// hasOwned reports whether after holds an owned entry: its value is
+// imposed on a rebase even where this change did not alter it.
+func (l *list) hasOwned() bool {
+	for _, a := range l.after {
+		if l.owned[ownedKey(a)] {
+			return true
+		}
+	}
+	return false
+}
+
 func index(items []any, key func(any) string) map[string]any {
 	m := make(map[string]any, len(items))
 	for _, it := range items {
@@ -52,12 +68,22 @@ func index(items []any, key func(any) string) map[string]any {
 	return m
 }
 
-// rebase applies the change from before to after onto current: the entries
-// this change added, changed or removed (and owned ones) take after's value
-// or go; all others stay as current has them, in current's order; new
-// entries are appended in after's order.
-func (l *list) rebase(current []any) []any {
+// rebase applies the change from before to after onto current, the list
+// as the latest object has it (see the package doc for the rules):
+//
+//   - the entries this change added, changed or removed, and owned ones,
+//     take after's value or go; every other entry stays as current has it
+//     (one current lacks stays gone);
+//   - the order is after's; an entry only current has keeps its place
+//     after the entry that precedes it in current (first, if none does);
+//   - a condition entry of ours whose status equals current's keeps
+//     current's lastTransitionTime (the status did not flip);
+//   - a condition entry of ours with an observedGeneration lower than
+//     current's is older than the live one: current's stays, and stale
+//     names its type.
+func (l *list) rebase(current []any) (out []any, stale string) {
 	bi, ai := index(l.before, l.key), index(l.after, l.key)
+	ci := index(current, l.key)
 	ours := map[string]bool{}
 	for k, a := range ai {
 		if b, ok := bi[k]; !ok || !reflect.DeepEqual(a, b) || l.owned[ownedKey(a)] {
@@ -69,28 +95,84 @@ func (l *list) rebase(current []any) []any {
 			ours[k] = true
 		}
 	}
-	out := []any{}
-	seen := map[string]bool{}
-	for _, c := range current {
-		k := l.key(c)
-		if seen[k] {
-			continue
-		}
-		seen[k] = true
-		if !ours[k] {
-			out = append(out, runtime.DeepCopyJSONValue(c))
-		} else if a, ok := ai[k]; ok {
-			out = append(out, runtime.DeepCopyJSONValue(a))
-		}
-	}
+	out = []any{}
+	placed := map[string]bool{}
 	for _, a := range l.after {
 		k := l.key(a)
-		if ours[k] && !seen[k] {
-			seen[k] = true
-			out = append(out, runtime.DeepCopyJSONValue(a))
+		if placed[k] {
+			continue
+		}
+		c, inCurrent := ci[k]
+		switch {
+		case !ours[k] && !inCurrent:
+			continue // another writer removed it since
+		case !ours[k]:
+			a = c
+		case inCurrent && l.conditions:
+			var older bool
+			if a, older = l.condition(a, c); older {
+				stale = k
+			}
+		}
+		placed[k] = true
+		out = append(out, runtime.DeepCopyJSONValue(a))
+	}
+	// Entries only current has, each after the entry before it in current.
+	var prev string
+	havePrev := false
+	for _, c := range current {
+		k := l.key(c)
+		if _, inAfter := ai[k]; !inAfter && !ours[k] && !placed[k] {
+			at := 0
+			if havePrev {
+				at = slices.IndexFunc(out, func(v any) bool { return l.key(v) == prev }) + 1
+			}
+			out = slices.Insert(out, at, runtime.DeepCopyJSONValue(c))
+			placed[k] = true
+		}
+		if placed[k] {
+			prev, havePrev = k, true
 		}
 	}
-	return out
+	return out, stale
+}
+
+// condition is our condition entry a rebased on the live entry c of its
+// type: c itself when a is older (a lower observedGeneration), else a with
+// c's lastTransitionTime where the status did not flip.
+func (l *list) condition(a, c any) (any, bool) {
+	am, aok := a.(map[string]any)
+	cm, cok := c.(map[string]any)
+	if !aok || !cok {
+		return a, false
+	}
+	if generation(am) < generation(cm) {
+		return c, true
+	}
+	if t, ok := cm["lastTransitionTime"]; ok && am["status"] == cm["status"] {
+		if _, has := am["lastTransitionTime"]; has && !reflect.DeepEqual(am["lastTransitionTime"], t) {
+			am = maps.Clone(am)
+			am["lastTransitionTime"] = t
+			return am, false
+		}
+	}
+	return a, false
+}
+
+// generation is a condition's observedGeneration (0 without one).
+func generation(m map[string]any) int64 {
+	switch v := m["observedGeneration"].(type) {
+	case int64:
+		return v
+	case float64:
+		return int64(v)
+	case int:
+		return int64(v)
+	case json.Number:
+		n, _ := v.Int64()
+		return n
+	}
+	return 0
 }
 
 func ownedKey(v any) string {

@@ -32,15 +32,20 @@ func backoff(i int) time.Duration {
 
 // write sends p, retrying on conflicts, and returns the API server's
 // answer (nil when there was nothing left to send), or gone.
-func (w *Writer) write(ctx context.Context, obj client.Object, st *state, p *part, o Options) (client.Object, bool, error) {
+func (w *Writer) write(ctx context.Context, obj client.Object, st *state, p *part, o Options, res *Result) (client.Object, bool, error) {
 	for attempt := 1; ; attempt++ {
-		body, lists, err := p.body(st.latest, o)
+		body, lists, stale, err := p.body(st.latest, o)
 		if err != nil {
 			return nil, false, err
+		}
+		if stale != "" {
+			res.Stale = stale
+			return nil, false, nil
 		}
 		if len(body) == 0 {
 			return nil, false, nil
 		}
+		base := st.latest
 		md := map[string]any{}
 		if st.uid != "" {
 			md["uid"] = st.uid
@@ -72,9 +77,13 @@ func (w *Writer) write(ctx context.Context, obj client.Object, st *state, p *par
 			err = w.Client.Patch(ctx, target, patch)
 		}
 		if err == nil {
+			recordWrite(target)
 			m, err := object.ToMap(target)
 			if err != nil {
 				return nil, false, err
+			}
+			if p.status || p.fallback {
+				res.StatusBase, res.StatusAnswer = base, m
 			}
 			st.latest, st.rv = m, target.GetResourceVersion()
 			return target, false, nil
@@ -90,6 +99,7 @@ func (w *Writer) write(ctx context.Context, obj client.Object, st *state, p *par
 					p.diff[k] = v
 				}
 				p.lists = append(p.lists, r.lists...)
+				p.drops = append(p.drops, r.drops...)
 				r.merged = true
 			}
 			continue
@@ -111,8 +121,7 @@ func (w *Writer) write(ctx context.Context, obj client.Object, st *state, p *par
 				return nil, gone, rerr
 			}
 		default:
-			var status apierrors.APIStatus
-			if !errors.As(err, &status) {
+			if outcomeUnknown(err) {
 				return nil, false, unsureError{err}
 			}
 			return nil, false, err
@@ -198,6 +207,20 @@ func (w *Writer) reread(ctx context.Context, obj client.Object, st *state, stale
 		st.latest, st.rv = m, fresh.GetResourceVersion()
 		return false, nil
 	}
+}
+
+// outcomeUnknown reports whether err leaves open whether the write was
+// applied: it did not come from the API server (a client timeout, a dropped
+// connection), or it is a server error (5xx: an internal error, a server or
+// gateway timeout, an unavailable backend) that may have come after the
+// write reached storage. An answer in the 4xx range (a conflict, an invalid
+// object, a refusal, too many requests) says it was not applied.
+func outcomeUnknown(err error) bool {
+	var status apierrors.APIStatus
+	if !errors.As(err, &status) {
+		return true
+	}
+	return status.Status().Code >= 500 || apierrors.IsServerTimeout(err) || apierrors.IsTimeout(err)
 }
 
 // uidRefused reports whether err is the API server refusing a write for
