@@ -103,8 +103,17 @@ type Func[P client.Object] func(ctx context.Context, obj P) (ctrl.Result, error)
 // manager's client reads from its cache, and re-reads after a conflict
 // should not (without it they wait, with backoff, for the cache).
 //
+// For reads its own writes: when the object read is older than this
+// process's last write of it (the cache has not caught up with it yet), it
+// is read again through the API reader (one GET), or, without one, the
+// cache is waited for with backoff for up to 2 seconds, after which the
+// reconcile is requeued after [CacheTimeoutRequeue] without running fn. So
+// fn never computes from a state older than what this process wrote.
+//
 // What is not a failure is not returned as one: a [*cachewait.TimeoutError]
 // alone (from [WithCacheWait]) becomes RequeueAfter [CacheTimeoutRequeue];
+// a [*StaleError] (fn computed from a state older than the live object)
+// becomes RequeueAfter [StaleRequeue];
 // an object gone meanwhile ends the reconcile without error; a cleanup in
 // progress ([finalizer.InProgress]) becomes its RequeueAfter.
 //
