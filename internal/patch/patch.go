@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -114,6 +116,9 @@ func (w *Writer) Patch(ctx context.Context, before, obj client.Object, o Options
 				before.GetResourceVersion(), rv)}, nil
 		}
 	}
+	if unchanged(before, obj, o) {
+		return Result{}, nil // no JSON work for the common reconcile
+	}
 	bm, err := object.ToMap(before)
 	if err != nil {
 		return Result{}, err
@@ -164,4 +169,100 @@ type state struct {
 	rv     string
 	uid    string
 	stale  int // stale re-reads so far
+}
+
+// unchanged reports, without converting to JSON, that obj is exactly the
+// snapshot (deep equality of the Go values) and that nothing the options
+// add would change it: with ObservedGeneration, status.observedGeneration
+// already equals the generation. false means "maybe changed": the JSON
+// difference decides.
+func unchanged(before, obj client.Object, o Options) bool {
+	bu, bok := before.(*unstructured.Unstructured)
+	ou, ook := obj.(*unstructured.Unstructured)
+	switch {
+	case bok && ook:
+		if !equalJSON(bu.Object, ou.Object) {
+			return false
+		}
+	case !reflect.DeepEqual(before, obj):
+		return false
+	}
+	if !o.ObservedGeneration {
+		return true
+	}
+	og, ok := observedGeneration(obj)
+	return ok && og == obj.GetGeneration()
+}
+
+// observedGeneration reads status.observedGeneration of an unstructured
+// object, or of a Go type whose Status struct has an int64
+// ObservedGeneration field; ok is false where it cannot tell.
+func observedGeneration(obj client.Object) (int64, bool) {
+	if u, isU := obj.(*unstructured.Unstructured); isU {
+		og, found, err := unstructured.NestedInt64(u.Object, "status", "observedGeneration")
+		return og, found && err == nil
+	}
+	v := reflect.ValueOf(obj)
+	if v.Kind() != reflect.Pointer || v.Elem().Kind() != reflect.Struct {
+		return 0, false
+	}
+	st := v.Elem().FieldByName("Status")
+	if st.Kind() == reflect.Pointer {
+		if st.IsNil() {
+			return 0, false
+		}
+		st = st.Elem()
+	}
+	if st.Kind() != reflect.Struct {
+		return 0, false
+	}
+	f := st.FieldByName("ObservedGeneration")
+	if f.Kind() != reflect.Int64 {
+		return 0, false
+	}
+	return f.Int(), true
+}
+
+// equalJSON is reflect.DeepEqual for JSON values (maps, lists, strings,
+// numbers, bools, nil), without its bookkeeping: an unstructured object
+// compares in a fraction of the time. Values of other Go types are left to
+// reflect.DeepEqual.
+func equalJSON(a, b any) bool {
+	switch a := a.(type) {
+	case map[string]any:
+		b, ok := b.(map[string]any)
+		if !ok || len(a) != len(b) {
+			return false
+		}
+		for k, av := range a {
+			bv, ok := b[k]
+			if !ok || !equalJSON(av, bv) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		b, ok := b.([]any)
+		if !ok || len(a) != len(b) {
+			return false
+		}
+		for i := range a {
+			if !equalJSON(a[i], b[i]) {
+				return false
+			}
+		}
+		return true
+	case string:
+		b, ok := b.(string)
+		return ok && a == b
+	case int64:
+		b, ok := b.(int64)
+		return ok && a == b
+	case bool:
+		b, ok := b.(bool)
+		return ok && a == b
+	case nil:
+		return b == nil
+	}
+	return reflect.DeepEqual(a, b)
 }

@@ -4,6 +4,9 @@ import (
 	"encoding/json"
 	"reflect"
 	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 func js(s string) map[string]any {
@@ -138,5 +141,51 @@ func TestDropApplied(t *testing.T) {
 	}
 	if !reflect.DeepEqual(body, want) {
 		t.Fatalf("dropApplied = %v, want %v", body, want)
+	}
+}
+
+// The fast path says "unchanged" only for an object equal to its snapshot
+// whose observedGeneration (when asked for) is already current; anything
+// else goes to the JSON difference.
+func TestUnchangedFastPath(t *testing.T) {
+	type status struct {
+		ObservedGeneration int64  `json:"observedGeneration,omitempty"`
+		Phase              string `json:"phase,omitempty"`
+	}
+	type typed struct {
+		unstructured.Unstructured
+		Status status
+	}
+	u := func(og any, phase string) *unstructured.Unstructured {
+		o := &unstructured.Unstructured{Object: map[string]any{
+			"metadata": map[string]any{"name": "x", "generation": int64(2), "labels": map[string]any{"a": "b"}},
+			"spec":     map[string]any{"list": []any{int64(1), "two", true, nil, 1.5}},
+			"status":   map[string]any{"phase": phase},
+		}}
+		if og != nil {
+			o.Object["status"].(map[string]any)["observedGeneration"] = og
+		}
+		return o
+	}
+	for _, tc := range []struct {
+		name string
+		a, b client.Object
+		og   bool
+		want bool
+	}{
+		{"equal", u(int64(2), "x"), u(int64(2), "x"), false, true},
+		{"equal, observedGeneration current", u(int64(2), "x"), u(int64(2), "x"), true, true},
+		{"equal, observedGeneration behind", u(int64(1), "x"), u(int64(1), "x"), true, false},
+		{"equal, no observedGeneration", u(nil, "x"), u(nil, "x"), true, false},
+		{"a field differs", u(int64(2), "x"), u(int64(2), "y"), false, false},
+		{"a number of another decoding", u(int64(2), "x"), u(float64(2), "x"), false, false},
+		{"typed, current", &typed{Status: status{ObservedGeneration: 0}}, &typed{}, true, true},
+		{"typed, differs", &typed{Status: status{Phase: "a"}}, &typed{}, false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := unchanged(tc.a, tc.b, Options{ObservedGeneration: tc.og}); got != tc.want {
+				t.Errorf("unchanged = %v, want %v", got, tc.want)
+			}
+		})
 	}
 }
