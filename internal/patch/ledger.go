@@ -92,3 +92,16 @@ func OwnWriteAhead(obj client.Object) (string, bool) {
 	}
 	return e.rv, olderRV(obj.GetResourceVersion(), e.rv)
 }
+
+// ForgetWrite drops the ledger's entry for obj's UID when obj, read from
+// the API server itself (not a cache), is older than it: the server's own
+// answer says the entry is wrong (the store was restored from a backup, say),
+// and it would otherwise make every read of the object look stale until it
+// expires.
+func ForgetWrite(obj client.Object) {
+	ledger.mu.Lock()
+	defer ledger.mu.Unlock()
+	if e, ok := ledger.m[obj.GetUID()]; ok && olderRV(obj.GetResourceVersion(), e.rv) {
+		delete(ledger.m, obj.GetUID())
+	}
+}
