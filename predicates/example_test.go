@@ -5,6 +5,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
@@ -35,4 +36,34 @@ func ExampleNames() {
 	// Output:
 	// true
 	// false
+}
+
+// A controller of a shared kind reacts to the fields it cares about: a
+// Service's type and its load balancer status, not every label change.
+func ExampleChanged() {
+	p := predicates.Changed(func(o client.Object) any {
+		s := o.(*corev1.Service)
+		return []any{s.Spec.Type, s.Status.LoadBalancer}
+	})
+	old := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web"}, Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeClusterIP}}
+	relabeled := old.DeepCopy()
+	relabeled.Labels = map[string]string{"team": "a"}
+	exposed := old.DeepCopy()
+	exposed.Spec.Type = corev1.ServiceTypeLoadBalancer
+	fmt.Println("label:", p.Update(event.UpdateEvent{ObjectOld: old, ObjectNew: relabeled}))
+	fmt.Println("type:", p.Update(event.UpdateEvent{ObjectOld: old, ObjectNew: exposed}))
+	// Output:
+	// label: false
+	// type: true
+}
+
+// FieldChanged names the fields by path, for any object, unstructured too.
+func ExampleFieldChanged() {
+	p := predicates.FieldChanged("spec.type")
+	old := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web"}}
+	exposed := old.DeepCopy()
+	exposed.Spec.Type = corev1.ServiceTypeLoadBalancer
+	fmt.Println(p.Update(event.UpdateEvent{ObjectOld: old, ObjectNew: exposed}))
+	// Output:
+	// true
 }
