@@ -57,35 +57,60 @@ func (p *part) body(latest map[string]any, o Options) (body map[string]any, lock
 	// seen late, set it): such fields are no change, and a body left
 	// empty is no write.
 	dropApplied(body, latest)
-	if p.fallback && o.ObservedGeneration {
-		// Written with the object, status bumps the generation: record the
-		// generation this write produces, and do not write for
-		// observedGeneration alone once it is current.
+	if p.fallback {
+		if err := p.stampGenerations(body, latest, o); err != nil {
+			return nil, false, "", err
+		}
+	}
+	return body, lock, "", nil
+}
+
+// stampGenerations: written with the object, status bumps the generation.
+// Record the generation this write produces in what observed the
+// snapshot's generation: status.observedGeneration (with
+// ObservedGeneration, which is then not written alone once it is current)
+// and our conditions in the body; else a condition stamped with the
+// generation it observed is one behind after every write, and the next
+// reconcile stamps it again, and writes, for ever.
+func (p *part) stampGenerations(body, latest map[string]any, o Options) error {
+	gen, _, _ := unstructured.NestedInt64(latest, "metadata", "generation")
+	// The generation this write produces, unless the spec moved on since
+	// the snapshot: then status observed the snapshot's.
+	next := gen + 1
+	if gen > p.gen {
+		next = p.gen
+	}
+	bumps := func() bool { // a change outside metadata bumps the generation
+		for k := range body {
+			if k != "metadata" {
+				return true
+			}
+		}
+		return false
+	}
+	if o.ObservedGeneration {
 		if s, ok := body["status"].(map[string]any); ok {
 			delete(s, "observedGeneration")
 			if len(s) == 0 {
 				delete(body, "status")
 			}
 		}
-		gen, _, _ := unstructured.NestedInt64(latest, "metadata", "generation")
 		og, _, _ := unstructured.NestedInt64(latest, "status", "observedGeneration")
-		bumps := false // a change outside metadata bumps the generation
-		for k := range body {
-			bumps = bumps || k != "metadata"
-		}
-		// The generation this write produces, unless the spec moved on
-		// since the snapshot: then status observed the snapshot's.
-		next := gen + 1
-		if gen > p.gen {
-			next = p.gen
-		}
-		if bumps || og != next && og != gen {
+		if bumps() || og != next && og != gen {
 			if err := setNested(body, next, []string{"status", "observedGeneration"}); err != nil {
-				return nil, false, "", err
+				return err
 			}
 		}
 	}
-	return body, lock, "", nil
+	if next == p.gen || !bumps() {
+		return nil
+	}
+	for _, l := range p.lists {
+		if sent, ok := nested(body, l.path).([]any); ok && l.conditions {
+			l.stampGeneration(sent, p.gen, next)
+		}
+	}
+	return nil
 }
 
 // mapDrop is a map this change removes whole: the map at path, as read.

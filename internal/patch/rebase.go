@@ -82,19 +82,9 @@ func index(items []any, key func(any) string) map[string]any {
 //     current's is older than the live one: current's stays, and stale
 //     names its type.
 func (l *list) rebase(current []any) (out []any, stale string) {
-	bi, ai := index(l.before, l.key), index(l.after, l.key)
+	ai := index(l.after, l.key)
 	ci := index(current, l.key)
-	ours := map[string]bool{}
-	for k, a := range ai {
-		if b, ok := bi[k]; !ok || !reflect.DeepEqual(a, b) || l.owned[ownedKey(a)] {
-			ours[k] = true
-		}
-	}
-	for k := range bi {
-		if _, ok := ai[k]; !ok {
-			ours[k] = true
-		}
-	}
+	ours := l.ours()
 	out = []any{}
 	placed := map[string]bool{}
 	for _, a := range l.after {
@@ -135,6 +125,39 @@ func (l *list) rebase(current []any) (out []any, stale string) {
 		}
 	}
 	return out, stale
+}
+
+// ours are the keys of the entries this change added, changed or removed,
+// and of the owned ones.
+func (l *list) ours() map[string]bool {
+	bi, ai := index(l.before, l.key), index(l.after, l.key)
+	ours := map[string]bool{}
+	for k, a := range ai {
+		if b, ok := bi[k]; !ok || !reflect.DeepEqual(a, b) || l.owned[ownedKey(a)] {
+			ours[k] = true
+		}
+	}
+	for k := range bi {
+		if _, ok := ai[k]; !ok {
+			ours[k] = true
+		}
+	}
+	return ours
+}
+
+// stampGeneration sets, in list (the entries to be sent), the
+// observedGeneration of each condition of ours that observed gen to next.
+func (l *list) stampGeneration(list []any, gen, next int64) {
+	ours := l.ours()
+	for i, e := range list {
+		m, ok := e.(map[string]any)
+		if !ok || !ours[l.key(e)] || generation(m) != gen {
+			continue
+		}
+		m = maps.Clone(m)
+		m["observedGeneration"] = next
+		list[i] = m
+	}
 }
 
 // condition is our condition entry a rebased on the live entry c of its
