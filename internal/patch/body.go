@@ -17,8 +17,12 @@ import (
 // from an older generation than latest's, or one of its conditions is
 // older than the live one: writing it would write the past.
 func (p *part) body(latest map[string]any, o Options) (body map[string]any, lock bool, stale string, err error) {
+	// A live observedGeneration above the live generation observed no
+	// generation of this object (a status restored or copied onto it): it
+	// is no newer observation than ours.
+	liveGen, _, _ := unstructured.NestedInt64(latest, "metadata", "generation")
 	if (p.status || p.fallback) && o.ObservedGeneration {
-		if live, ok, _ := unstructured.NestedInt64(latest, "status", "observedGeneration"); ok && live > p.gen {
+		if live, ok, _ := unstructured.NestedInt64(latest, "status", "observedGeneration"); ok && live > p.gen && live <= liveGen {
 			return nil, false, fmt.Sprintf("status was computed from generation %d; the live status has observed generation %d", p.gen, live), nil
 		}
 	}
@@ -36,7 +40,7 @@ func (p *part) body(latest map[string]any, o Options) (body map[string]any, lock
 	}
 	for _, l := range p.lists {
 		cur, _ := nested(latest, l.path).([]any)
-		out, older := l.rebase(cur)
+		out, older := l.rebase(cur, liveGen)
 		if older != "" {
 			return nil, false, fmt.Sprintf("condition %s of %s was computed from an older generation than the live one", older, strings.Join(l.path, ".")), nil
 		}

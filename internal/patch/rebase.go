@@ -79,9 +79,9 @@ func index(items []any, key func(any) string) map[string]any {
 //   - a condition entry of ours whose status equals current's keeps
 //     current's lastTransitionTime (the status did not flip);
 //   - a condition entry of ours with an observedGeneration lower than
-//     current's is older than the live one: current's stays, and stale
-//     names its type.
-func (l *list) rebase(current []any) (out []any, stale string) {
+//     current's, which is no higher than gen (the live generation), is
+//     older than the live one: current's stays, and stale names its type.
+func (l *list) rebase(current []any, gen int64) (out []any, stale string) {
 	ai := index(l.after, l.key)
 	ci := index(current, l.key)
 	ours := l.ours()
@@ -100,7 +100,7 @@ func (l *list) rebase(current []any) (out []any, stale string) {
 			a = c
 		case inCurrent && l.conditions:
 			var older bool
-			if a, older = l.condition(a, c); older {
+			if a, older = l.condition(a, c, gen); older {
 				stale = k
 			}
 		}
@@ -161,15 +161,17 @@ func (l *list) stampGeneration(list []any, gen, next int64) {
 }
 
 // condition is our condition entry a rebased on the live entry c of its
-// type: c itself when a is older (a lower observedGeneration), else a with
-// c's lastTransitionTime where the status did not flip.
-func (l *list) condition(a, c any) (any, bool) {
+// type: c itself when a is older (a lower observedGeneration than c's, and
+// c's no higher than gen, the live generation: above it, c observed no
+// generation of this object), else a with c's lastTransitionTime where the
+// status did not flip.
+func (l *list) condition(a, c any, gen int64) (any, bool) {
 	am, aok := a.(map[string]any)
 	cm, cok := c.(map[string]any)
 	if !aok || !cok {
 		return a, false
 	}
-	if generation(am) < generation(cm) {
+	if cg := generation(cm); generation(am) < cg && cg <= gen {
 		return c, true
 	}
 	if t, ok := cm["lastTransitionTime"]; ok && am["status"] == cm["status"] {
