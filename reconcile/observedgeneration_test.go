@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -68,4 +69,28 @@ func TestObservedGenerationAboveTheGenerationIsNoNewerObservation(t *testing.T) 
 			t.Errorf("phase %q, observedGeneration %d at generation %d", phase, og, got.GetGeneration())
 		}
 	})
+}
+
+// A condition that claims no generation (set without observedGeneration,
+// as meta.SetStatusCondition does unless told) is not older than a live one
+// that claims one: it is written. It used to be refused as stale on every
+// reconcile, even from a fresh read, so a controller that does not stamp
+// its conditions could never again write a condition another writer (or
+// its own earlier version) had stamped.
+func TestConditionWithoutObservedGenerationIsNotOlder(t *testing.T) {
+	env.Require(t)
+	ctx := context.Background()
+	w, c, _ := fixture(t) // Synced, stamped with generation 1 by conditions.MarkTrue
+	if s := conditions.Get(w, "Synced"); s.ObservedGeneration != 1 {
+		t.Fatalf("setup: Synced %+v", s)
+	}
+	p, err := reconcile.NewPatcher(c, w)
+	must(t, err)
+	meta.SetStatusCondition(&w.Status.Conditions, metav1.Condition{Type: "Synced", Status: metav1.ConditionTrue, Reason: "Done", Message: "again"})
+	if err := p.Patch(ctx, w); err != nil {
+		t.Fatalf("Patch = %v", err)
+	}
+	if s := conditions.Get(get(t, w), "Synced"); s.Message != "again" {
+		t.Errorf("Synced %+v: not written", s)
+	}
 }

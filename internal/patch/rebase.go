@@ -80,7 +80,8 @@ func index(items []any, key func(any) string) map[string]any {
 //     current's lastTransitionTime (the status did not flip);
 //   - a condition entry of ours with an observedGeneration lower than
 //     current's, which is no higher than gen (the live generation), is
-//     older than the live one: current's stays, and stale names its type.
+//     older than the live one: current's stays, and stale names its type
+//     (an entry without observedGeneration claims no generation).
 func (l *list) rebase(current []any, gen int64) (out []any, stale string) {
 	ai := index(l.after, l.key)
 	ci := index(current, l.key)
@@ -163,15 +164,16 @@ func (l *list) stampGeneration(list []any, gen, next int64) {
 // condition is our condition entry a rebased on the live entry c of its
 // type: c itself when a is older (a lower observedGeneration than c's, and
 // c's no higher than gen, the live generation: above it, c observed no
-// generation of this object), else a with c's lastTransitionTime where the
-// status did not flip.
+// generation of this object; a without one claims no generation, so it is
+// not older), else a with c's lastTransitionTime where the status did not
+// flip.
 func (l *list) condition(a, c any, gen int64) (any, bool) {
 	am, aok := a.(map[string]any)
 	cm, cok := c.(map[string]any)
 	if !aok || !cok {
 		return a, false
 	}
-	if cg := generation(cm); generation(am) < cg && cg <= gen {
+	if ag, cg := generation(am), generation(cm); ag > 0 && ag < cg && cg <= gen {
 		return c, true
 	}
 	if t, ok := cm["lastTransitionTime"]; ok && am["status"] == cm["status"] {
