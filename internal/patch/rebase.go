@@ -5,6 +5,7 @@ import (
 	"maps"
 	"reflect"
 	"slices"
+	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
 )
@@ -77,13 +78,16 @@ func index(items []any, key func(any) string) map[string]any {
 //   - the order is after's; an entry only current has keeps its place
 //     after the entry that precedes it in current (first, if none does);
 //   - a condition entry of ours whose status equals current's keeps
-//     current's lastTransitionTime (the status did not flip);
+//     current's lastTransitionTime (the status did not flip); one whose
+//     status is the snapshot's but no longer current's (another writer
+//     flipped it since), with a lastTransitionTime no later than
+//     current's, flips back now;
 //   - a condition entry of ours with an observedGeneration lower than
 //     current's, which is no higher than gen (the live generation), is
 //     older than the live one: current's stays, and stale names its type
 //     (an entry without observedGeneration claims no generation).
 func (l *list) rebase(current []any, gen int64) (out []any, stale string) {
-	ai := index(l.after, l.key)
+	bi, ai := index(l.before, l.key), index(l.after, l.key)
 	ci := index(current, l.key)
 	ours := l.ours()
 	out = []any{}
@@ -101,7 +105,7 @@ func (l *list) rebase(current []any, gen int64) (out []any, stale string) {
 			a = c
 		case inCurrent && l.conditions:
 			var older bool
-			if a, older = l.condition(a, c, gen); older {
+			if a, older = l.condition(a, bi[k], c, gen); older {
 				stale = k
 			}
 		}
@@ -166,8 +170,11 @@ func (l *list) stampGeneration(list []any, gen, next int64) {
 // c's no higher than gen, the live generation: above it, c observed no
 // generation of this object; a without one claims no generation, so it is
 // not older), else a with c's lastTransitionTime where the status did not
-// flip.
-func (l *list) condition(a, c any, gen int64) (any, bool) {
+// flip, and with now where it flips back from a transition newer than a's
+// (a has the status b, the snapshot's entry, had: the flip is another
+// writer's, made since the snapshot).
+func (l *list) condition(a, b, c any, gen int64) (any, bool) {
+	bm, _ := b.(map[string]any)
 	am, aok := a.(map[string]any)
 	cm, cok := c.(map[string]any)
 	if !aok || !cok {
@@ -176,14 +183,33 @@ func (l *list) condition(a, c any, gen int64) (any, bool) {
 	if ag, cg := generation(am), generation(cm); ag > 0 && ag < cg && cg <= gen {
 		return c, true
 	}
-	if t, ok := cm["lastTransitionTime"]; ok && am["status"] == cm["status"] {
-		if _, has := am["lastTransitionTime"]; has && !reflect.DeepEqual(am["lastTransitionTime"], t) {
-			am = maps.Clone(am)
-			am["lastTransitionTime"] = t
-			return am, false
-		}
+	t, ok := cm["lastTransitionTime"]
+	if _, has := am["lastTransitionTime"]; !ok || !has {
+		return a, false
+	}
+	switch {
+	case am["status"] == cm["status"] && !reflect.DeepEqual(am["lastTransitionTime"], t):
+		am = maps.Clone(am)
+		am["lastTransitionTime"] = t
+		return am, false
+	case am["status"] != cm["status"] && bm != nil && bm["status"] == am["status"] && !after(am["lastTransitionTime"], t):
+		// Another writer flipped it since we read it, and we flip it
+		// back now: the snapshot's time would be a transition in the past.
+		am = maps.Clone(am)
+		am["lastTransitionTime"] = time.Now().UTC().Truncate(time.Second).Format(time.RFC3339)
+		return am, false
 	}
 	return a, false
+}
+
+// after reports whether the time a is after b, both RFC 3339 strings (a
+// time that does not parse is after none and none is after it).
+func after(a, b any) bool {
+	as, _ := a.(string)
+	bs, _ := b.(string)
+	at, aerr := time.Parse(time.RFC3339, as)
+	bt, berr := time.Parse(time.RFC3339, bs)
+	return aerr != nil || berr != nil || at.After(bt)
 }
 
 // generation is a condition's observedGeneration (0 without one).
