@@ -3,8 +3,11 @@ package reconcile_test
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"testing"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/steadyk8s/steady/conditions"
@@ -63,5 +66,54 @@ func TestNoWriteLoopOfConditionsWithoutStatusSubresource(t *testing.T) {
 				t.Errorf("status.observedGeneration %d, the object is at %d", sog, got.GetGeneration())
 			}
 		})
+	}
+}
+
+// Two controllers each keep the condition list in their own order (one by
+// type, the other its own conditions first) and reconcile from fresh reads,
+// each write waking the other. A list whose entries are all as stored, in
+// another order, is no change: neither writes once both conditions are
+// there (each used to rewrite the order the other had just written, on
+// every reconcile, for ever).
+func TestAnOrderAloneIsNoWrite(t *testing.T) {
+	env.Require(t)
+	ctx := context.Background()
+	w, c, n := fixture(t) // Synced
+	byType := func(a, b metav1.Condition) int { return strings.Compare(a.Type, b.Type) }
+	reconcileAs := func(mine string, order func(a, b metav1.Condition) int) {
+		t.Helper()
+		obj := get(t, w)
+		p, err := reconcile.NewPatcher(c, obj)
+		must(t, err)
+		conditions.MarkTrue(obj, mine, "Done", "")
+		slices.SortStableFunc(obj.Status.Conditions, order)
+		must(t, p.Patch(ctx, obj))
+	}
+	mineFirst := func(mine string) func(a, b metav1.Condition) int {
+		return func(a, b metav1.Condition) int {
+			switch {
+			case a.Type == mine && b.Type != mine:
+				return -1
+			case b.Type == mine && a.Type != mine:
+				return 1
+			}
+			return byType(a, b)
+		}
+	}
+	reconcileAs("Alpha", byType)
+	reconcileAs("Zulu", mineFirst("Zulu"))
+	n.Reset()
+	for range 3 {
+		reconcileAs("Alpha", byType)
+		reconcileAs("Zulu", mineFirst("Zulu"))
+	}
+	if n.Writes() != 0 {
+		t.Errorf("6 reconciles that change no condition: requests %s, stored order %v: a write loop", n, condTypes(get(t, w).Status.Conditions))
+	}
+	got := get(t, w)
+	for _, typ := range []string{"Alpha", "Synced", "Zulu"} {
+		if !conditions.IsTrue(got, typ) {
+			t.Errorf("%s lost: %v", typ, condTypes(got.Status.Conditions))
+		}
 	}
 }

@@ -44,7 +44,9 @@ func (p *part) body(latest map[string]any, o Options) (body map[string]any, lock
 		if older != "" {
 			return nil, false, fmt.Sprintf("condition %s of %s was computed from an older generation than the live one", older, strings.Join(l.path, ".")), nil
 		}
-		if equalList(out, cur) {
+		if equalList(out, cur) || sameEntries(out, cur, l.key) {
+			// An order alone is no change: two writers that keep the
+			// list in different orders would rewrite it for ever.
 			continue
 		}
 		var v any

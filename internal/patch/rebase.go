@@ -76,7 +76,9 @@ func index(items []any, key func(any) string) map[string]any {
 //     take after's value or go; every other entry stays as current has it
 //     (one current lacks stays gone);
 //   - the order is after's; an entry only current has keeps its place
-//     after the entry that precedes it in current (first, if none does);
+//     after the entry that precedes it in current (first, if none does)
+//     ([part.body] does not send a list that differs from current
+//     in its order alone);
 //   - a condition entry of ours whose status equals current's keeps
 //     current's lastTransitionTime (the status did not flip); one whose
 //     status is the snapshot's but no longer current's (another writer
@@ -234,6 +236,31 @@ func ownedKey(v any) string {
 		return s
 	}
 	return ""
+}
+
+// sameEntries reports whether a and b hold the same entries (by key, each
+// once, with equal values) in any order.
+func sameEntries(a, b []any, key func(any) string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	bi := make(map[string]any, len(b))
+	for _, e := range b {
+		k := key(e)
+		if _, dup := bi[k]; dup {
+			return false
+		}
+		bi[k] = e
+	}
+	for _, e := range a {
+		k := key(e)
+		c, ok := bi[k]
+		if !ok || !reflect.DeepEqual(normalize(e), normalize(c)) {
+			return false
+		}
+		delete(bi, k)
+	}
+	return true
 }
 
 func equalList(a, b []any) bool {
