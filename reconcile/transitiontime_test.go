@@ -17,7 +17,8 @@ import (
 // False, flips it back: that transition happens now. It used to be written
 // with the snapshot's lastTransitionTime, an hour ago: older than the live
 // one, a transition in the past (True "since an hour ago", though it was
-// False half an hour ago).
+// False half an hour ago). Nor before the live one where its writer's
+// clock is ahead of ours.
 func TestAFlipOverANewerTransitionIsNow(t *testing.T) {
 	env.Require(t)
 	ctx := context.Background()
@@ -25,10 +26,14 @@ func TestAFlipOverANewerTransitionIsNow(t *testing.T) {
 		name string
 		opts []reconcile.PatchOption
 		mark func(obj conditions.Setter)
+		// ahead: the other writer's clock is a minute ahead of ours.
+		ahead bool
 	}{
 		{name: "changed message", mark: func(obj conditions.Setter) { conditions.MarkTrue(obj, conditions.Ready, "Done", "a new message") }},
 		{name: "owned", opts: []reconcile.PatchOption{reconcile.WithOwnedConditions{conditions.Ready}},
 			mark: func(obj conditions.Setter) { conditions.MarkTrue(obj, conditions.Ready, "Done", "") }},
+		{name: "the other writer's clock ahead", mark: func(obj conditions.Setter) { conditions.MarkTrue(obj, conditions.Ready, "Done", "a new message") },
+			ahead: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			w, c, _ := fixture(t)
@@ -39,6 +44,9 @@ func TestAFlipOverANewerTransitionIsNow(t *testing.T) {
 
 			other := get(t, w)
 			flipped := metav1.NewTime(time.Now().Add(-30 * time.Minute).Truncate(time.Second))
+			if tc.ahead {
+				flipped = metav1.NewTime(time.Now().Add(time.Minute).Truncate(time.Second))
+			}
 			conditions.Set(other, metav1.Condition{Type: conditions.Ready, Status: metav1.ConditionFalse, Reason: "Broken", LastTransitionTime: flipped})
 			must(t, env.Client.Status().Update(ctx, other))
 
@@ -52,8 +60,8 @@ func TestAFlipOverANewerTransitionIsNow(t *testing.T) {
 			if r.Status != metav1.ConditionTrue {
 				t.Fatalf("Ready %+v: our True was not written", r)
 			}
-			if r.LastTransitionTime.Before(&start) {
-				t.Errorf("Ready flipped False -> True with lastTransitionTime %s, before the write (%s); the live False is from %s",
+			if r.LastTransitionTime.Before(&start) || r.LastTransitionTime.Before(&flipped) {
+				t.Errorf("Ready flipped False -> True with lastTransitionTime %s, before the write (%s) or the live False (%s)",
 					r.LastTransitionTime, start, flipped)
 			}
 		})

@@ -197,15 +197,20 @@ func (l *list) condition(a, b, c any, gen int64) (any, bool) {
 	case am["status"] != cm["status"] && bm != nil && bm["status"] == am["status"] && !after(am["lastTransitionTime"], t):
 		// Another writer flipped it since we read it, and we flip it
 		// back now: the snapshot's time would be a transition in the past.
+		// (Not before the live one either, whose writer's clock may be
+		// ahead of ours.)
 		am = maps.Clone(am)
-		am["lastTransitionTime"] = time.Now().UTC().Truncate(time.Second).Format(time.RFC3339)
+		am["lastTransitionTime"] = t
+		if now := time.Now().UTC().Truncate(time.Second).Format(time.RFC3339); after(now, t) {
+			am["lastTransitionTime"] = now
+		}
 		return am, false
 	}
 	return a, false
 }
 
-// after reports whether the time a is after b, both RFC 3339 strings (a
-// time that does not parse is after none and none is after it).
+// after reports whether the time a is after b, both RFC 3339 strings; true
+// where either does not parse (there is nothing to compare: leave a).
 func after(a, b any) bool {
 	as, _ := a.(string)
 	bs, _ := b.(string)
