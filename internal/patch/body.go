@@ -17,8 +17,12 @@ import (
 // from an older generation than latest's, or one of its conditions is
 // older than the live one: writing it would write the past.
 func (p *part) body(latest map[string]any, o Options) (body map[string]any, lock bool, stale string, err error) {
+	// A live observedGeneration above the live generation observed no
+	// generation of this object (a status restored or copied onto it): it
+	// is no newer observation than ours.
+	liveGen, _, _ := unstructured.NestedInt64(latest, "metadata", "generation")
 	if (p.status || p.fallback) && o.ObservedGeneration {
-		if live, ok, _ := unstructured.NestedInt64(latest, "status", "observedGeneration"); ok && live > p.gen {
+		if live, ok, _ := unstructured.NestedInt64(latest, "status", "observedGeneration"); ok && live > p.gen && live <= liveGen {
 			return nil, false, fmt.Sprintf("status was computed from generation %d; the live status has observed generation %d", p.gen, live), nil
 		}
 	}
@@ -36,11 +40,13 @@ func (p *part) body(latest map[string]any, o Options) (body map[string]any, lock
 	}
 	for _, l := range p.lists {
 		cur, _ := nested(latest, l.path).([]any)
-		out, older := l.rebase(cur)
+		out, older := l.rebase(cur, liveGen)
 		if older != "" {
 			return nil, false, fmt.Sprintf("condition %s of %s was computed from an older generation than the live one", older, strings.Join(l.path, ".")), nil
 		}
-		if equalList(out, cur) {
+		if equalList(out, cur) || sameEntries(out, cur, l.key) {
+			// An order alone is no change: two writers that keep the
+			// list in different orders would rewrite it for ever.
 			continue
 		}
 		var v any
@@ -57,35 +63,60 @@ func (p *part) body(latest map[string]any, o Options) (body map[string]any, lock
 	// seen late, set it): such fields are no change, and a body left
 	// empty is no write.
 	dropApplied(body, latest)
-	if p.fallback && o.ObservedGeneration {
-		// Written with the object, status bumps the generation: record the
-		// generation this write produces, and do not write for
-		// observedGeneration alone once it is current.
+	if p.fallback {
+		if err := p.stampGenerations(body, latest, o); err != nil {
+			return nil, false, "", err
+		}
+	}
+	return body, lock, "", nil
+}
+
+// stampGenerations: written with the object, status bumps the generation.
+// Record the generation this write produces in what observed the
+// snapshot's generation: status.observedGeneration (with
+// ObservedGeneration, which is then not written alone once it is current)
+// and our conditions in the body; else a condition stamped with the
+// generation it observed is one behind after every write, and the next
+// reconcile stamps it again, and writes, for ever.
+func (p *part) stampGenerations(body, latest map[string]any, o Options) error {
+	gen, _, _ := unstructured.NestedInt64(latest, "metadata", "generation")
+	// The generation this write produces, unless the spec moved on since
+	// the snapshot: then status observed the snapshot's.
+	next := gen + 1
+	if gen > p.gen {
+		next = p.gen
+	}
+	bumps := func() bool { // a change outside metadata bumps the generation
+		for k := range body {
+			if k != "metadata" {
+				return true
+			}
+		}
+		return false
+	}
+	if o.ObservedGeneration {
 		if s, ok := body["status"].(map[string]any); ok {
 			delete(s, "observedGeneration")
 			if len(s) == 0 {
 				delete(body, "status")
 			}
 		}
-		gen, _, _ := unstructured.NestedInt64(latest, "metadata", "generation")
 		og, _, _ := unstructured.NestedInt64(latest, "status", "observedGeneration")
-		bumps := false // a change outside metadata bumps the generation
-		for k := range body {
-			bumps = bumps || k != "metadata"
-		}
-		// The generation this write produces, unless the spec moved on
-		// since the snapshot: then status observed the snapshot's.
-		next := gen + 1
-		if gen > p.gen {
-			next = p.gen
-		}
-		if bumps || og != next && og != gen {
+		if bumps() || og != next && og != gen {
 			if err := setNested(body, next, []string{"status", "observedGeneration"}); err != nil {
-				return nil, false, "", err
+				return err
 			}
 		}
 	}
-	return body, lock, "", nil
+	if next == p.gen || !bumps() {
+		return nil
+	}
+	for _, l := range p.lists {
+		if sent, ok := nested(body, l.path).([]any); ok && l.conditions {
+			l.stampGeneration(sent, p.gen, next)
+		}
+	}
+	return nil
 }
 
 // mapDrop is a map this change removes whole: the map at path, as read.

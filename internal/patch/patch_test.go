@@ -74,7 +74,7 @@ func TestRebase(t *testing.T) {
 				owned[o] = true
 			}
 			l := &list{key: fieldKey("type"), owned: owned, before: parse(tc.before), after: parse(tc.after)}
-			out, _ := l.rebase(parse(tc.current))
+			out, _ := l.rebase(parse(tc.current), 0)
 			got, _ := json.Marshal(out)
 			want, _ := json.Marshal(parse(tc.want))
 			if string(got) != string(want) {
@@ -83,7 +83,7 @@ func TestRebase(t *testing.T) {
 		})
 	}
 	f := &list{key: stringKey, before: []any{"a", "mine"}, after: []any{"a", "new"}}
-	out, _ := f.rebase([]any{"a", "mine", "theirs"})
+	out, _ := f.rebase([]any{"a", "mine", "theirs"}, 0)
 	if got, _ := json.Marshal(out); string(got) != `["a","theirs","new"]` {
 		t.Errorf("finalizers rebase = %s", got)
 	}

@@ -5,6 +5,7 @@ import (
 	"maps"
 	"reflect"
 	"slices"
+	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
 )
@@ -75,26 +76,22 @@ func index(items []any, key func(any) string) map[string]any {
 //     take after's value or go; every other entry stays as current has it
 //     (one current lacks stays gone);
 //   - the order is after's; an entry only current has keeps its place
-//     after the entry that precedes it in current (first, if none does);
+//     after the entry that precedes it in current (first, if none does)
+//     ([part.body] does not send a list that differs from current
+//     in its order alone);
 //   - a condition entry of ours whose status equals current's keeps
-//     current's lastTransitionTime (the status did not flip);
+//     current's lastTransitionTime (the status did not flip); one whose
+//     status is the snapshot's but no longer current's (another writer
+//     flipped it since), with a lastTransitionTime no later than
+//     current's, flips back now;
 //   - a condition entry of ours with an observedGeneration lower than
-//     current's is older than the live one: current's stays, and stale
-//     names its type.
-func (l *list) rebase(current []any) (out []any, stale string) {
+//     current's, which is no higher than gen (the live generation), is
+//     older than the live one: current's stays, and stale names its type
+//     (an entry without observedGeneration claims no generation).
+func (l *list) rebase(current []any, gen int64) (out []any, stale string) {
 	bi, ai := index(l.before, l.key), index(l.after, l.key)
 	ci := index(current, l.key)
-	ours := map[string]bool{}
-	for k, a := range ai {
-		if b, ok := bi[k]; !ok || !reflect.DeepEqual(a, b) || l.owned[ownedKey(a)] {
-			ours[k] = true
-		}
-	}
-	for k := range bi {
-		if _, ok := ai[k]; !ok {
-			ours[k] = true
-		}
-	}
+	ours := l.ours()
 	out = []any{}
 	placed := map[string]bool{}
 	for _, a := range l.after {
@@ -110,7 +107,7 @@ func (l *list) rebase(current []any) (out []any, stale string) {
 			a = c
 		case inCurrent && l.conditions:
 			var older bool
-			if a, older = l.condition(a, c); older {
+			if a, older = l.condition(a, bi[k], c, gen); older {
 				stale = k
 			}
 		}
@@ -137,26 +134,89 @@ func (l *list) rebase(current []any) (out []any, stale string) {
 	return out, stale
 }
 
+// ours are the keys of the entries this change added, changed or removed,
+// and of the owned ones.
+func (l *list) ours() map[string]bool {
+	bi, ai := index(l.before, l.key), index(l.after, l.key)
+	ours := map[string]bool{}
+	for k, a := range ai {
+		if b, ok := bi[k]; !ok || !reflect.DeepEqual(a, b) || l.owned[ownedKey(a)] {
+			ours[k] = true
+		}
+	}
+	for k := range bi {
+		if _, ok := ai[k]; !ok {
+			ours[k] = true
+		}
+	}
+	return ours
+}
+
+// stampGeneration sets, in list (the entries to be sent), the
+// observedGeneration of each condition of ours that observed gen to next.
+func (l *list) stampGeneration(list []any, gen, next int64) {
+	ours := l.ours()
+	for i, e := range list {
+		m, ok := e.(map[string]any)
+		if !ok || !ours[l.key(e)] || generation(m) != gen {
+			continue
+		}
+		m = maps.Clone(m)
+		m["observedGeneration"] = next
+		list[i] = m
+	}
+}
+
 // condition is our condition entry a rebased on the live entry c of its
-// type: c itself when a is older (a lower observedGeneration), else a with
-// c's lastTransitionTime where the status did not flip.
-func (l *list) condition(a, c any) (any, bool) {
+// type: c itself when a is older (a lower observedGeneration than c's, and
+// c's no higher than gen, the live generation: above it, c observed no
+// generation of this object; a without one claims no generation, so it is
+// not older), else a with c's lastTransitionTime where the status did not
+// flip, and with now where it flips back from a transition newer than a's
+// (a has the status b, the snapshot's entry, had: the flip is another
+// writer's, made since the snapshot).
+func (l *list) condition(a, b, c any, gen int64) (any, bool) {
+	bm, _ := b.(map[string]any)
 	am, aok := a.(map[string]any)
 	cm, cok := c.(map[string]any)
 	if !aok || !cok {
 		return a, false
 	}
-	if generation(am) < generation(cm) {
+	if ag, cg := generation(am), generation(cm); ag > 0 && ag < cg && cg <= gen {
 		return c, true
 	}
-	if t, ok := cm["lastTransitionTime"]; ok && am["status"] == cm["status"] {
-		if _, has := am["lastTransitionTime"]; has && !reflect.DeepEqual(am["lastTransitionTime"], t) {
-			am = maps.Clone(am)
-			am["lastTransitionTime"] = t
-			return am, false
+	t, ok := cm["lastTransitionTime"]
+	if _, has := am["lastTransitionTime"]; !ok || !has {
+		return a, false
+	}
+	switch {
+	case am["status"] == cm["status"] && !reflect.DeepEqual(am["lastTransitionTime"], t):
+		am = maps.Clone(am)
+		am["lastTransitionTime"] = t
+		return am, false
+	case am["status"] != cm["status"] && bm != nil && bm["status"] == am["status"] && !after(am["lastTransitionTime"], t):
+		// Another writer flipped it since we read it, and we flip it
+		// back now: the snapshot's time would be a transition in the past.
+		// (Not before the live one either, whose writer's clock may be
+		// ahead of ours.)
+		am = maps.Clone(am)
+		am["lastTransitionTime"] = t
+		if now := time.Now().UTC().Truncate(time.Second).Format(time.RFC3339); after(now, t) {
+			am["lastTransitionTime"] = now
 		}
+		return am, false
 	}
 	return a, false
+}
+
+// after reports whether the time a is after b, both RFC 3339 strings; true
+// where either does not parse (there is nothing to compare: leave a).
+func after(a, b any) bool {
+	as, _ := a.(string)
+	bs, _ := b.(string)
+	at, aerr := time.Parse(time.RFC3339, as)
+	bt, berr := time.Parse(time.RFC3339, bs)
+	return aerr != nil || berr != nil || at.After(bt)
 }
 
 // generation is a condition's observedGeneration (0 without one).
@@ -181,6 +241,31 @@ func ownedKey(v any) string {
 		return s
 	}
 	return ""
+}
+
+// sameEntries reports whether a and b hold the same entries (by key, each
+// once, with equal values) in any order.
+func sameEntries(a, b []any, key func(any) string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	bi := make(map[string]any, len(b))
+	for _, e := range b {
+		k := key(e)
+		if _, dup := bi[k]; dup {
+			return false
+		}
+		bi[k] = e
+	}
+	for _, e := range a {
+		k := key(e)
+		c, ok := bi[k]
+		if !ok || !reflect.DeepEqual(normalize(e), normalize(c)) {
+			return false
+		}
+		delete(bi, k)
+	}
+	return true
 }
 
 func equalList(a, b []any) bool {
