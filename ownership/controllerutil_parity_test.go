@@ -168,13 +168,3 @@ func localIsFetched(t *testing.T, local, fetched *appsv1.Deployment) {
 		t.Errorf("local object (rv %s) is not the stored one (rv %s)", local.ResourceVersion, fetched.ResourceVersion)
 	}
 }
-
-// watchClient is a direct client that interceptor.NewClient can wrap.
-func watchClient(t *testing.T) client.WithWatch {
-	t.Helper()
-	c, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
-}

@@ -1,0 +1,226 @@
+package ownership
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	jsonpatch "github.com/evanphx/json-patch/v5"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	"github.com/steadyk8s/steady/internal/object"
+	"github.com/steadyk8s/steady/internal/observe"
+)
+
+// CreateOrPatch is [CreateOrUpdate] writing JSON merge patches of the
+// difference between the live object and the mutated child (removals as
+// nulls) instead of the whole object, and writing status too. It reports
+// created, updated (status unchanged), updatedStatusOnly, updatedStatus
+// (both) or unchanged, as controllerutil.CreateOrPatch does.
+//
+// Everything but status is compared exactly and, when it differs, dry-run
+// patched first: a patch is written only when the dry run's answer differs
+// from the live object, not when the difference is only server defaults.
+// Status is compared exactly and patched on the status subresource (on the
+// object itself for kinds without one: the first status write of such a
+// kind finds that out, with a request to the status subresource, and later
+// ones write the object at once), with no dry run; its patch, too,
+// holds only what mutate changed, and one that replaces or removes a list
+// (conditions, say) is a conflict error if another writer changed the
+// child since the read. Fields mutate did
+// not change are not in the patch, so another writer's changes to them
+// survive even when the read was stale (dropping every label or
+// annotation removes those read, not others added since); a patch that
+// changes the owner
+// references or finalizers, lists a merge patch replaces whole, carries the
+// resourceVersion that was read and fails with a conflict if another
+// writer changed the child since.
+//
+// At creation, status set by mutate is written by a status patch after the
+// create (the API server drops it from a create where the kind has a status
+// subresource); the result is created either way.
+func CreateOrPatch(ctx context.Context, c client.Client, owner, child client.Object, mutate MutateFn, opts ...CreateOrPatchOption) (controllerutil.OperationResult, error) {
+	o := CreateOrPatchOptions{}
+	for _, opt := range opts {
+		opt.ApplyToCreateOrPatch(&o)
+	}
+	c = observe.Client(c, "ownership")
+	live, err := readAndMutate(ctx, c, owner, child, mutate, o.Adopt)
+	if err != nil {
+		return controllerutil.OperationResultNone, err
+	}
+	name := object.Describe(child, c.Scheme())
+	if live == nil {
+		wanted, err := object.ToMap(child)
+		if err != nil {
+			return controllerutil.OperationResultNone, fmt.Errorf("ownership: %s: %w", name, err)
+		}
+		if err := c.Create(ctx, child); err != nil {
+			return controllerutil.OperationResultNone, fmt.Errorf("ownership: creating %s: %w", name, err)
+		}
+		created, err := object.ToMap(child)
+		if err != nil {
+			return controllerutil.OperationResultCreated, fmt.Errorf("ownership: created %s, but reading its status failed: %w", name, err)
+		}
+		// Only what mutate set goes on top of what the API server wrote at
+		// creation (a Pod's phase, say): a field mutate left unset is not
+		// a removal of the server's value.
+		if set, ok := wanted["status"].(map[string]any); ok && len(set) > 0 {
+			want, err := overlay(created["status"], set)
+			if err != nil {
+				return controllerutil.OperationResultCreated, fmt.Errorf("ownership: created %s, but writing its status failed: %w", name, err)
+			}
+			if _, err := patchStatus(ctx, c, child, created["status"], want); err != nil {
+				return controllerutil.OperationResultCreated, fmt.Errorf("ownership: created %s, but writing its status failed: %w", name, err)
+			}
+		}
+		return controllerutil.OperationResultCreated, nil
+	}
+	liveMap, wantMap, err := maps(live, child)
+	if err != nil {
+		return controllerutil.OperationResultNone, fmt.Errorf("ownership: %s: %w", name, err)
+	}
+	wantStatus := wantMap["status"]
+	mainPatch, err := mergePatch(withoutStatus(liveMap), withoutStatus(wantMap))
+	if err != nil {
+		return controllerutil.OperationResultNone, fmt.Errorf("ownership: %s: %w", name, err)
+	}
+	if mainPatch, err = removeOnlyKeysRead(mainPatch, liveMap); err != nil {
+		return controllerutil.OperationResultNone, fmt.Errorf("ownership: %s: %w", name, err)
+	}
+	statusDiffers := !equalStatus(liveMap["status"], wantStatus)
+	if mainPatch == nil && !statusDiffers {
+		object.Copy(child, live)
+		return controllerutil.OperationResultNone, nil
+	}
+
+	result := controllerutil.OperationResultNone
+	if mainPatch != nil {
+		if locks(mainPatch) {
+			if mainPatch, err = withResourceVersion(mainPatch, live.GetResourceVersion()); err != nil {
+				return controllerutil.OperationResultNone, fmt.Errorf("ownership: %s: %w", name, err)
+			}
+		}
+		patch := client.RawPatch(types.MergePatchType, mainPatch)
+		dry := child.DeepCopyObject().(client.Object)
+		if err := c.Patch(ctx, dry, patch, client.DryRunAll); err != nil {
+			return controllerutil.OperationResultNone, fmt.Errorf("ownership: patching %s (dry run, nothing written): %w", name, err)
+		}
+		dryMap, err := object.ToMap(dry)
+		if err != nil {
+			return controllerutil.OperationResultNone, fmt.Errorf("ownership: %s: %w", name, err)
+		}
+		if sameObject(withoutStatus(liveMap), withoutStatus(dryMap)) {
+			object.Copy(child, live) // only the server's defaults differed
+		} else {
+			if err := c.Patch(ctx, child, patch); err != nil {
+				return controllerutil.OperationResultNone, fmt.Errorf("ownership: patching %s: %w", name, err)
+			}
+			if child.GetResourceVersion() != dry.GetResourceVersion() {
+				result = controllerutil.OperationResultUpdated
+			}
+		}
+	} else {
+		object.Copy(child, live)
+	}
+	if statusDiffers {
+		wrote, err := patchStatus(ctx, c, child, liveMap["status"], wantStatus)
+		if err != nil {
+			if result == controllerutil.OperationResultUpdated {
+				return result, fmt.Errorf("ownership: patched %s, but patching its status failed: %w", name, err)
+			}
+			return result, fmt.Errorf("ownership: patching the status of %s: %w", name, err)
+		}
+		switch {
+		case wrote && result == controllerutil.OperationResultUpdated:
+			result = controllerutil.OperationResultUpdatedStatus
+		case wrote:
+			result = controllerutil.OperationResultUpdatedStatusOnly
+		}
+	}
+	return result, nil
+}
+
+// removeOnlyKeysRead rewrites a merge patch that removes the labels or
+// annotations whole (null) into one that removes the keys read in live, so
+// that keys another writer added since a stale read survive.
+func removeOnlyKeysRead(patch []byte, live map[string]any) ([]byte, error) {
+	if patch == nil {
+		return nil, nil
+	}
+	var p map[string]any
+	if err := json.Unmarshal(patch, &p); err != nil {
+		return nil, err
+	}
+	md, _ := p["metadata"].(map[string]any)
+	changed := false
+	for _, f := range []string{"labels", "annotations"} {
+		v, ok := md[f]
+		read, _, _ := unstructured.NestedMap(live, "metadata", f)
+		if !ok || v != nil || len(read) == 0 {
+			continue
+		}
+		nulls := make(map[string]any, len(read))
+		for k := range read {
+			nulls[k] = nil
+		}
+		md[f], changed = nulls, true
+	}
+	if !changed {
+		return patch, nil
+	}
+	return json.Marshal(p)
+}
+
+// locks reports whether a merge patch replaces a list another writer may
+// have added to since the read: the owner references or the finalizers.
+func locks(patch []byte) bool {
+	var p map[string]any
+	if json.Unmarshal(patch, &p) != nil {
+		return true
+	}
+	md, _ := p["metadata"].(map[string]any)
+	_, refs := md["ownerReferences"]
+	_, fins := md["finalizers"]
+	return refs || fins
+}
+
+func withResourceVersion(patch []byte, rv string) ([]byte, error) {
+	var p map[string]any
+	if err := json.Unmarshal(patch, &p); err != nil {
+		return nil, err
+	}
+	if err := unstructured.SetNestedField(p, rv, "metadata", "resourceVersion"); err != nil {
+		return nil, err
+	}
+	return json.Marshal(p)
+}
+
+// overlay applies set onto base as a JSON merge patch would: the fields of
+// set win, maps merge, the rest of base stays.
+func overlay(base any, set map[string]any) (any, error) {
+	b, err := json.Marshal(base)
+	if err != nil {
+		return nil, err
+	}
+	if base == nil {
+		b = []byte("{}")
+	}
+	p, err := json.Marshal(set)
+	if err != nil {
+		return nil, err
+	}
+	merged, err := jsonpatch.MergePatch(b, p)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]any{}
+	if err := utiljson.Unmarshal(merged, &out); err != nil { // int64 for integers, as ToMap has them
+		return nil, err
+	}
+	return out, nil
+}

@@ -1,0 +1,77 @@
+package ownership
+
+import (
+	"context"
+	"fmt"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	"github.com/steadyk8s/steady/internal/object"
+	"github.com/steadyk8s/steady/internal/observe"
+)
+
+// CreateOrUpdate reads child (by its namespace and name), runs mutate on it,
+// makes owner its controller, and creates it, or updates it when it differs
+// from the live object. It reports what it did: created, updated or
+// unchanged.
+//
+// The mutated child is compared with the live object exactly, status
+// included, so a removal (a dropped label, a bool set to false, an emptied
+// list) is a change. When they differ, a server-side dry run of the update
+// tells a real change from fields the API server defaults (a wholesale
+// deploy.Spec = desired drops them): only a real change is written. That
+// costs one GET when nothing differs, one GET and one dry run when only
+// defaults differ, and one more request, the update, for a real change.
+//
+// The update carries the resourceVersion that was read (put back if mutate
+// rebuilt the metadata), so a child changed since (a stale cache) is a
+// conflict error to requeue on, never an overwrite. Status is written with the object only for kinds without a
+// status subresource; use [CreateOrPatch] to write status.
+//
+// On success child holds the live object, as written or as read.
+func CreateOrUpdate(ctx context.Context, c client.Client, owner, child client.Object, mutate MutateFn, opts ...CreateOrUpdateOption) (controllerutil.OperationResult, error) {
+	o := CreateOrUpdateOptions{}
+	for _, opt := range opts {
+		opt.ApplyToCreateOrUpdate(&o)
+	}
+	c = observe.Client(c, "ownership")
+	live, err := readAndMutate(ctx, c, owner, child, mutate, o.Adopt)
+	if err != nil {
+		return controllerutil.OperationResultNone, err
+	}
+	name := object.Describe(child, c.Scheme())
+	if live == nil {
+		if err := c.Create(ctx, child); err != nil {
+			return controllerutil.OperationResultNone, fmt.Errorf("ownership: creating %s: %w", name, err)
+		}
+		return controllerutil.OperationResultCreated, nil
+	}
+	liveMap, wantMap, err := maps(live, child)
+	if err != nil {
+		return controllerutil.OperationResultNone, fmt.Errorf("ownership: %s: %w", name, err)
+	}
+	if sameObject(liveMap, wantMap) {
+		object.Copy(child, live) // show the live state
+		return controllerutil.OperationResultNone, nil
+	}
+	dry := child.DeepCopyObject().(client.Object)
+	if err := c.Update(ctx, dry, client.DryRunAll); err != nil {
+		return controllerutil.OperationResultNone, fmt.Errorf("ownership: updating %s (dry run, nothing written): %w", name, err)
+	}
+	dryMap, err := object.ToMap(dry)
+	if err != nil {
+		return controllerutil.OperationResultNone, fmt.Errorf("ownership: %s: %w", name, err)
+	}
+	if sameObject(liveMap, dryMap) {
+		object.Copy(child, live) // only the server's defaults differed
+		return controllerutil.OperationResultNone, nil
+	}
+	if err := c.Update(ctx, child); err != nil {
+		return controllerutil.OperationResultNone, fmt.Errorf("ownership: updating %s: %w", name, err)
+	}
+	if child.GetResourceVersion() == live.GetResourceVersion() {
+		return controllerutil.OperationResultNone, nil // the server found nothing to change
+	}
+	return controllerutil.OperationResultUpdated, nil
+}

@@ -1,0 +1,146 @@
+package ownership_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	"github.com/steadyk8s/steady/internal/testapi"
+	"github.com/steadyk8s/steady/ownership"
+)
+
+func TestAnotherControllersChildIsNotStolen(t *testing.T) {
+	env.Require(t)
+	ctx := context.Background()
+	c, n := counting(t)
+	ns := env.Namespace(t)
+	a, b := owner(t, ns, "a"), owner(t, ns, "b")
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "shared"}}
+	if _, err := ownership.CreateOrUpdate(ctx, c, a, cm, nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, fn := range []createOr{createOrUpdate, createOrPatch} {
+		n.Reset()
+		cm = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "shared"}}
+		_, err := fn(ctx, c, b, cm, func() error { cm.Data = map[string]string{"k": "v"}; return nil })
+		var aoe *ownership.AlreadyOwnedError
+		if !errors.As(err, &aoe) || aoe.Controller != "Widget a" || aoe.Owner != "Widget "+ns+"/b" || aoe.Child != "ConfigMap "+ns+"/shared" {
+			t.Fatalf("error = %v, want an AlreadyOwnedError naming both owners", err)
+		}
+		if n.Writes() != 0 {
+			t.Errorf("requests %s: a refused adoption wrote", n)
+		}
+	}
+	cm = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "shared"}}
+	if op, err := ownership.CreateOrUpdate(ctx, c, b, cm, nil, ownership.Adopt{}); err != nil || op != controllerutil.OperationResultUpdated {
+		t.Fatalf("adopt: %s, %v", op, err)
+	}
+	var got corev1.ConfigMap
+	_ = env.Client.Get(ctx, client.ObjectKeyFromObject(cm), &got)
+	if !metav1.IsControlledBy(&got, b) || len(got.OwnerReferences) != 1 {
+		t.Errorf("after adoption: owners %v", got.OwnerReferences)
+	}
+}
+
+func TestInvalidReferencesAreRefusedBeforeAnyWrite(t *testing.T) {
+	env.Require(t)
+	ctx := context.Background()
+	c, n := counting(t)
+	ns, other := env.Namespace(t), env.Namespace(t)
+	o := owner(t, ns, "o")
+	noUID := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "ghost"}}
+	for _, tc := range []struct {
+		name  string
+		owner client.Object
+		child client.Object
+	}{
+		{"owner without UID", noUID, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "x"}}},
+		{"owner in another namespace", o, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: other, Name: "x"}}},
+		{"namespaced owner of a cluster-scoped child", o, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "steady-test-x"}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			n.Reset()
+			for _, fn := range []createOr{createOrUpdate, createOrPatch} {
+				_, err := fn(ctx, c, tc.owner, tc.child, nil)
+				var ioe *ownership.InvalidOwnerError
+				if !errors.As(err, &ioe) {
+					t.Errorf("error = %v, want *InvalidOwnerError", err)
+				}
+			}
+			_, err := ownership.Apply(ctx, c, tc.owner, tc.child, "steady-test")
+			var ioe *ownership.InvalidOwnerError
+			if !errors.As(err, &ioe) {
+				t.Errorf("Apply error = %v, want *InvalidOwnerError", err)
+			}
+			if n.Writes() != 0 || n.Get("GET") != 0 {
+				t.Errorf("requests %s before refusing", n)
+			}
+		})
+	}
+}
+
+func TestNonControllerReferences(t *testing.T) {
+	env.Require(t)
+	ns := env.Namespace(t)
+	a, b := owner(t, ns, "a"), owner(t, ns, "b")
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns}}
+	if ok, err := ownership.SetControllerReference(a, cm, env.Scheme); !ok || err != nil {
+		t.Fatal(ok, err)
+	}
+	if ok, err := ownership.SetOwnerReference(b, cm, env.Scheme); !ok || err != nil {
+		t.Fatal(ok, err)
+	}
+	if ok, _ := ownership.SetOwnerReference(b, cm, env.Scheme); ok {
+		t.Error("setting the same reference again reported a change")
+	}
+	if ok, _ := ownership.SetOwnerReference(a, cm, env.Scheme); ok || !metav1.IsControlledBy(cm, a) {
+		t.Error("a plain reference from the controller changed or demoted it")
+	}
+	if !ownership.RemoveOwnerReference(b, cm) || ownership.RemoveOwnerReference(b, cm) || len(cm.OwnerReferences) != 1 {
+		t.Errorf("RemoveOwnerReference: %v", cm.OwnerReferences)
+	}
+}
+
+// TestReferencesTheGarbageCollectorWouldMisreadAreRefused: as
+// controllerutil's do, SetControllerReference and SetOwnerReference refuse
+// an owner in another namespace (the garbage collector looks the owner up
+// in the child's namespace, finds nothing and deletes the child), a
+// namespaced owner of a child without a namespace, and an owner without a
+// UID, and leave the child as it was.
+func TestReferencesTheGarbageCollectorWouldMisreadAreRefused(t *testing.T) {
+	env.Require(t)
+	o := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "o", UID: "1"}}
+	noUID := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "o"}}
+	for _, tc := range []struct {
+		name         string
+		owner, child client.Object
+	}{
+		{"owner in another namespace", o, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "b", Name: "c"}}},
+		{"child without a namespace", o, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "c"}}},
+		{"owner without a UID", noUID, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "c"}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for name, set := range map[string]func() (bool, error){
+				"SetControllerReference": func() (bool, error) { return ownership.SetControllerReference(tc.owner, tc.child, env.Scheme) },
+				"SetOwnerReference":      func() (bool, error) { return ownership.SetOwnerReference(tc.owner, tc.child, env.Scheme) },
+			} {
+				changed, err := set()
+				var ioe *ownership.InvalidOwnerError
+				if !errors.As(err, &ioe) || changed || len(tc.child.GetOwnerReferences()) != 0 {
+					t.Errorf("%s: %v, %v, references %v; want an *InvalidOwnerError and no change", name, changed, err, tc.child.GetOwnerReferences())
+				}
+			}
+		})
+	}
+	// A cluster-scoped owner can own a namespaced child.
+	cluster := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Name: "o", UID: "2"}}
+	if ok, err := ownership.SetControllerReference(cluster, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "b", Name: "c"}}, env.Scheme); !ok || err != nil {
+		t.Errorf("cluster-scoped owner: %v, %v", ok, err)
+	}
+}

@@ -1,0 +1,129 @@
+package ownership
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"sync"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/steadyk8s/steady/internal/object"
+)
+
+// patchStatus writes, to the status subresource (or to the object itself
+// for kinds without one), a merge patch of the change from base, the status
+// mutate ran on, to want (statuses in map form, nil for none). child is the
+// object as the API server last answered (base's object, or newer after a
+// patch of ours) and receives the answer. Only the fields mutate changed
+// are in the patch, so another writer's changes to the others survive a
+// stale read. A patch that replaces or removes a list (conditions, say) is
+// locked: it carries child's resourceVersion, and when child's status is no
+// longer base (another writer changed it since the read) it is a conflict
+// error without a request. It reports whether the status changed on the
+// server.
+func patchStatus(ctx context.Context, c client.Client, child client.Object, base, want any) (bool, error) {
+	have, err := object.ToMap(child)
+	if err != nil {
+		return false, err
+	}
+	if equalStatus(have["status"], want) {
+		return false, nil
+	}
+	data, err := mergePatch(map[string]any{"status": base}, map[string]any{"status": want})
+	if err != nil || data == nil {
+		return false, err
+	}
+	var parsed map[string]any
+	if err := json.Unmarshal(data, &parsed); err != nil {
+		return false, err
+	}
+	if read, ok := base.(map[string]any); ok && len(read) > 0 && parsed["status"] == nil {
+		// The whole status removed: remove the fields read, not those
+		// another writer set since.
+		nulls := make(map[string]any, len(read))
+		for k := range read {
+			nulls[k] = nil
+		}
+		parsed["status"] = nulls
+		if data, err = json.Marshal(parsed); err != nil {
+			return false, err
+		}
+	}
+	if replacesList(parsed, map[string]any{"status": base}) {
+		if !equalStatus(have["status"], base) {
+			return false, conflict(c, child, errors.New("its status changed since it was read, and the status patch replaces a list"))
+		}
+		if data, err = withResourceVersion(data, child.GetResourceVersion()); err != nil {
+			return false, err
+		}
+	}
+	rv := child.GetResourceVersion()
+	patch := client.RawPatch(types.MergePatchType, data)
+	gvk, gvkErr := object.GVK(child, c.Scheme())
+	if _, known := noStatusSubresource.Load(gvk); known && gvkErr == nil {
+		if err := c.Patch(ctx, child, patch); err != nil {
+			return false, err
+		}
+		if child.GetResourceVersion() != rv {
+			return true, nil
+		}
+		// Nothing written: the kind may have a status subresource now.
+		noStatusSubresource.Delete(gvk)
+	}
+	if err := c.Status().Patch(ctx, child, patch); err != nil {
+		if !apierrors.IsNotFound(err) {
+			return false, err
+		}
+		// No status subresource (or no object: then this fails too).
+		if err := c.Patch(ctx, child, patch); err != nil {
+			return false, err
+		}
+		if gvkErr == nil {
+			noStatusSubresource.Store(gvk, true)
+		}
+	}
+	return child.GetResourceVersion() != rv, nil
+}
+
+// noStatusSubresource holds the kinds (schema.GroupVersionKind) found
+// without a status subresource, whose status patchStatus writes on the
+// object at once instead of asking the status subresource first.
+var noStatusSubresource sync.Map
+
+// replacesList reports whether a merge patch sets or removes a list (which
+// a merge patch replaces whole) where base, the object it was made from,
+// has one or it adds one.
+func replacesList(patch, base any) bool {
+	switch p := patch.(type) {
+	case []any:
+		return true
+	case nil:
+		_, isList := base.([]any)
+		return isList
+	case map[string]any:
+		b, _ := base.(map[string]any)
+		for k, v := range p {
+			if replacesList(v, b[k]) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// conflict is the conflict error of a write not made because child changed
+// since it was read.
+func conflict(c client.Client, child client.Object, err error) error {
+	gvk, gerr := object.GVK(child, c.Scheme())
+	gr := schema.GroupResource{Group: gvk.Group, Resource: gvk.Kind}
+	if gerr == nil {
+		if m, merr := c.RESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version); merr == nil {
+			gr = m.Resource.GroupResource()
+		}
+	}
+	return apierrors.NewConflict(gr, child.GetName(), err)
+}
