@@ -42,44 +42,62 @@ import (
 //
 // At creation, status set by mutate is written by a status patch after the
 // create (the API server drops it from a create where the kind has a status
-// subresource); the result is created either way.
+// subresource); the result is created either way. A create answered
+// AlreadyExists (a cache that has not seen the child yet) or a patch
+// answered NotFound (a child deleted since the read) is handled as in
+// [CreateOrUpdate].
 func CreateOrPatch(ctx context.Context, c client.Client, owner, child client.Object, mutate MutateFn, opts ...CreateOrPatchOption) (controllerutil.OperationResult, error) {
 	o := CreateOrPatchOptions{}
 	for _, opt := range opts {
 		opt.ApplyToCreateOrPatch(&o)
 	}
 	c = observe.Client(c, "ownership")
-	live, err := readAndMutate(ctx, c, owner, child, mutate, o.Adopt)
+	w, err := newWriteCall(c, o.APIReader, owner, child, mutate, o.Adopt)
 	if err != nil {
 		return controllerutil.OperationResultNone, err
 	}
 	name := object.Describe(child, c.Scheme())
-	if live == nil {
-		wanted, err := object.ToMap(child)
-		if err != nil {
-			return controllerutil.OperationResultNone, fmt.Errorf("ownership: %s: %w", name, err)
-		}
-		if err := c.Create(ctx, child); err != nil {
-			return controllerutil.OperationResultNone, fmt.Errorf("ownership: creating %s: %w", name, err)
-		}
-		created, err := object.ToMap(child)
-		if err != nil {
-			return controllerutil.OperationResultCreated, fmt.Errorf("ownership: created %s, but reading its status failed: %w", name, err)
-		}
-		// Only what mutate set goes on top of what the API server wrote at
-		// creation (a Pod's phase, say): a field mutate left unset is not
-		// a removal of the server's value.
-		if set, ok := wanted["status"].(map[string]any); ok && len(set) > 0 {
-			want, err := overlay(created["status"], set)
-			if err != nil {
-				return controllerutil.OperationResultCreated, fmt.Errorf("ownership: created %s, but writing its status failed: %w", name, err)
-			}
-			if _, err := patchStatus(ctx, c, child, created["status"], want); err != nil {
-				return controllerutil.OperationResultCreated, fmt.Errorf("ownership: created %s, but writing its status failed: %w", name, err)
-			}
-		}
-		return controllerutil.OperationResultCreated, nil
+	create := func(ctx context.Context) (controllerutil.OperationResult, error) {
+		return createWithStatus(ctx, c, child, name)
 	}
+	update := func(ctx context.Context, live client.Object) (controllerutil.OperationResult, error) {
+		return patchChild(ctx, c, live, child, name)
+	}
+	return w.run(ctx, create, update)
+}
+
+// createWithStatus is CreateOrPatch's create: the object, then the status
+// mutate set, by a status patch.
+func createWithStatus(ctx context.Context, c client.Client, child client.Object, name string) (controllerutil.OperationResult, error) {
+	wanted, err := object.ToMap(child)
+	if err != nil {
+		return controllerutil.OperationResultNone, fmt.Errorf("ownership: %s: %w", name, err)
+	}
+	if err := c.Create(ctx, child); err != nil {
+		return controllerutil.OperationResultNone, fmt.Errorf("ownership: creating %s: %w", name, err)
+	}
+	created, err := object.ToMap(child)
+	if err != nil {
+		return controllerutil.OperationResultCreated, fmt.Errorf("ownership: created %s, but reading its status failed: %w", name, err)
+	}
+	// Only what mutate set goes on top of what the API server wrote at
+	// creation (a Pod's phase, say): a field mutate left unset is not
+	// a removal of the server's value.
+	if set, ok := wanted["status"].(map[string]any); ok && len(set) > 0 {
+		want, err := overlay(created["status"], set)
+		if err != nil {
+			return controllerutil.OperationResultCreated, fmt.Errorf("ownership: created %s, but writing its status failed: %w", name, err)
+		}
+		if _, err := patchStatus(ctx, c, child, created["status"], want); err != nil {
+			return controllerutil.OperationResultCreated, fmt.Errorf("ownership: created %s, but writing its status failed: %w", name, err)
+		}
+	}
+	return controllerutil.OperationResultCreated, nil
+}
+
+// patchChild is CreateOrPatch's write of an existing child: compare, dry
+// run, patch, then status.
+func patchChild(ctx context.Context, c client.Client, live, child client.Object, name string) (controllerutil.OperationResult, error) {
 	liveMap, wantMap, err := maps(live, child)
 	if err != nil {
 		return controllerutil.OperationResultNone, fmt.Errorf("ownership: %s: %w", name, err)

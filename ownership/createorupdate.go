@@ -29,6 +29,16 @@ import (
 // conflict error to requeue on, never an overwrite. Status is written with the object only for kinds without a
 // status subresource; use [CreateOrPatch] to write status.
 //
+// A cached client may not have seen a child created a moment ago (by this
+// call's previous run, say): the create then answers AlreadyExists, and
+// CreateOrUpdate reads the child again, through [WithAPIReader]'s reader
+// when given (one GET), else through the client, backing off until it
+// shows the child (about 2.5 seconds at most), runs mutate on what it found
+// and goes on as an update; the reference checks apply to it as to any
+// child read ([*AlreadyOwnedError]). A child deleted since the read (the
+// update answers NotFound, nothing written) is created. mutate runs again
+// in both cases, so it may run more than once per call.
+//
 // On success child holds the live object, as written or as read.
 func CreateOrUpdate(ctx context.Context, c client.Client, owner, child client.Object, mutate MutateFn, opts ...CreateOrUpdateOption) (controllerutil.OperationResult, error) {
 	o := CreateOrUpdateOptions{}
@@ -36,17 +46,26 @@ func CreateOrUpdate(ctx context.Context, c client.Client, owner, child client.Ob
 		opt.ApplyToCreateOrUpdate(&o)
 	}
 	c = observe.Client(c, "ownership")
-	live, err := readAndMutate(ctx, c, owner, child, mutate, o.Adopt)
+	w, err := newWriteCall(c, o.APIReader, owner, child, mutate, o.Adopt)
 	if err != nil {
 		return controllerutil.OperationResultNone, err
 	}
 	name := object.Describe(child, c.Scheme())
-	if live == nil {
+	create := func(ctx context.Context) (controllerutil.OperationResult, error) {
 		if err := c.Create(ctx, child); err != nil {
 			return controllerutil.OperationResultNone, fmt.Errorf("ownership: creating %s: %w", name, err)
 		}
 		return controllerutil.OperationResultCreated, nil
 	}
+	update := func(ctx context.Context, live client.Object) (controllerutil.OperationResult, error) {
+		return updateChild(ctx, c, live, child, name)
+	}
+	return w.run(ctx, create, update)
+}
+
+// updateChild is CreateOrUpdate's write of an existing child: compare,
+// dry run, update.
+func updateChild(ctx context.Context, c client.Client, live, child client.Object, name string) (controllerutil.OperationResult, error) {
 	liveMap, wantMap, err := maps(live, child)
 	if err != nil {
 		return controllerutil.OperationResultNone, fmt.Errorf("ownership: %s: %w", name, err)

@@ -76,22 +76,29 @@ func service(s *corev1.Service) ownership.MutateFn {
 	}
 }
 
-type createOr func(context.Context, client.Client, client.Object, client.Object, ownership.MutateFn, ...ownership.Adopt) (controllerutil.OperationResult, error)
-
-func createOrUpdate(ctx context.Context, c client.Client, o, child client.Object, f ownership.MutateFn, adopt ...ownership.Adopt) (controllerutil.OperationResult, error) {
-	var opts []ownership.CreateOrUpdateOption
-	for _, a := range adopt {
-		opts = append(opts, a)
-	}
-	return ownership.CreateOrUpdate(ctx, c, o, child, f, opts...)
+// option is an option of both CreateOrUpdate and CreateOrPatch (Adopt{},
+// WithAPIReader{...}).
+type option interface {
+	ownership.CreateOrUpdateOption
+	ownership.CreateOrPatchOption
 }
 
-func createOrPatch(ctx context.Context, c client.Client, o, child client.Object, f ownership.MutateFn, adopt ...ownership.Adopt) (controllerutil.OperationResult, error) {
-	var opts []ownership.CreateOrPatchOption
-	for _, a := range adopt {
-		opts = append(opts, a)
+type createOr func(context.Context, client.Client, client.Object, client.Object, ownership.MutateFn, ...option) (controllerutil.OperationResult, error)
+
+func createOrUpdate(ctx context.Context, c client.Client, o, child client.Object, f ownership.MutateFn, opts ...option) (controllerutil.OperationResult, error) {
+	var os []ownership.CreateOrUpdateOption
+	for _, a := range opts {
+		os = append(os, a)
 	}
-	return ownership.CreateOrPatch(ctx, c, o, child, f, opts...)
+	return ownership.CreateOrUpdate(ctx, c, o, child, f, os...)
+}
+
+func createOrPatch(ctx context.Context, c client.Client, o, child client.Object, f ownership.MutateFn, opts ...option) (controllerutil.OperationResult, error) {
+	var os []ownership.CreateOrPatchOption
+	for _, a := range opts {
+		os = append(os, a)
+	}
+	return ownership.CreateOrPatch(ctx, c, o, child, f, os...)
 }
 
 type fnCase struct {

@@ -20,7 +20,7 @@ func TestUnstructuredChildWithGoInts(t *testing.T) {
 	ctx := context.Background()
 	ns := env.Namespace(t)
 	o := owner(t, ns, "owner")
-	apply := func(ctx context.Context, c client.Client, o, child client.Object, f ownership.MutateFn, _ ...ownership.Adopt) (controllerutil.OperationResult, error) {
+	apply := func(ctx context.Context, c client.Client, o, child client.Object, f ownership.MutateFn, _ ...option) (controllerutil.OperationResult, error) {
 		if err := f(); err != nil {
 			return controllerutil.OperationResultNone, err
 		}
