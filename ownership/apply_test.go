@@ -3,17 +3,20 @@ package ownership_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
+	"github.com/steadyk8s/steady/internal/testapi"
 	"github.com/steadyk8s/steady/ownership"
 )
 
@@ -87,11 +90,6 @@ func TestApplyAdoptionThatFailsSaysWhatItWrote(t *testing.T) {
 // the read.
 func TestApplyResultAfterAStaleRead(t *testing.T) {
 	env.Require(t)
-	t.Skip("BUG: Apply compares the resourceVersion of its read with the answer's: after a stale read " +
-		"(another writer's change in between, or a cache with Cache.Unstructured that has not seen the child) " +
-		"a no-op apply is reported updated, or created. The manager's client reads unstructured objects " +
-		"from the API server by default, so only a race or that option shows it; telling a no-op apply " +
-		"apart needs another request (a dry run) or the answer's managedFields times.")
 	ctx := context.Background()
 	ns := env.Namespace(t)
 	a := owner(t, ns, "a")
@@ -144,4 +142,147 @@ func TestApplyKeepsTheChildsOtherOwnerReferences(t *testing.T) {
 	if !metav1.IsControlledBy(&after, x) || len(after.OwnerReferences) != 2 {
 		t.Errorf("after the adoption: %v, want x's (controller) and b's", after.OwnerReferences)
 	}
+}
+
+// TestApplyResultThroughALaggingCache: through a manager's cached client
+// held 300ms back (typed children, and unstructured ones with a cache that
+// serves them), Apply's result says what the API server did, not what its
+// read of the cache suggests: an apply right after the create is
+// unchanged, not created; one after another writer's change that leaves
+// the child as it is, unchanged, not updated; one of a child deleted since
+// the cache saw it, created, not updated. Another owner's child the cache
+// has not seen is an *AlreadyOwnedError, not the API server's refusal of a
+// second controller.
+func TestApplyResultThroughALaggingCache(t *testing.T) {
+	env.Require(t)
+	ctx := context.Background()
+	ns := env.Namespace(t)
+	a, b := owner(t, ns, "a"), owner(t, ns, "b")
+	typed := func(name, value string) client.Object {
+		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Data: map[string]string{"k": value}}
+	}
+	unstructuredCM := func(name, value string) client.Object {
+		u := unstructuredChild(corev1.SchemeGroupVersion.WithKind("ConfigMap"), ns, name)
+		u.Object["data"] = map[string]any{"k": value}
+		return u
+	}
+	seq := 0
+	for _, m := range []struct {
+		name  string
+		start func(*testing.T) *testapi.Cached
+		child func(name, value string) client.Object
+	}{{"typed", startCached, typed}, {"unstructured", startCachedUnstructured, unstructuredCM}} {
+		cc := m.start(t)
+		for _, r := range []struct {
+			name string
+			opts []ownership.ApplyOption
+		}{{"cache", nil}, {"APIReader", []ownership.ApplyOption{ownership.WithAPIReader{Reader: cc.APIReader}}}} {
+			seq++
+			name := fmt.Sprintf("cfg-%d", seq)
+			t.Run(m.name+"/"+r.name, func(t *testing.T) {
+				apply := func(value string) (controllerutil.OperationResult, error) {
+					cc.Counter.Reset()
+					op, err := ownership.Apply(ctx, cc.Client, a, m.child(name, value), "steady-test", r.opts...)
+					t.Logf("apply %s: %s, %v; requests %s", value, op, err, cc.Counter)
+					return op, err
+				}
+				expect := func(step, value string, want controllerutil.OperationResult) {
+					t.Helper()
+					if op, err := apply(value); err != nil || op != want {
+						t.Fatalf("%s: %s, %v; want %s", step, op, err, want)
+					}
+				}
+				expect("create", "v", "created")
+				expect("at once again (the cache has not seen it)", "v", "unchanged")
+				var cm corev1.ConfigMap
+				if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &cm); err != nil {
+					t.Fatal(err)
+				}
+				cm.Labels = map[string]string{"team": "x"}
+				if err := env.Client.Update(ctx, &cm); err != nil {
+					t.Fatal(err)
+				}
+				expect("at once after another writer's label", "v", "unchanged")
+				expect("a change", "w", "updated")
+				expect("the same again", "w", "unchanged")
+				cachedSees(t, cc, &cm)
+				if err := env.Client.Delete(ctx, &cm); err != nil {
+					t.Fatal(err)
+				}
+				expect("at once after a deletion the cache has not seen", "w", "created")
+				var got corev1.ConfigMap
+				if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &got); err != nil {
+					t.Fatal(err)
+				}
+				if got.Data["k"] != "w" || !metav1.IsControlledBy(&got, a) {
+					t.Errorf("stored %v, owners %v", got.Data, got.OwnerReferences)
+				}
+
+				// Another owner's child, created a moment ago.
+				other := name + "-b"
+				if _, err := ownership.Apply(ctx, env.Client, b, typed(other, "b"), "steady-test"); err != nil {
+					t.Fatal(err)
+				}
+				_, err := ownership.Apply(ctx, cc.Client, a, m.child(other, "a"), "steady-test", r.opts...)
+				var aoe *ownership.AlreadyOwnedError
+				if !errors.As(err, &aoe) || aoe.Controller != "Widget b" {
+					t.Errorf("another owner's child the cache has not seen: %v; want an *AlreadyOwnedError naming Widget b", err)
+				}
+			})
+		}
+	}
+}
+
+// TestApplyRetriesAreBounded: an apply whose lock keeps failing (the child
+// changes under every read) ends in the conflict after at most 3 applies
+// (with an API reader) or when the client does not show a newer child; a
+// conflict with another field manager is returned at once, not retried.
+func TestApplyRetriesAreBounded(t *testing.T) {
+	env.Require(t)
+	ctx := context.Background()
+	ns := env.Namespace(t)
+	a := owner(t, ns, "a")
+	desired := func(v string) *corev1.ConfigMap {
+		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cfg"}, Data: map[string]string{"k": v}}
+	}
+	if _, err := ownership.Apply(ctx, env.Client, a, desired("v"), "steady-test"); err != nil {
+		t.Fatal(err)
+	}
+	for _, withReader := range []bool{true, false} {
+		t.Run(fmt.Sprintf("stale lock, APIReader=%v", withReader), func(t *testing.T) {
+			applies := 0
+			c := interceptor.NewClient(watchClient(t), interceptor.Funcs{
+				Apply: func(context.Context, client.WithWatch, runtime.ApplyConfiguration, ...client.ApplyOption) error {
+					applies++
+					return apierrors.NewConflict(corev1.Resource("configmaps"), "cfg", errors.New("the object has been modified"))
+				},
+			})
+			var opts []ownership.ApplyOption
+			if withReader {
+				opts = append(opts, ownership.WithAPIReader{Reader: c})
+			}
+			op, err := ownership.Apply(ctx, c, a, desired("w"), "steady-test", opts...)
+			t.Logf("%s, %v after %d applies", op, err, applies)
+			if !apierrors.IsConflict(err) || op != controllerutil.OperationResultNone || applies > 3 {
+				t.Errorf("%s, %v after %d applies; want a conflict, unchanged, at most 3 applies", op, err, applies)
+			}
+			if !strings.Contains(err.Error(), "ConfigMap "+ns+"/cfg") {
+				t.Errorf("the error does not name the child: %v", err)
+			}
+		})
+	}
+	t.Run("another field manager's field", func(t *testing.T) {
+		c, n := counting(t)
+		if err := env.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(func() *unstructured.Unstructured {
+			u := unstructuredChild(corev1.SchemeGroupVersion.WithKind("ConfigMap"), ns, "cfg")
+			u.Object["data"] = map[string]any{"k": "theirs"}
+			return u
+		}()), client.FieldOwner("other"), client.ForceOwnership); err != nil {
+			t.Fatal(err)
+		}
+		op, err := ownership.Apply(ctx, c, a, desired("ours"), "steady-test")
+		if !apierrors.IsConflict(err) || op != controllerutil.OperationResultNone || n.Get("PATCH") != 1 {
+			t.Errorf("%s, %v, requests %s; want the field manager conflict after one apply", op, err, n)
+		}
+	})
 }

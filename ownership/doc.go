@@ -63,7 +63,10 @@
 // call that takes them: [Adopt] (CreateOrUpdate, CreateOrPatch, Apply,
 // SetControllerReference) and [Force] (Apply).
 //
-// [Apply] is the server-side-apply variant, idempotent by construction;
+// [Apply] is the server-side-apply variant, idempotent by construction,
+// whose result says what the API server did (its apply is locked on the
+// resourceVersion read, so a stale cache read is read again, not taken for
+// the state the apply changed);
 // [SetOwnerReference] and [RemoveOwnerReference] handle non-controller
 // references; [ListChildren] lists an owner's children of one kind through
 // the indexer package's controller-owner index when the reader has it, and

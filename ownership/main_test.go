@@ -174,6 +174,17 @@ func startCached(t *testing.T) *testapi.Cached {
 	})
 }
 
+// startCachedUnstructured is startCached whose client reads unstructured
+// objects from the cache too (client.CacheOptions{Unstructured: true});
+// by default a manager's client reads them from the API server.
+func startCachedUnstructured(t *testing.T) *testapi.Cached {
+	t.Helper()
+	n := &testapi.Counter{}
+	mgr := env.StartManager(t, testenv.WithTransport(n.Wrap), testenv.WithWatchDelay(300*time.Millisecond),
+		testenv.WithManagerOptions(ctrl.Options{Client: client.Options{Cache: &client.CacheOptions{Unstructured: true}}}))
+	return &testapi.Cached{Manager: mgr, Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Counter: n}
+}
+
 // cachedSees waits until the cache holds obj at the resourceVersion the API
 // server has.
 func cachedSees(t *testing.T, cc *testapi.Cached, obj client.Object) {
