@@ -33,12 +33,15 @@ import (
 // (conditions, say) is a conflict error if another writer changed the
 // child since the read. Fields mutate did
 // not change are not in the patch, so another writer's changes to them
-// survive even when the read was stale (dropping every label or
-// annotation removes those read, not others added since); a patch that
-// changes the owner
-// references or finalizers, lists a merge patch replaces whole, carries the
-// resourceVersion that was read and fails with a conflict if another
-// writer changed the child since.
+// survive even when the read was stale. A map dropped whole (cm.Data =
+// nil, every label) is removed key by key, the keys read, not those another
+// writer added since, where the child's Go type says it is a map (for a
+// kind without a Go type in the scheme, the labels and annotations); a
+// patch that removes another object whole (a struct, a map of a custom
+// resource) or changes the owner references or finalizers (lists a merge
+// patch replaces whole) carries the resourceVersion that was read and fails
+// with a conflict if another writer changed the child since. The status
+// patch follows the same rules.
 //
 // At creation, status set by mutate is written by a status patch after the
 // create (the API server drops it from a create where the kind has a status
@@ -107,7 +110,8 @@ func patchChild(ctx context.Context, c client.Client, live, child client.Object,
 	if err != nil {
 		return controllerutil.OperationResultNone, fmt.Errorf("ownership: %s: %w", name, err)
 	}
-	if mainPatch, err = removeOnlyKeysRead(mainPatch, liveMap); err != nil {
+	mainPatch, dropsWhole, err := removeOnlyKeysRead(mainPatch, liveMap, goType(c, child))
+	if err != nil {
 		return controllerutil.OperationResultNone, fmt.Errorf("ownership: %s: %w", name, err)
 	}
 	statusDiffers := !equalStatus(liveMap["status"], wantStatus)
@@ -118,7 +122,7 @@ func patchChild(ctx context.Context, c client.Client, live, child client.Object,
 
 	result := controllerutil.OperationResultNone
 	if mainPatch != nil {
-		if locks(mainPatch) {
+		if dropsWhole || locks(mainPatch) {
 			if mainPatch, err = withResourceVersion(mainPatch, live.GetResourceVersion()); err != nil {
 				return controllerutil.OperationResultNone, fmt.Errorf("ownership: %s: %w", name, err)
 			}
@@ -161,37 +165,6 @@ func patchChild(ctx context.Context, c client.Client, live, child client.Object,
 		}
 	}
 	return result, nil
-}
-
-// removeOnlyKeysRead rewrites a merge patch that removes the labels or
-// annotations whole (null) into one that removes the keys read in live, so
-// that keys another writer added since a stale read survive.
-func removeOnlyKeysRead(patch []byte, live map[string]any) ([]byte, error) {
-	if patch == nil {
-		return nil, nil
-	}
-	var p map[string]any
-	if err := json.Unmarshal(patch, &p); err != nil {
-		return nil, err
-	}
-	md, _ := p["metadata"].(map[string]any)
-	changed := false
-	for _, f := range []string{"labels", "annotations"} {
-		v, ok := md[f]
-		read, _, _ := unstructured.NestedMap(live, "metadata", f)
-		if !ok || v != nil || len(read) == 0 {
-			continue
-		}
-		nulls := make(map[string]any, len(read))
-		for k := range read {
-			nulls[k] = nil
-		}
-		md[f], changed = nulls, true
-	}
-	if !changed {
-		return patch, nil
-	}
-	return json.Marshal(p)
 }
 
 // locks reports whether a merge patch replaces a list another writer may

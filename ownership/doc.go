@@ -39,9 +39,12 @@
 // CreateOrPatch sends a JSON merge patch of the difference between the live
 // object and the mutated child, removals as nulls: fields mutate did not
 // change are not in it, so another writer's changes to them survive even a
-// stale read. A merge patch replaces a list whole, so a patch that changes
-// the owner references or the finalizers carries the resourceVersion read
-// and is a conflict if another writer changed the child since. Status is
+// stale read. A map dropped whole is removed key by key, the keys read,
+// where the child's Go type says it is a map (labels, annotations, a
+// ConfigMap's data). A merge patch replaces a list whole, so a patch that
+// changes the owner references or the finalizers, or removes another object
+// whole (a struct, a custom resource's map), carries the resourceVersion
+// read and is a conflict if another writer changed the child since. Status is
 // compared exactly and patched on the status subresource (on the object for
 // kinds without one), without a dry run: only what mutate changed, under the
 // same lock when the patch replaces a list (conditions). Results are controllerutil's:

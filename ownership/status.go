@@ -20,8 +20,9 @@ import (
 // object as the API server last answered (base's object, or newer after a
 // patch of ours) and receives the answer. Only the fields mutate changed
 // are in the patch, so another writer's changes to the others survive a
-// stale read. A patch that replaces or removes a list (conditions, say) is
-// locked: it carries child's resourceVersion, and when child's status is no
+// stale read, and a map removed whole removes the keys read (see
+// removeOnlyKeysRead). A patch that replaces or removes a list (conditions,
+// say), or removes another object whole, is locked: it carries child's resourceVersion, and when child's status is no
 // longer base (another writer changed it since the read) it is a conflict
 // error without a request. It reports whether the status changed on the
 // server.
@@ -53,9 +54,16 @@ func patchStatus(ctx context.Context, c client.Client, child client.Object, base
 			return false, err
 		}
 	}
-	if replacesList(parsed, map[string]any{"status": base}) {
+	// A nested map removed whole removes the keys read, or locks.
+	changed, dropsWhole := dropKeysRead(parsed, map[string]any{"status": base}, goType(c, child))
+	if changed {
+		if data, err = json.Marshal(parsed); err != nil {
+			return false, err
+		}
+	}
+	if dropsWhole || replacesList(parsed, map[string]any{"status": base}) {
 		if !equalStatus(have["status"], base) {
-			return false, conflict(c, child, errors.New("its status changed since it was read, and the status patch replaces a list"))
+			return false, conflict(c, child, errors.New("its status changed since it was read, and the status patch replaces a list or removes an object"))
 		}
 		if data, err = withResourceVersion(data, child.GetResourceVersion()); err != nil {
 			return false, err
