@@ -20,8 +20,8 @@ import (
 // scenarios of controller-runtime's controllerutil suite (v0.24.1) to
 // steady. They hold as they are, with two differences that steady's docs
 // state: steady's calls take an owner and set it as the controller of the
-// child, and CreateOrUpdate compares status but writes it only with the
-// object (kinds without a status subresource), so the status scenarios are
+// child, and CreateOrUpdate writes status only with the object (kinds
+// without a status subresource), so the status scenarios are
 // CreateOrPatch's alone, as upstream.
 func TestControllerutilScenarios(t *testing.T) {
 	env.Require(t)

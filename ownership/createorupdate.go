@@ -16,18 +16,25 @@ import (
 // from the live object. It reports what it did: created, updated or
 // unchanged.
 //
-// The mutated child is compared with the live object exactly, status
-// included, so a removal (a dropped label, a bool set to false, an emptied
-// list) is a change. When they differ, a server-side dry run of the update
-// tells a real change from fields the API server defaults (a wholesale
-// deploy.Spec = desired drops them): only a real change is written. That
-// costs one GET when nothing differs, one GET and one dry run when only
-// defaults differ, and one more request, the update, for a real change.
+// The mutated child is compared with the live object exactly, so a removal
+// (a dropped label, a bool set to false, an emptied list) is a change. When
+// they differ, a server-side dry run of the update tells a real change from
+// fields the API server defaults (a wholesale deploy.Spec = desired drops
+// them): only a real change is written. That costs one GET when nothing
+// differs, one GET and one dry run when only defaults differ, and one more
+// request, the update, for a real change.
+//
+// CreateOrUpdate does not write status: the API server ignores the status
+// of an update for kinds with a status subresource (use [CreateOrPatch] to
+// write status). Status set by mutate is therefore not compared for such a
+// kind, and costs no dry run, once the kind is known to have one (the first
+// dry run that shows the server keeping the live status, or a status write
+// of CreateOrPatch, tells, once per kind and process). For kinds without a
+// status subresource, status is part of the object and written with it.
 //
 // The update carries the resourceVersion that was read (put back if mutate
 // rebuilt the metadata), so a child changed since (a stale cache) is a
-// conflict error to requeue on, never an overwrite. Status is written with the object only for kinds without a
-// status subresource; use [CreateOrPatch] to write status.
+// conflict error to requeue on, never an overwrite.
 //
 // A cached client may not have seen a child created a moment ago (by this
 // call's previous run, say): the create then answers AlreadyExists, and
@@ -70,7 +77,14 @@ func updateChild(ctx context.Context, c client.Client, live, child client.Object
 	if err != nil {
 		return controllerutil.OperationResultNone, fmt.Errorf("ownership: %s: %w", name, err)
 	}
-	if sameObject(liveMap, wantMap) {
+	gvk, gvkErr := object.GVK(child, c.Scheme())
+	// The update of a kind with a status subresource cannot write status:
+	// a difference there is not compared, nor paid for with a dry run.
+	compared := func(m map[string]any) map[string]any { return m }
+	if has, _ := statusSubresource(gvk); has && gvkErr == nil {
+		compared = withoutStatus
+	}
+	if sameObject(compared(liveMap), compared(wantMap)) {
 		object.Copy(child, live) // show the live state
 		return controllerutil.OperationResultNone, nil
 	}
@@ -82,12 +96,18 @@ func updateChild(ctx context.Context, c client.Client, live, child client.Object
 	if err != nil {
 		return controllerutil.OperationResultNone, fmt.Errorf("ownership: %s: %w", name, err)
 	}
+	if gvkErr == nil {
+		learnStatusSubresource(c, gvk, liveMap, wantMap, dryMap)
+	}
 	if sameObject(liveMap, dryMap) {
 		object.Copy(child, live) // only the server's defaults differed
 		return controllerutil.OperationResultNone, nil
 	}
 	if err := c.Update(ctx, child); err != nil {
 		return controllerutil.OperationResultNone, fmt.Errorf("ownership: updating %s: %w", name, err)
+	}
+	if answer, err := object.ToMap(child); err == nil && gvkErr == nil {
+		learnStatusSubresource(c, gvk, liveMap, wantMap, answer)
 	}
 	if child.GetResourceVersion() == live.GetResourceVersion() {
 		return controllerutil.OperationResultNone, nil // the server found nothing to change

@@ -34,7 +34,8 @@
 // CreateOrUpdate sends the whole object with the resourceVersion it read:
 // a child changed since (a stale cache) is a conflict error to requeue on,
 // never an overwrite. It writes status only with the object, for kinds
-// without a status subresource.
+// without a status subresource; for kinds with one it does not compare
+// status either (it cannot write it: use CreateOrPatch).
 //
 // CreateOrPatch sends a JSON merge patch of the difference between the live
 // object and the mutated child, removals as nulls: fields mutate did not

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"reflect"
 	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -72,7 +73,7 @@ func patchStatus(ctx context.Context, c client.Client, child client.Object, base
 	rv := child.GetResourceVersion()
 	patch := client.RawPatch(types.MergePatchType, data)
 	gvk, gvkErr := object.GVK(child, c.Scheme())
-	if _, known := noStatusSubresource.Load(gvk); known && gvkErr == nil {
+	if has, known := statusSubresource(gvk); known && !has && gvkErr == nil {
 		if err := c.Patch(ctx, child, patch); err != nil {
 			return false, err
 		}
@@ -80,7 +81,7 @@ func patchStatus(ctx context.Context, c client.Client, child client.Object, base
 			return true, nil
 		}
 		// Nothing written: the kind may have a status subresource now.
-		noStatusSubresource.Delete(gvk)
+		subresources.Delete(gvk)
 	}
 	if err := c.Status().Patch(ctx, child, patch); err != nil {
 		if !apierrors.IsNotFound(err) {
@@ -91,16 +92,66 @@ func patchStatus(ctx context.Context, c client.Client, child client.Object, base
 			return false, err
 		}
 		if gvkErr == nil {
-			noStatusSubresource.Store(gvk, true)
+			subresources.Store(gvk, false)
 		}
+	} else if gvkErr == nil {
+		subresources.Store(gvk, true)
 	}
 	return child.GetResourceVersion() != rv, nil
 }
 
-// noStatusSubresource holds the kinds (schema.GroupVersionKind) found
-// without a status subresource, whose status patchStatus writes on the
-// object at once instead of asking the status subresource first.
-var noStatusSubresource sync.Map
+// subresources holds, per kind (schema.GroupVersionKind), whether it was
+// found with a status subresource (true) or without one (false): a status
+// patch that succeeded or answered NotFound, or a write by CreateOrUpdate
+// (see learnStatusSubresource). patchStatus writes the status of a kind
+// without one on the object at once; CreateOrUpdate does not compare the
+// status of a kind with one, which its update cannot write.
+var subresources sync.Map
+
+// statusSubresource reports whether gvk has a status subresource, and
+// whether that is known.
+func statusSubresource(gvk schema.GroupVersionKind) (has, known bool) {
+	v, ok := subresources.Load(gvk)
+	if !ok {
+		return false, false
+	}
+	return v.(bool), true
+}
+
+// learnStatusSubresource learns from the answer to an update (or its dry
+// run) of an object whose status live was (the update was locked on live's
+// resourceVersion) and want asked for, whether its kind has a status
+// subresource: an update that changed the status has none; one that kept
+// the status live had when want asked for another one has one, which
+// holds for a kind known to the scheme (a Go type: no field of want's
+// status is pruned), or when the answer kept a value of live's that want
+// set to another one (for a custom resource without a Go type, whose
+// schema may prune fields want sets).
+func learnStatusSubresource(c client.Client, gvk schema.GroupVersionKind, live, want, answer map[string]any) {
+	switch {
+	case !equalStatus(answer["status"], live["status"]):
+		subresources.Store(gvk, false)
+	case equalStatus(want["status"], live["status"]):
+	case c.Scheme().Recognizes(gvk) || keptAgainst(answer["status"], want["status"]):
+		subresources.Store(gvk, true)
+	}
+}
+
+// keptAgainst reports whether answer holds a value where want holds
+// another one (not where want holds nothing, or answer nothing).
+func keptAgainst(answer, want any) bool {
+	a, aok := answer.(map[string]any)
+	w, wok := want.(map[string]any)
+	if !aok || !wok {
+		return answer != nil && want != nil && !reflect.DeepEqual(answer, want)
+	}
+	for k, wv := range w {
+		if av, ok := a[k]; ok && keptAgainst(av, wv) {
+			return true
+		}
+	}
+	return false
+}
 
 // replacesList reports whether a merge patch sets or removes a list (which
 // a merge patch replaces whole) where base, the object it was made from,

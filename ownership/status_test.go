@@ -409,3 +409,77 @@ func TestRemovingTheWholeStatusRemovesWhatWasRead(t *testing.T) {
 		})
 	}
 }
+
+// TestCreateOrUpdateDoesNotPayForStatusItCannotWrite: CreateOrUpdate with a
+// mutate that also sets status, on a kind with a status subresource (whose
+// update ignores status), costs no dry run once it knows the kind has one,
+// even with a status that changes every call: status is not compared
+// there. The first dry run of the kind teaches it (at most one in the
+// whole test). On a kind without one, a status change is still written.
+// Through a manager's cached client held 300ms back and a counting direct
+// client.
+func TestCreateOrUpdateDoesNotPayForStatusItCannotWrite(t *testing.T) {
+	env.Require(t)
+	ctx := context.Background()
+	ns := env.Namespace(t)
+	o := owner(t, ns, "owner")
+	cc := startCached(t)
+	direct, dn := counting(t)
+	dryRuns := 0
+	for _, tc := range []struct {
+		name string
+		c    client.Client
+		n    *testapi.Counter
+	}{{"cached", cc.Client, cc.Counter}, {"direct", direct, dn}} {
+		t.Run(tc.name, func(t *testing.T) {
+			name := "w-" + tc.name
+			for i := 0; i < 6; i++ {
+				w := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+				tc.n.Reset()
+				op, err := ownership.CreateOrUpdate(ctx, tc.c, o, w, func() error {
+					w.Spec.Size = 2
+					w.Status.Phase = fmt.Sprintf("phase-%d", i) // never written by CreateOrUpdate
+					return nil
+				})
+				want := controllerutil.OperationResultNone
+				if i == 0 {
+					want = controllerutil.OperationResultCreated
+				}
+				if err != nil || op != want {
+					t.Fatalf("call %d: %s, %v; want %s", i, op, err, want)
+				}
+				if i > 0 {
+					dryRuns += tc.n.Get("DRYRUN-PUT")
+				}
+				if tc.n.Writes() != 0 && i > 0 {
+					t.Errorf("call %d: requests %s, want no write", i, tc.n)
+				}
+				t.Logf("call %d: %s, requests %s", i, op, tc.n)
+				if i == 0 && tc.name == "cached" {
+					cachedSees(t, cc, w)
+				}
+			}
+		})
+	}
+	if dryRuns > 1 {
+		t.Errorf("%d dry runs in 10 calls whose only difference is a status the update cannot write; want at most the one that learns the kind", dryRuns)
+	}
+	t.Run("a kind without a status subresource", func(t *testing.T) {
+		for i, phase := range []string{"A", "B"} {
+			u := unstructuredChild(gizmoGVK, ns, "g")
+			op, err := ownership.CreateOrUpdate(ctx, direct, o, u, func() error {
+				return unstructured.SetNestedField(u.Object, phase, "status", "phase")
+			})
+			if want := []controllerutil.OperationResult{"created", "updated"}[i]; err != nil || op != want {
+				t.Fatalf("phase %s: %s, %v; want %s", phase, op, err, want)
+			}
+		}
+		stored := unstructuredChild(gizmoGVK, ns, "g")
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(stored), stored); err != nil {
+			t.Fatal(err)
+		}
+		if phase, _, _ := unstructured.NestedString(stored.Object, "status", "phase"); phase != "B" {
+			t.Errorf("stored status.phase %q, want B", phase)
+		}
+	})
+}
