@@ -39,6 +39,11 @@ const createOnly = "1"
 // of its own: if the apply then fails, the result is updated and the error
 // says that the child was left without a controller.
 //
+// Nothing is sent when neither the child (its UID and resourceVersion as
+// read) nor what is applied (field manager, force, configuration) changed
+// since this process's last successful apply of it for this owner: the
+// result is unchanged. That memory is bounded (see docs/ownership.md).
+//
 // The result says what the API server did: created when the apply created
 // the child, unchanged when it left it as it was (its resourceVersion did
 // not move), updated otherwise. To know that through a cache that may be
@@ -85,6 +90,15 @@ func Apply(ctx context.Context, c client.Client, owner, child client.Object, fie
 	if err != nil {
 		return controllerutil.OperationResultNone, err
 	}
+	// Nothing changed since the last apply of this configuration, neither
+	// the child (its resourceVersion is the answer's) nor what is applied:
+	// the apply would change nothing.
+	config, sumErr := sum(fieldManager, o.Force, u.Object)
+	if m, ok := applied.get(key); ok && sumErr == nil && live != nil && m.sum == config &&
+		m.uid == live.GetUID() && m.rv == live.GetResourceVersion() && metav1.IsControlledBy(live, owner) {
+		object.Copy(child, live)
+		return controllerutil.OperationResultNone, nil
+	}
 	released := ""
 	for attempt := 1; ; attempt++ {
 		// lock is the child the apply is locked on: the one read, else the
@@ -109,7 +123,9 @@ func Apply(ctx context.Context, c client.Client, owner, child client.Object, fie
 		answer.SetResourceVersion(lock.rv)
 		err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(answer), applyOpts...)
 		if err == nil {
-			applied.put(key, memo{uid: answer.GetUID(), rv: answer.GetResourceVersion()})
+			if sumErr == nil {
+				applied.put(key, memo{uid: answer.GetUID(), rv: answer.GetResourceVersion(), sum: config})
+			}
 			if err := object.FromMap(answer.Object, child); err != nil {
 				return controllerutil.OperationResultNone, fmt.Errorf("ownership: %w", err)
 			}

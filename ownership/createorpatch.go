@@ -24,7 +24,8 @@ import (
 //
 // Everything but status is compared exactly and, when it differs, dry-run
 // patched first: a patch is written only when the dry run's answer differs
-// from the live object, not when the difference is only server defaults.
+// from the live object, not when the difference is only server defaults
+// (a verdict remembered as CreateOrUpdate's is).
 // Status is compared exactly and patched on the status subresource (on the
 // object itself for kinds without one: the first status write of such a
 // kind finds that out, with a request to the status subresource, and later
@@ -128,17 +129,34 @@ func patchChild(ctx context.Context, c client.Client, live, child client.Object,
 			}
 		}
 		patch := client.RawPatch(types.MergePatchType, mainPatch)
-		dry := child.DeepCopyObject().(client.Object)
-		if err := c.Patch(ctx, dry, patch, client.DryRunAll); err != nil {
-			return controllerutil.OperationResultNone, fmt.Errorf("ownership: patching %s (dry run, nothing written): %w", name, err)
+		// A dry run of this desired object on this live child found only
+		// defaults to differ before: not asked again.
+		gvk, sumErr := object.GVK(child, c.Scheme())
+		key, desired := "patch|"+childKey(gvk, child), [32]byte{}
+		if sumErr == nil {
+			desired, sumErr = sum(withoutStatus(wantMap))
 		}
-		dryMap, err := object.ToMap(dry)
-		if err != nil {
-			return controllerutil.OperationResultNone, fmt.Errorf("ownership: %s: %w", name, err)
-		}
-		if sameObject(withoutStatus(liveMap), withoutStatus(dryMap)) {
-			object.Copy(child, live) // only the server's defaults differed
+		var dry client.Object
+		if sumErr == nil && onlyDefaults(key, live, desired) {
+			object.Copy(child, live)
 		} else {
+			dry = child.DeepCopyObject().(client.Object)
+			if err := c.Patch(ctx, dry, patch, client.DryRunAll); err != nil {
+				return controllerutil.OperationResultNone, fmt.Errorf("ownership: patching %s (dry run, nothing written): %w", name, err)
+			}
+			dryMap, err := object.ToMap(dry)
+			if err != nil {
+				return controllerutil.OperationResultNone, fmt.Errorf("ownership: %s: %w", name, err)
+			}
+			if sameObject(withoutStatus(liveMap), withoutStatus(dryMap)) {
+				if sumErr == nil {
+					rememberOnlyDefaults(key, live, desired)
+				}
+				object.Copy(child, live) // only the server's defaults differed
+				dry = nil
+			}
+		}
+		if dry != nil {
 			if err := c.Patch(ctx, child, patch); err != nil {
 				return controllerutil.OperationResultNone, fmt.Errorf("ownership: patching %s: %w", name, err)
 			}

@@ -21,8 +21,12 @@ import (
 // they differ, a server-side dry run of the update tells a real change from
 // fields the API server defaults (a wholesale deploy.Spec = desired drops
 // them): only a real change is written. That costs one GET when nothing
-// differs, one GET and one dry run when only defaults differ, and one more
-// request, the update, for a real change.
+// differs (a cache read through a manager's client: no request), one GET
+// and one dry run when only defaults differ, and one more request, the
+// update, for a real change. The verdict "only defaults differ" is
+// remembered for the child's UID and resourceVersion and a digest of the
+// desired object: a converged child nobody changed costs no dry run on
+// later calls (a bounded memory, per process: see docs/ownership.md).
 //
 // CreateOrUpdate does not write status: the API server ignores the status
 // of an update for kinds with a status subresource (use [CreateOrPatch] to
@@ -88,6 +92,16 @@ func updateChild(ctx context.Context, c client.Client, live, child client.Object
 		object.Copy(child, live) // show the live state
 		return controllerutil.OperationResultNone, nil
 	}
+	// A dry run of this desired object on this live child found only
+	// defaults to differ before: not asked again.
+	key, desired, sumErr := "update|"+childKey(gvk, child), [32]byte{}, gvkErr
+	if sumErr == nil {
+		desired, sumErr = sum(compared(wantMap))
+	}
+	if sumErr == nil && onlyDefaults(key, live, desired) {
+		object.Copy(child, live)
+		return controllerutil.OperationResultNone, nil
+	}
 	dry := child.DeepCopyObject().(client.Object)
 	if err := c.Update(ctx, dry, client.DryRunAll); err != nil {
 		return controllerutil.OperationResultNone, fmt.Errorf("ownership: updating %s (dry run, nothing written): %w", name, err)
@@ -100,6 +114,9 @@ func updateChild(ctx context.Context, c client.Client, live, child client.Object
 		learnStatusSubresource(c, gvk, liveMap, wantMap, dryMap)
 	}
 	if sameObject(liveMap, dryMap) {
+		if sumErr == nil {
+			rememberOnlyDefaults(key, live, desired)
+		}
 		object.Copy(child, live) // only the server's defaults differed
 		return controllerutil.OperationResultNone, nil
 	}

@@ -11,10 +11,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// memorySize bounds each of ownership's memories (the verdicts of
-// CreateOrUpdate and CreateOrPatch, the answers of Apply): the children
-// least recently used are forgotten beyond it. An entry is a few hundred
-// bytes (its key names the child), so a full memory holds about 2 MB.
+// memorySize bounds each of ownership's two memories (the verdicts of
+// CreateOrUpdate and CreateOrPatch, the answers of Apply): beyond it, the
+// children least recently used are forgotten, and pay a dry run or an apply
+// again. An entry takes about 250 bytes whatever the child's name (keys
+// are kept as digests), so a full memory holds about 2 MB.
 const memorySize = 8192
 
 // memo is what ownership remembers of one child: the child as the API
@@ -27,28 +28,37 @@ type memo struct {
 }
 
 // memory is a bounded map, least recently used out first, safe for
-// concurrent use.
+// concurrent use. Keys are kept as digests, so that an entry's size does
+// not grow with the child's name.
 type memory struct {
 	mu    sync.Mutex
 	size  int
 	order *list.List // of *memoryItem, most recent first
-	items map[string]*list.Element
+	items map[memoryKey]*list.Element
 }
 
+// memoryKey is the digest of a key.
+type memoryKey [16]byte
+
 type memoryItem struct {
-	key string
+	key memoryKey
 	memo
 }
 
+func digest(key string) memoryKey {
+	s := sha256.Sum256([]byte(key))
+	return memoryKey(s[:16])
+}
+
 func newMemory(size int) *memory {
-	return &memory{size: size, order: list.New(), items: map[string]*list.Element{}}
+	return &memory{size: size, order: list.New(), items: map[memoryKey]*list.Element{}}
 }
 
 // get returns what is remembered of key.
 func (m *memory) get(key string) (memo, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	e, ok := m.items[key]
+	e, ok := m.items[digest(key)]
 	if !ok {
 		return memo{}, false
 	}
@@ -60,12 +70,13 @@ func (m *memory) get(key string) (memo, bool) {
 func (m *memory) put(key string, v memo) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if e, ok := m.items[key]; ok {
+	k := digest(key)
+	if e, ok := m.items[k]; ok {
 		e.Value.(*memoryItem).memo = v
 		m.order.MoveToFront(e)
 		return
 	}
-	m.items[key] = m.order.PushFront(&memoryItem{key: key, memo: v})
+	m.items[k] = m.order.PushFront(&memoryItem{key: k, memo: v})
 	for m.order.Len() > m.size {
 		last := m.order.Back()
 		m.order.Remove(last)
@@ -77,9 +88,9 @@ func (m *memory) put(key string, v memo) {
 func (m *memory) forget(key string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if e, ok := m.items[key]; ok {
+	if e, ok := m.items[digest(key)]; ok {
 		m.order.Remove(e)
-		delete(m.items, key)
+		delete(m.items, e.Value.(*memoryItem).key)
 	}
 }
 
@@ -109,4 +120,26 @@ func sum(parts ...any) ([sha256.Size]byte, error) {
 	var out [sha256.Size]byte
 	copy(out[:], h.Sum(nil))
 	return out, nil
+}
+
+// verdicts remembers, per child and call, that a dry run found only the
+// API server's defaults between the live child (its UID and
+// resourceVersion) and the desired one (a sum of it): the same question is
+// not asked again until either changes.
+var verdicts = newMemory(memorySize)
+
+// onlyDefaults reports whether a dry run found only defaults to differ
+// between live, as it is, and the desired object whose sum is s.
+func onlyDefaults(key string, live client.Object, s [sha256.Size]byte) bool {
+	m, ok := verdicts.get(key)
+	return ok && m.uid == live.GetUID() && m.rv == live.GetResourceVersion() && m.sum == s
+}
+
+// rememberOnlyDefaults remembers that a dry run found only defaults to
+// differ between live and the desired object whose sum is s.
+func rememberOnlyDefaults(key string, live client.Object, s [sha256.Size]byte) {
+	if live.GetUID() == "" || live.GetResourceVersion() == "" {
+		return
+	}
+	verdicts.put(key, memo{uid: live.GetUID(), rv: live.GetResourceVersion(), sum: s})
 }
