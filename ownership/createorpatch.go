@@ -3,9 +3,11 @@ package ownership
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	jsonpatch "github.com/evanphx/json-patch/v5"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
@@ -42,7 +44,11 @@ import (
 // resource) or changes the owner references or finalizers (lists a merge
 // patch replaces whole) carries the resourceVersion that was read and fails
 // with a conflict if another writer changed the child since. The status
-// patch follows the same rules.
+// patch follows the same rules. Every patch carries the UID read, and a
+// status-only patch on a status subresource (which ignores the UID) the
+// resourceVersion read: a patch never lands on a child deleted and created
+// again under the name since the read (another owner's, say); that is a
+// conflict to requeue on.
 //
 // At creation, status set by mutate is written by a status patch after the
 // create (the API server drops it from a create where the kind has a status
@@ -92,7 +98,7 @@ func createWithStatus(ctx context.Context, c client.Client, child client.Object,
 		if err != nil {
 			return controllerutil.OperationResultCreated, fmt.Errorf("ownership: created %s, but writing its status failed: %w", name, err)
 		}
-		if _, err := patchStatus(ctx, c, child, created["status"], want); err != nil {
+		if _, err := patchStatus(ctx, c, child, created["status"], want, false); err != nil {
 			return controllerutil.OperationResultCreated, fmt.Errorf("ownership: created %s, but writing its status failed: %w", name, err)
 		}
 	}
@@ -124,7 +130,15 @@ func patchChild(ctx context.Context, c client.Client, live, child client.Object,
 	result := controllerutil.OperationResultNone
 	if mainPatch != nil {
 		if dropsWhole || locks(mainPatch) {
-			if mainPatch, err = withResourceVersion(mainPatch, live.GetResourceVersion()); err != nil {
+			if mainPatch, err = withMetadata(mainPatch, "resourceVersion", live.GetResourceVersion()); err != nil {
+				return controllerutil.OperationResultNone, fmt.Errorf("ownership: %s: %w", name, err)
+			}
+		}
+		// The UID read: the API server refuses to change it, so the patch
+		// never lands on a child deleted and created again under the name
+		// (another owner's, say) since the read.
+		if uid := live.GetUID(); uid != "" {
+			if mainPatch, err = withMetadata(mainPatch, "uid", string(uid)); err != nil {
 				return controllerutil.OperationResultNone, fmt.Errorf("ownership: %s: %w", name, err)
 			}
 		}
@@ -142,7 +156,7 @@ func patchChild(ctx context.Context, c client.Client, live, child client.Object,
 		} else {
 			dry = child.DeepCopyObject().(client.Object)
 			if err := c.Patch(ctx, dry, patch, client.DryRunAll); err != nil {
-				return controllerutil.OperationResultNone, fmt.Errorf("ownership: patching %s (dry run, nothing written): %w", name, err)
+				return controllerutil.OperationResultNone, fmt.Errorf("ownership: patching %s (dry run, nothing written): %w", name, recreated(c, child, err))
 			}
 			dryMap, err := object.ToMap(dry)
 			if err != nil {
@@ -158,7 +172,7 @@ func patchChild(ctx context.Context, c client.Client, live, child client.Object,
 		}
 		if dry != nil {
 			if err := c.Patch(ctx, child, patch); err != nil {
-				return controllerutil.OperationResultNone, fmt.Errorf("ownership: patching %s: %w", name, err)
+				return controllerutil.OperationResultNone, fmt.Errorf("ownership: patching %s: %w", name, recreated(c, child, err))
 			}
 			if child.GetResourceVersion() != dry.GetResourceVersion() {
 				result = controllerutil.OperationResultUpdated
@@ -168,7 +182,10 @@ func patchChild(ctx context.Context, c client.Client, live, child client.Object,
 		object.Copy(child, live)
 	}
 	if statusDiffers {
-		wrote, err := patchStatus(ctx, c, child, liveMap["status"], wantStatus)
+		// Without a write of the object just now, which checked the UID,
+		// the status patch is locked on the resourceVersion read: the status
+		// subresource ignores a UID in the patch.
+		wrote, err := patchStatus(ctx, c, child, liveMap["status"], wantStatus, result != controllerutil.OperationResultUpdated)
 		if err != nil {
 			if result == controllerutil.OperationResultUpdated {
 				return result, fmt.Errorf("ownership: patched %s, but patching its status failed: %w", name, err)
@@ -198,15 +215,33 @@ func locks(patch []byte) bool {
 	return refs || fins
 }
 
-func withResourceVersion(patch []byte, rv string) ([]byte, error) {
+// withMetadata sets metadata.<field> in a merge patch.
+func withMetadata(patch []byte, field, value string) ([]byte, error) {
 	var p map[string]any
 	if err := json.Unmarshal(patch, &p); err != nil {
 		return nil, err
 	}
-	if err := unstructured.SetNestedField(p, rv, "metadata", "resourceVersion"); err != nil {
+	if err := unstructured.SetNestedField(p, value, "metadata", field); err != nil {
 		return nil, err
 	}
 	return json.Marshal(p)
+}
+
+// recreated turns the API server's refusal of a patch for its
+// metadata.uid (the child under the name is another one, created since
+// the read) into a conflict to requeue on; other errors are returned as
+// they are.
+func recreated(c client.Client, child client.Object, err error) error {
+	var status apierrors.APIStatus
+	if !apierrors.IsInvalid(err) || !errors.As(err, &status) || status.Status().Details == nil {
+		return err
+	}
+	for _, cause := range status.Status().Details.Causes {
+		if cause.Field == "metadata.uid" {
+			return conflict(c, child, fmt.Errorf("it was deleted and created again since it was read: %w", err))
+		}
+	}
+	return err
 }
 
 // overlay applies set onto base as a JSON merge patch would: the fields of

@@ -51,7 +51,10 @@
 // ConfigMap's data). A merge patch replaces a list whole, so a patch that
 // changes the owner references or the finalizers, or removes another object
 // whole (a struct, a custom resource's map), carries the resourceVersion
-// read and is a conflict if another writer changed the child since. Status is
+// read and is a conflict if another writer changed the child since. Its
+// patches carry the UID read (a status-only patch on a status subresource,
+// which ignores it, the resourceVersion read): a child deleted and created
+// again since the read is a conflict, never written. Status is
 // compared exactly and patched on the status subresource (on the object for
 // kinds without one), without a dry run: only what mutate changed, under the
 // same lock when the patch replaces a list (conditions). Results are controllerutil's:

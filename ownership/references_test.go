@@ -3,10 +3,12 @@ package ownership_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -142,5 +144,81 @@ func TestReferencesTheGarbageCollectorWouldMisreadAreRefused(t *testing.T) {
 	cluster := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Name: "o", UID: "2"}}
 	if ok, err := ownership.SetControllerReference(cluster, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "b", Name: "c"}}, env.Scheme); !ok || err != nil {
 		t.Errorf("cluster-scoped owner: %v, %v", ok, err)
+	}
+}
+
+// TestARecreatedChildOfAnotherOwnerIsNotWritten: our child was deleted and
+// created again by another owner while the cache (held 300ms back) still
+// shows ours: a write based on that read must not land on the other
+// owner's child (a conflict to requeue on, or its *AlreadyOwnedError),
+// for CreateOrUpdate, CreateOrPatch and Apply.
+func TestARecreatedChildOfAnotherOwnerIsNotWritten(t *testing.T) {
+	env.Require(t)
+	ctx := context.Background()
+	cc := startCached(t)
+	ns := env.Namespace(t)
+	a, b := owner(t, ns, "a"), owner(t, ns, "b")
+	for _, fn := range allFns {
+		t.Run(fn.name, func(t *testing.T) {
+			name := "cm-" + strings.ToLower(fn.name)
+			cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+			if _, err := fn.fn(ctx, env.Client, a, cm, func() error { cm.Data = map[string]string{"k": "a1"}; return nil }); err != nil {
+				t.Fatal(err)
+			}
+			cachedSees(t, cc, cm)
+			if err := env.Client.Delete(ctx, cm); err != nil {
+				t.Fatal(err)
+			}
+			theirs := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+			if _, err := ownership.CreateOrUpdate(ctx, env.Client, b, theirs, func() error { theirs.Data = map[string]string{"k": "b"}; return nil }); err != nil {
+				t.Fatal(err)
+			}
+			cm = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+			op, err := fn.fn(ctx, cc.Client, a, cm, func() error { cm.Data = map[string]string{"k": "a2"}; return nil })
+			var got corev1.ConfigMap
+			if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &got); err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("%s, %v; stored %v, owners %v", op, err, got.Data, got.OwnerReferences)
+			if got.Data["k"] != "b" || !metav1.IsControlledBy(&got, b) {
+				t.Errorf("the other owner's child was written: %v, owners %v (%s, %v)", got.Data, got.OwnerReferences, op, err)
+			}
+			var aoe *ownership.AlreadyOwnedError
+			if err == nil || !apierrors.IsConflict(err) && !errors.As(err, &aoe) {
+				t.Errorf("%s, %v; want a conflict or an *AlreadyOwnedError", op, err)
+			}
+		})
+	}
+}
+
+// TestARecreatedChildsStatusIsNotWritten: the same for a status-only
+// change of CreateOrPatch, which the status subresource would take whatever
+// UID the patch carries: it is locked on the resourceVersion read.
+func TestARecreatedChildsStatusIsNotWritten(t *testing.T) {
+	env.Require(t)
+	ctx := context.Background()
+	cc := startCached(t)
+	ns := env.Namespace(t)
+	a, b := owner(t, ns, "a"), owner(t, ns, "b")
+	w := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "w"}}
+	if _, err := ownership.CreateOrPatch(ctx, env.Client, a, w, func() error { w.Status.Phase = "a1"; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	cachedSees(t, cc, w)
+	if err := env.Client.Delete(ctx, w); err != nil {
+		t.Fatal(err)
+	}
+	theirs := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "w"}}
+	if _, err := ownership.CreateOrPatch(ctx, env.Client, b, theirs, func() error { theirs.Status.Phase = "b"; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	w = &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "w"}}
+	op, err := ownership.CreateOrPatch(ctx, cc.Client, a, w, func() error { w.Status.Phase = "a2"; return nil })
+	var got testapi.Widget
+	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "w"}, &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Status.Phase != "b" || !apierrors.IsConflict(err) {
+		t.Errorf("%s, %v; stored phase %q: want a conflict and the other owner's status kept", op, err, got.Status.Phase)
 	}
 }

@@ -23,11 +23,15 @@ import (
 // are in the patch, so another writer's changes to the others survive a
 // stale read, and a map removed whole removes the keys read (see
 // removeOnlyKeysRead). A patch that replaces or removes a list (conditions,
-// say), or removes another object whole, is locked: it carries child's resourceVersion, and when child's status is no
-// longer base (another writer changed it since the read) it is a conflict
-// error without a request. It reports whether the status changed on the
+// say), or removes another object whole, is locked: it carries child's
+// resourceVersion, and when child's status is no longer base (another
+// writer changed it since the read) it is a conflict error without a
+// request. With lock, the patch never lands on a child deleted and created
+// again under the name since child was read: it carries child's UID, which
+// the object checks, and, on a status subresource, which ignores a UID,
+// child's resourceVersion. It reports whether the status changed on the
 // server.
-func patchStatus(ctx context.Context, c client.Client, child client.Object, base, want any) (bool, error) {
+func patchStatus(ctx context.Context, c client.Client, child client.Object, base, want any, lock bool) (bool, error) {
 	have, err := object.ToMap(child)
 	if err != nil {
 		return false, err
@@ -62,20 +66,29 @@ func patchStatus(ctx context.Context, c client.Client, child client.Object, base
 			return false, err
 		}
 	}
-	if dropsWhole || replacesList(parsed, map[string]any{"status": base}) {
-		if !equalStatus(have["status"], base) {
-			return false, conflict(c, child, errors.New("its status changed since it was read, and the status patch replaces a list or removes an object"))
+	gvk, gvkErr := object.GVK(child, c.Scheme())
+	has, known := statusSubresource(gvk)
+	onObject := known && !has && gvkErr == nil
+	lists := dropsWhole || replacesList(parsed, map[string]any{"status": base})
+	if lists && !equalStatus(have["status"], base) {
+		return false, conflict(c, child, errors.New("its status changed since it was read, and the status patch replaces a list or removes an object"))
+	}
+	if lock && child.GetUID() != "" {
+		// Checked on the object itself, ignored by a status subresource.
+		if data, err = withMetadata(data, "uid", string(child.GetUID())); err != nil {
+			return false, err
 		}
-		if data, err = withResourceVersion(data, child.GetResourceVersion()); err != nil {
+	}
+	if lists || lock && !onObject {
+		if data, err = withMetadata(data, "resourceVersion", child.GetResourceVersion()); err != nil {
 			return false, err
 		}
 	}
 	rv := child.GetResourceVersion()
 	patch := client.RawPatch(types.MergePatchType, data)
-	gvk, gvkErr := object.GVK(child, c.Scheme())
-	if has, known := statusSubresource(gvk); known && !has && gvkErr == nil {
+	if onObject {
 		if err := c.Patch(ctx, child, patch); err != nil {
-			return false, err
+			return false, recreated(c, child, err)
 		}
 		if child.GetResourceVersion() != rv {
 			return true, nil
@@ -89,7 +102,7 @@ func patchStatus(ctx context.Context, c client.Client, child client.Object, base
 		}
 		// No status subresource (or no object: then this fails too).
 		if err := c.Patch(ctx, child, patch); err != nil {
-			return false, err
+			return false, recreated(c, child, err)
 		}
 		if gvkErr == nil {
 			subresources.Store(gvk, false)
