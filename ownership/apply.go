@@ -2,6 +2,7 @@ package ownership
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -15,19 +16,51 @@ import (
 	"github.com/steadyk8s/steady/internal/observe"
 )
 
+// applied remembers, per child and owner, Apply's last successful answer
+// (UID and resourceVersion) and a sum of the configuration it applied.
+var applied = newMemory(memorySize)
+
+// createOnly is the resourceVersion of an apply that must create the
+// child: server-side apply ignores the resourceVersion when it creates, and
+// refuses one that is not the child's with a conflict when the child
+// exists. No stored object has it: it is etcd's first revision, written
+// before any child can be.
+const createOnly = "1"
+
 // Apply makes owner the controller of child and server-side applies child
 // with the given field manager: only the fields child sets are owned and
-// compared, so applying the same child again changes nothing. It reports
-// whether the child was created, updated or left unchanged (its
-// resourceVersion did not move). On success child holds the API server's
-// answer. Besides owner's controller reference, the child's non-controller
-// owner references are applied ([SetOwnerReference]); a controller
-// reference of another owner on child is not. A field this manager applied
-// before and child no longer sets is
+// compared, so applying the same child again changes nothing. On success
+// child holds the API server's answer. Besides owner's controller
+// reference, the child's non-controller owner references are applied
+// ([SetOwnerReference]); a controller reference of another owner on child
+// is not. A field this manager applied before and child no longer sets is
 // removed by the API server (server-side apply's ownership rules). With
 // [Adopt]{}, the other controller's reference is removed first, by a patch
 // of its own: if the apply then fails, the result is updated and the error
 // says that the child was left without a controller.
+//
+// Nothing is sent when neither the child (its UID and resourceVersion as
+// read) nor what is applied (field manager, force, configuration) changed
+// since this process's last successful apply of it for this owner: the
+// result is unchanged. That memory is bounded (see docs/ownership.md).
+//
+// The result says what the API server did: created when the apply created
+// the child, unchanged when it left it as it was (its resourceVersion did
+// not move), updated otherwise. To know that through a cache that may be
+// behind, the apply is locked: it carries the resourceVersion read, or,
+// for a child the read did not find, one no stored object has, so that it
+// can only create. A lock that no longer holds (the read was stale: a cache
+// behind another writer, or that has not seen the child yet) is a conflict:
+// the child is then read again, through [WithAPIReader]'s reader when given
+// (one GET), else through the client until it shows a newer child (backing
+// off, about 2.5 seconds at most), checked (another controller's child is
+// an [*AlreadyOwnedError]) and applied again, at most 3 times in all. A
+// child the client does not show is read through the API reader first
+// when one is given; without one, Apply's own last answer for this child
+// and owner, if it remembers one, is the lock (a child it created a moment
+// ago). The read is of child's type, so a typed child is read from a
+// manager's cache; an unstructured one is read from the API server unless
+// the manager's client caches unstructured objects.
 func Apply(ctx context.Context, c client.Client, owner, child client.Object, fieldManager string, opts ...ApplyOption) (controllerutil.OperationResult, error) {
 	o := ApplyOptions{}
 	for _, opt := range opts {
@@ -42,41 +75,99 @@ func Apply(ctx context.Context, c client.Client, owner, child client.Object, fie
 		return controllerutil.OperationResultNone, fmt.Errorf("ownership: %w", err)
 	}
 	name := object.Describe(child, c.Scheme())
-	live := &unstructured.Unstructured{}
-	live.SetGroupVersionKind(gvk)
-	rv, released := "", ""
-	if err := c.Get(ctx, client.ObjectKeyFromObject(child), live); err == nil {
-		rv = live.GetResourceVersion()
-		if cur := metav1.GetControllerOfNoCopy(live); cur != nil && cur.UID != owner.GetUID() {
-			if !o.Adopt {
-				return controllerutil.OperationResultNone, &AlreadyOwnedError{Child: name,
-					Owner: object.Describe(owner, c.Scheme()), Controller: controllerName(cur)}
-			}
-			if err := release(ctx, c, live, cur.UID); err != nil {
-				return controllerutil.OperationResultNone, err
-			}
-			released = controllerName(cur)
-		}
-	} else if !apierrors.IsNotFound(err) {
-		return controllerutil.OperationResultNone, fmt.Errorf("ownership: reading %s: %w", name, err)
+	u, err := applyConfiguration(c, owner, child)
+	if err != nil {
+		return controllerutil.OperationResultNone, err
+	}
+	u.SetGroupVersionKind(gvk)
+	key := childKey(gvk, child) + "|" + string(owner.GetUID())
+	applyOpts := []client.ApplyOption{client.FieldOwner(fieldManager)}
+	if o.Force {
+		applyOpts = append(applyOpts, client.ForceOwnership)
 	}
 
+	live, err := readForApply(ctx, c, o.APIReader, child, name, nil, nil)
+	if err != nil {
+		return controllerutil.OperationResultNone, err
+	}
+	// Nothing changed since the last apply of this configuration, neither
+	// the child (its resourceVersion is the answer's) nor what is applied:
+	// the apply would change nothing.
+	config, sumErr := sum(fieldManager, o.Force, u.Object)
+	if m, ok := applied.get(key); ok && sumErr == nil && live != nil && m.sum == config &&
+		m.uid == live.GetUID() && m.rv == live.GetResourceVersion() && metav1.IsControlledBy(live, owner) {
+		object.Copy(child, live)
+		return controllerutil.OperationResultNone, nil
+	}
+	released := ""
+	for attempt := 1; ; attempt++ {
+		// lock is the child the apply is locked on: the one read, else the
+		// one Apply's last answer showed, else none (create only).
+		lock := memo{rv: createOnly}
+		if live != nil {
+			if cur := metav1.GetControllerOfNoCopy(live); cur != nil && cur.UID != owner.GetUID() {
+				if !o.Adopt {
+					return resultAfterRelease(released), &AlreadyOwnedError{Child: name,
+						Owner: object.Describe(owner, c.Scheme()), Controller: controllerName(cur)}
+				}
+				if err := release(ctx, c, live, cur.UID); err != nil {
+					return resultAfterRelease(released), err
+				}
+				released = controllerName(cur)
+			}
+			lock = memo{uid: live.GetUID(), rv: live.GetResourceVersion()}
+		} else if m, ok := applied.get(key); ok {
+			lock = m
+		}
+		answer := u.DeepCopy()
+		answer.SetResourceVersion(lock.rv)
+		err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(answer), applyOpts...)
+		if err == nil {
+			if sumErr == nil {
+				applied.put(key, memo{uid: answer.GetUID(), rv: answer.GetResourceVersion(), sum: config})
+			}
+			if err := object.FromMap(answer.Object, child); err != nil {
+				return controllerutil.OperationResultNone, fmt.Errorf("ownership: %w", err)
+			}
+			return applyResult(lock, answer, released != ""), nil
+		}
+		if staleLock(err) {
+			applied.forget(key)
+			if attempt < maxAttempts {
+				if live, err = readForApply(ctx, c, o.APIReader, child, name, &lock, err); err != nil {
+					return resultAfterRelease(released), err
+				}
+				continue
+			}
+		}
+		if released != "" {
+			return controllerutil.OperationResultUpdated, fmt.Errorf("ownership: removed the controller reference of %s from %s, but applying it failed (it has no controller now): %w",
+				released, name, err)
+		}
+		return controllerutil.OperationResultNone, fmt.Errorf("ownership: applying %s: %w", name, err)
+	}
+}
+
+// applyConfiguration is what Apply sends: child without status and the
+// metadata the API server owns, with owner's controller reference and
+// child's other non-controller references.
+func applyConfiguration(c client.Client, owner, child client.Object) (*unstructured.Unstructured, error) {
+	name := object.Describe(child, c.Scheme())
 	if err := object.NormalizeJSON(child); err != nil {
-		return controllerutil.OperationResultNone, fmt.Errorf("ownership: %s: %w", name, err)
+		return nil, fmt.Errorf("ownership: %s: %w", name, err)
 	}
 	m, err := object.ToMap(child)
 	if err != nil {
-		return controllerutil.OperationResultNone, fmt.Errorf("ownership: %w", err)
+		return nil, fmt.Errorf("ownership: %w", err)
 	}
 	u := &unstructured.Unstructured{Object: m}
 	delete(u.Object, "status")
 	for _, f := range append(serverMetadata, "ownerReferences") {
 		unstructured.RemoveNestedField(u.Object, "metadata", f)
 	}
-	u.SetGroupVersionKind(gvk)
 	ref, err := reference(owner, c.Scheme(), true)
 	if err != nil {
-		return controllerutil.OperationResultNone, err
+		return nil, err
 	}
 	refs := []metav1.OwnerReference{ref}
 	for _, r := range child.GetOwnerReferences() {
@@ -85,35 +176,106 @@ func Apply(ctx context.Context, c client.Client, owner, child client.Object, fie
 		}
 	}
 	u.SetOwnerReferences(refs)
-	applyOpts := []client.ApplyOption{client.FieldOwner(fieldManager)}
-	if o.Force {
-		applyOpts = append(applyOpts, client.ForceOwnership)
-	}
-	if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), applyOpts...); err != nil {
-		if released != "" {
-			return controllerutil.OperationResultUpdated, fmt.Errorf("ownership: removed the controller reference of %s from %s, but applying it failed (it has no controller now): %w",
-				released, name, err)
+	return u, nil
+}
+
+// readForApply reads the child into a new object of its type (typed: from
+// a manager's cache), or nil when there is none. A child c does not show
+// is read through apiReader when given. With stale, the lock of an apply
+// that answered a conflict, it reads again: through apiReader when given,
+// else through c until it shows a child other than the lock's (backing
+// off; conflict, the apply's error, when it does not).
+func readForApply(ctx context.Context, c client.Client, apiReader client.Reader, child client.Object, name string, stale *memo, conflict error) (client.Object, error) {
+	key := client.ObjectKeyFromObject(child)
+	get := func(r client.Reader) (client.Object, error) {
+		live := object.EmptyLike(child)
+		if err := r.Get(ctx, key, live); err != nil {
+			if apierrors.IsNotFound(err) {
+				return nil, nil
+			}
+			return nil, fmt.Errorf("ownership: reading %s: %w", name, err)
 		}
-		return controllerutil.OperationResultNone, fmt.Errorf("ownership: applying %s: %w", name, err)
+		return live, nil
 	}
-	if err := object.FromMap(u.Object, child); err != nil {
-		return controllerutil.OperationResultNone, fmt.Errorf("ownership: %w", err)
+	if apiReader != nil && stale != nil {
+		return get(apiReader)
 	}
+	live, err := get(c)
+	if err != nil || stale == nil {
+		if err == nil && live == nil && apiReader != nil {
+			return get(apiReader)
+		}
+		return live, err
+	}
+	// The lock failed: the child exists, and not as the lock had it (a
+	// child that is gone takes any lock as a create).
+	newer := func(live client.Object) bool {
+		return live != nil && (live.GetUID() != stale.uid || live.GetResourceVersion() != stale.rv)
+	}
+	for _, d := range staleReadBackoff {
+		if newer(live) {
+			return live, nil
+		}
+		if err := sleep(ctx, d); err != nil {
+			return nil, fmt.Errorf("ownership: reading %s again: %w", name, err)
+		}
+		if live, err = get(c); err != nil {
+			return nil, err
+		}
+	}
+	if newer(live) {
+		return live, nil
+	}
+	return nil, fmt.Errorf("ownership: applying %s: it changed since it was read, and the client did not show it in %d reads (ownership.WithAPIReader reads it from the API server): %w",
+		name, len(staleReadBackoff)+1, conflict)
+}
+
+// staleLock reports whether err is the conflict of an apply whose
+// resourceVersion is no longer the child's (not a conflict with another
+// field manager).
+func staleLock(err error) bool {
+	if !apierrors.IsConflict(err) {
+		return false
+	}
+	var status apierrors.APIStatus
+	if errors.As(err, &status) {
+		if d := status.Status().Details; d != nil {
+			for _, c := range d.Causes {
+				if c.Type == metav1.CauseTypeFieldManagerConflict {
+					return false
+				}
+			}
+		}
+	}
+	return true
+}
+
+// applyResult says what the API server did with an apply locked on lock
+// that succeeded.
+func applyResult(lock memo, answer *unstructured.Unstructured, released bool) controllerutil.OperationResult {
 	switch {
-	case rv == "":
-		return controllerutil.OperationResultCreated, nil
-	case rv == u.GetResourceVersion():
-		return controllerutil.OperationResultNone, nil
+	case lock.rv == createOnly || answer.GetUID() != lock.uid:
+		// Only a create takes a lock that is not the child's.
+		return controllerutil.OperationResultCreated
+	case released || answer.GetResourceVersion() != lock.rv:
+		return controllerutil.OperationResultUpdated
 	default:
-		return controllerutil.OperationResultUpdated, nil
+		return controllerutil.OperationResultNone
 	}
+}
+
+func resultAfterRelease(released string) controllerutil.OperationResult {
+	if released != "" {
+		return controllerutil.OperationResultUpdated
+	}
+	return controllerutil.OperationResultNone
 }
 
 // release drops the controller reference with the given UID from live, under
 // optimistic locking, so that another owner's reference is only removed by an
-// explicit adoption.
-func release(ctx context.Context, c client.Client, live *unstructured.Unstructured, uid types.UID) error {
-	before := live.DeepCopy()
+// explicit adoption. live receives the answer.
+func release(ctx context.Context, c client.Client, live client.Object, uid types.UID) error {
+	before := live.DeepCopyObject().(client.Object)
 	var kept []metav1.OwnerReference
 	for _, r := range live.GetOwnerReferences() {
 		if r.UID != uid {

@@ -25,23 +25,36 @@
 // (client.DryRunAll) asks the API server what it would store, and the
 // write happens only when that differs from the live object. Cost per call:
 // one GET when nothing differs; one GET and one dry run when only defaults
-// differ (the steady state of a wholesale mutate); one more request, the
-// write, for a real change. Through a manager's cached client the GET is a
-// cache read.
+// differ; one more request, the write, for a real change. Through a
+// manager's cached client the GET is a cache read. The dry run's verdict
+// "only defaults differ" is remembered per child (UID and resourceVersion)
+// and desired object (a digest), so a converged child that nobody changed
+// costs no request at all through a manager's cached client; any change of
+// the child or of the desired state asks again. [Apply] likewise sends
+// nothing when neither the child nor what it applies changed since its last
+// apply. Both memories are bounded (8192 children each, least recently used
+// forgotten first).
 //
 // # Writes, stale reads and other writers
 //
 // CreateOrUpdate sends the whole object with the resourceVersion it read:
 // a child changed since (a stale cache) is a conflict error to requeue on,
 // never an overwrite. It writes status only with the object, for kinds
-// without a status subresource.
+// without a status subresource; for kinds with one it does not compare
+// status either (it cannot write it: use CreateOrPatch).
 //
 // CreateOrPatch sends a JSON merge patch of the difference between the live
 // object and the mutated child, removals as nulls: fields mutate did not
 // change are not in it, so another writer's changes to them survive even a
-// stale read. A merge patch replaces a list whole, so a patch that changes
-// the owner references or the finalizers carries the resourceVersion read
-// and is a conflict if another writer changed the child since. Status is
+// stale read. A map dropped whole is removed key by key, the keys read,
+// where the child's Go type says it is a map (labels, annotations, a
+// ConfigMap's data). A merge patch replaces a list whole, so a patch that
+// changes the owner references or the finalizers, or removes another object
+// whole (a struct, a custom resource's map), carries the resourceVersion
+// read and is a conflict if another writer changed the child since. Its
+// patches carry the UID read (a status-only patch on a status subresource,
+// which ignores it, the resourceVersion read): a child deleted and created
+// again since the read is a conflict, never written. Status is
 // compared exactly and patched on the status subresource (on the object for
 // kinds without one), without a dry run: only what mutate changed, under the
 // same lock when the patch replaces a list (conditions). Results are controllerutil's:
@@ -63,7 +76,10 @@
 // call that takes them: [Adopt] (CreateOrUpdate, CreateOrPatch, Apply,
 // SetControllerReference) and [Force] (Apply).
 //
-// [Apply] is the server-side-apply variant, idempotent by construction;
+// [Apply] is the server-side-apply variant, idempotent by construction,
+// whose result says what the API server did (its apply is locked on the
+// resourceVersion read, so a stale cache read is read again, not taken for
+// the state the apply changed);
 // [SetOwnerReference] and [RemoveOwnerReference] handle non-controller
 // references; [ListChildren] lists an owner's children of one kind through
 // the indexer package's controller-owner index when the reader has it, and

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/scheme"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
@@ -116,4 +117,24 @@ func ExampleListChildren() {
 	for _, cm := range children.Items {
 		fmt.Println(cm.Name)
 	}
+}
+
+// WithAPIReader reads a child the manager's cache has not seen yet (a
+// create that answers AlreadyExists) from the API server, one GET, and goes
+// on as an update, instead of returning the error.
+func ExampleWithAPIReader() {
+	var (
+		ctx context.Context
+		mgr ctrl.Manager
+		app client.Object
+	)
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: app.GetNamespace(), Name: app.GetName() + "-settings"}}
+	op, err := ownership.CreateOrUpdate(ctx, mgr.GetClient(), app, cm, func() error {
+		cm.Data = map[string]string{"mode": "production"}
+		return nil
+	}, ownership.WithAPIReader{Reader: mgr.GetAPIReader()})
+	if err != nil {
+		return
+	}
+	fmt.Println(op)
 }

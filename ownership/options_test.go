@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
 	"github.com/steadyk8s/steady/ownership"
 )
 
@@ -15,6 +17,8 @@ var (
 	_ ownership.ApplyOption                  = ownership.Adopt{}
 	_ ownership.SetControllerReferenceOption = ownership.Adopt{}
 	_ ownership.ApplyOption                  = ownership.Force{}
+	_ ownership.CreateOrUpdateOption         = ownership.WithAPIReader{}
+	_ ownership.CreateOrPatchOption          = ownership.WithAPIReader{}
 )
 
 func TestOptions(t *testing.T) {
@@ -36,8 +40,17 @@ func TestOptions(t *testing.T) {
 	if !a.Force {
 		t.Error("Force{} did not set Force")
 	}
+	r := fakeReader{}
+	ownership.WithAPIReader{Reader: r}.ApplyToCreateOrUpdate(&u)
+	ownership.WithAPIReader{Reader: r}.ApplyToCreateOrPatch(&p)
+	if u.APIReader != r || p.APIReader != r {
+		t.Errorf("WithAPIReader: %+v %+v", u, p)
+	}
 	msg := (&ownership.AlreadyOwnedError{Child: "ConfigMap ns/c", Owner: "Widget ns/b", Controller: "Widget a"}).Error()
 	if !strings.Contains(msg, "ownership.Adopt{}") {
 		t.Errorf("the error does not name the option as it is spelled now: %s", msg)
 	}
 }
+
+// fakeReader is a client.Reader to compare by identity.
+type fakeReader struct{ client.Reader }

@@ -319,3 +319,123 @@ func seeded(t *testing.T) *rand.Rand {
 	t.Logf("seed %d (STEADY_SEED=%d replays it)", seed, seed)
 	return rand.New(rand.NewSource(seed))
 }
+
+// TestPropertyMemoryNeverHidesAChange: random interleavings, through a
+// manager's cached client held 300ms back, of our calls (CreateOrUpdate,
+// CreateOrPatch, Apply with Force), changes of the desired state, and
+// other writers' changes of the child (a field we set, a defaulted field
+// we leave to the server, a label of theirs). After every call the stored
+// child is as the call wants it (the memory of converged children hid no
+// change); the result is updated exactly when the call moved the child's
+// resourceVersion; and a call that follows a converged call with nothing
+// changed costs no request. The seed is logged; STEADY_SEED replays one.
+func TestPropertyMemoryNeverHidesAChange(t *testing.T) {
+	env.Require(t)
+	r := seeded(t)
+	ctx := context.Background()
+	cc := startCached(t)
+	ns := env.Namespace(t)
+	o := owner(t, ns, "owner")
+	forceApply := func(ctx context.Context, c client.Client, o, child client.Object, f ownership.MutateFn, _ ...option) (controllerutil.OperationResult, error) {
+		if err := f(); err != nil {
+			return controllerutil.OperationResultNone, err
+		}
+		return ownership.Apply(ctx, c, o, child, "steady-test", ownership.Force{})
+	}
+	for _, fn := range append(append([]fnCase{}, fns...), fnCase{"Apply", forceApply}) {
+		t.Run(fn.name, func(t *testing.T) {
+			name := "p-" + map[string]string{"CreateOrUpdate": "u", "CreateOrPatch": "p", "Apply": "a"}[fn.name]
+			key := client.ObjectKey{Namespace: ns, Name: name}
+			image, replicas := "nginx:1", int32(1)
+			mutate := func(d *appsv1.Deployment) ownership.MutateFn {
+				return func() error {
+					_ = deployment(d, image)()
+					d.Spec.Replicas = new(replicas)
+					return nil
+				}
+			}
+			live := func() *appsv1.Deployment {
+				t.Helper()
+				var d appsv1.Deployment
+				if err := env.Client.Get(ctx, key, &d); err != nil {
+					t.Fatal(err)
+				}
+				return &d
+			}
+			theirs := func(change func(*appsv1.Deployment)) {
+				t.Helper()
+				d := live()
+				change(d)
+				if err := env.Client.Update(ctx, d); err != nil {
+					t.Fatal(err)
+				}
+				cachedSees(t, cc, d)
+			}
+			converged := false
+			for step := 0; step < 30; step++ {
+				var what string
+				switch a := r.Intn(6); {
+				case step == 0 || a <= 1:
+					what = "nothing changed"
+				case a == 2:
+					image, replicas = fmt.Sprintf("nginx:%d", 1+r.Intn(3)), int32(1+r.Intn(3))
+					what = fmt.Sprintf("desired %s x%d", image, replicas)
+					converged = false
+				case a == 3:
+					img := fmt.Sprintf("nginx:%d", 1+r.Intn(3))
+					theirs(func(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers[0].Image = img })
+					what = "their image " + img
+					converged = false
+				case a == 4:
+					theirs(func(d *appsv1.Deployment) { d.Spec.RevisionHistoryLimit = new(int32(3 + r.Intn(3))) })
+					what = "their revisionHistoryLimit"
+					converged = false
+				default:
+					theirs(func(d *appsv1.Deployment) { d.Labels = map[string]string{"theirs": strconv.Itoa(r.Intn(3))} })
+					what = "their label"
+					converged = false
+				}
+				before := ""
+				var got appsv1.Deployment
+				if err := env.Client.Get(ctx, key, &got); err == nil {
+					before = got.ResourceVersion
+				}
+				d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+				cc.Counter.Reset()
+				op, err := fn.fn(ctx, cc.Client, o, d, mutate(d))
+				if err != nil {
+					t.Fatalf("step %d (%s): %v", step, what, err)
+				}
+				requests := cc.Counter.String()
+				after := live()
+				wantOp := controllerutil.OperationResultNone
+				switch {
+				case before == "":
+					wantOp = controllerutil.OperationResultCreated
+				case after.ResourceVersion != before:
+					wantOp = controllerutil.OperationResultUpdated
+				}
+				if op != wantOp {
+					t.Errorf("step %d (%s): %s, but the resourceVersion went %q -> %q (requests %s)", step, what, op, before, after.ResourceVersion, requests)
+				}
+				c := after.Spec.Template.Spec.Containers[0]
+				if c.Image != image || *after.Spec.Replicas != replicas || !metav1.IsControlledBy(after, o) {
+					t.Errorf("step %d (%s): stored %s x%d, want %s x%d: a change is hidden (%s, requests %s)",
+						step, what, c.Image, *after.Spec.Replicas, image, replicas, op, requests)
+				}
+				if fn.name != "Apply" && *after.Spec.RevisionHistoryLimit != 10 {
+					t.Errorf("step %d (%s): stored revisionHistoryLimit %d, want the default 10 (a wholesale spec): a change is hidden (%s, requests %s)",
+						step, what, *after.Spec.RevisionHistoryLimit, op, requests)
+				}
+				if converged && requests != "" {
+					t.Errorf("step %d (%s): a converged child cost requests %s", step, what, requests)
+				}
+				t.Logf("step %d: %s: %s, requests %q", step, what, op, requests)
+				if op != controllerutil.OperationResultNone {
+					cachedSees(t, cc, after)
+				}
+				converged = op == controllerutil.OperationResultNone
+			}
+		})
+	}
+}

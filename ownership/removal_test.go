@@ -57,13 +57,6 @@ var forms = []form{
 	}},
 }
 
-type fnCase struct {
-	name string
-	fn   createOr
-}
-
-var fns = []fnCase{{"CreateOrUpdate", createOrUpdate}, {"CreateOrPatch", createOrPatch}}
-
 func webSpec(name string, paused bool, replicas int32, podAnnotations map[string]string) appsv1.DeploymentSpec {
 	labels := map[string]string{"app": name}
 	return appsv1.DeploymentSpec{

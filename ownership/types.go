@@ -1,6 +1,10 @@
 package ownership
 
-import "fmt"
+import (
+	"fmt"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
 
 // AlreadyOwnedError is returned when the child has another controller.
 type AlreadyOwnedError struct {
@@ -34,6 +38,10 @@ func (e *InvalidOwnerError) Error() string {
 type CreateOrUpdateOptions struct {
 	// Adopt takes over a child controlled by another owner.
 	Adopt bool
+	// APIReader reads the child from the API server when the client's
+	// read proved stale (nil: read the client again, a bounded number of
+	// times).
+	APIReader client.Reader
 }
 
 // CreateOrUpdateOption configures [CreateOrUpdate].
@@ -46,6 +54,10 @@ type CreateOrUpdateOption interface {
 type CreateOrPatchOptions struct {
 	// Adopt takes over a child controlled by another owner.
 	Adopt bool
+	// APIReader reads the child from the API server when the client's
+	// read proved stale (nil: read the client again, a bounded number of
+	// times).
+	APIReader client.Reader
 }
 
 // CreateOrPatchOption configures [CreateOrPatch].
@@ -59,6 +71,10 @@ type ApplyOptions struct {
 	Adopt bool
 	// Force takes over fields owned by other field managers.
 	Force bool
+	// APIReader reads the child from the API server when the client's
+	// read did not find it or proved stale (nil: read the client again, a
+	// bounded number of times).
+	APIReader client.Reader
 }
 
 // ApplyOption configures [Apply].
@@ -102,7 +118,34 @@ type Force struct{}
 // ApplyToApply implements [ApplyOption].
 func (Force) ApplyToApply(o *ApplyOptions) { o.Force = true }
 
+// WithAPIReader gives [CreateOrUpdate], [CreateOrPatch] and [Apply] a
+// reader that reads from the API server, not from a cache: a manager's
+// GetAPIReader(). A cached client may not have seen a child created or
+// changed a moment ago; when a write shows that (a create answers
+// AlreadyExists, an apply's lock a conflict), the child is read again
+// through Reader, one GET, and the call goes on with what it found. Apply
+// also reads through it a child the client does not show. Without it, the
+// cached client is read again a bounded number of times (backing off, for
+// about 2.5 seconds at most) until it shows the child. Nothing is read
+// through Reader on the common path.
+type WithAPIReader struct {
+	// Reader reads from the API server.
+	Reader client.Reader
+}
+
+// ApplyToCreateOrUpdate implements [CreateOrUpdateOption].
+func (w WithAPIReader) ApplyToCreateOrUpdate(o *CreateOrUpdateOptions) { o.APIReader = w.Reader }
+
+// ApplyToCreateOrPatch implements [CreateOrPatchOption].
+func (w WithAPIReader) ApplyToCreateOrPatch(o *CreateOrPatchOptions) { o.APIReader = w.Reader }
+
+// ApplyToApply implements [ApplyOption].
+func (w WithAPIReader) ApplyToApply(o *ApplyOptions) { o.APIReader = w.Reader }
+
 var (
+	_ CreateOrUpdateOption         = WithAPIReader{}
+	_ CreateOrPatchOption          = WithAPIReader{}
+	_ ApplyOption                  = WithAPIReader{}
 	_ CreateOrUpdateOption         = Adopt{}
 	_ CreateOrPatchOption          = Adopt{}
 	_ ApplyOption                  = Adopt{}

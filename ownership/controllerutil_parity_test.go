@@ -20,8 +20,8 @@ import (
 // scenarios of controller-runtime's controllerutil suite (v0.24.1) to
 // steady. They hold as they are, with two differences that steady's docs
 // state: steady's calls take an owner and set it as the controller of the
-// child, and CreateOrUpdate compares status but writes it only with the
-// object (kinds without a status subresource), so the status scenarios are
+// child, and CreateOrUpdate writes status only with the object (kinds
+// without a status subresource), so the status scenarios are
 // CreateOrPatch's alone, as upstream.
 func TestControllerutilScenarios(t *testing.T) {
 	env.Require(t)
@@ -167,14 +167,4 @@ func localIsFetched(t *testing.T, local, fetched *appsv1.Deployment) {
 	if local.ResourceVersion != fetched.ResourceVersion || !reflect.DeepEqual(local.Spec, fetched.Spec) || !reflect.DeepEqual(local.Status, fetched.Status) {
 		t.Errorf("local object (rv %s) is not the stored one (rv %s)", local.ResourceVersion, fetched.ResourceVersion)
 	}
-}
-
-// watchClient is a direct client that interceptor.NewClient can wrap.
-func watchClient(t *testing.T) client.WithWatch {
-	t.Helper()
-	c, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
 }

@@ -10,8 +10,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
@@ -19,58 +19,6 @@ import (
 	"github.com/steadyk8s/steady/internal/testapi"
 	"github.com/steadyk8s/steady/ownership"
 )
-
-func startCached(t *testing.T) *testapi.Cached {
-	t.Helper()
-	return testapi.StartManager(t, env, testapi.ManagerOptions{
-		Delay:     300 * time.Millisecond,
-		Informers: []client.Object{&testapi.Widget{}, &corev1.ConfigMap{}, &appsv1.Deployment{}},
-		Setup: func(mgr ctrl.Manager) error {
-			return indexer.ControllerOwner[*corev1.ConfigMap]().Register(context.Background(), mgr.GetFieldIndexer())
-		},
-	})
-}
-
-// cachedSees waits until the cache holds obj at the resourceVersion the API
-// server has.
-func cachedSees(t *testing.T, cc *testapi.Cached, obj client.Object) {
-	t.Helper()
-	live := obj.DeepCopyObject().(client.Object)
-	if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(obj), live); err != nil {
-		t.Fatal(err)
-	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		got := obj.DeepCopyObject().(client.Object)
-		err := cc.Client.Get(context.Background(), client.ObjectKeyFromObject(obj), got)
-		if err == nil && got.GetResourceVersion() == live.GetResourceVersion() {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the cache did not catch up with %s", obj.GetName())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
-// requeue calls f until it succeeds, as a controller requeues on an error,
-// and returns the errors seen before.
-func requeue(t *testing.T, f func() (controllerutil.OperationResult, error)) (controllerutil.OperationResult, []error) {
-	t.Helper()
-	var errs []error
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		op, err := f()
-		if err == nil {
-			return op, errs
-		}
-		errs = append(errs, err)
-		if time.Now().After(deadline) {
-			t.Fatalf("no success after %d tries: %v", len(errs), err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
 
 // TestThroughALaggingCache drives both calls through a manager's cached
 // client whose watch events arrive 300ms late: a write based on a stale read
@@ -94,8 +42,8 @@ func TestThroughALaggingCache(t *testing.T) {
 				t.Fatalf("create: %s, %v", op, err)
 			}
 			// At once again: the cache has not seen the child yet.
-			if op, err := call("nginx:1"); err == nil && op != controllerutil.OperationResultNone || err != nil && !apierrors.IsAlreadyExists(err) {
-				t.Errorf("right after the create: %s, %v; want unchanged, or AlreadyExists to requeue on", op, err)
+			if op, err := call("nginx:1"); err != nil || op != controllerutil.OperationResultNone {
+				t.Errorf("right after the create: %s, %v; want unchanged", op, err)
 			}
 			d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
 			cachedSees(t, cc, d)
@@ -208,4 +156,128 @@ func TestThroughALaggingCache(t *testing.T) {
 			time.Sleep(20 * time.Millisecond)
 		}
 	})
+}
+
+// TestCreateOrUpdateLocksAlsoWhenMutateRebuildsTheMetadata: a mutate that
+// builds the child's metadata anew (name, namespace, labels: the
+// resourceVersion read is gone with the rest) still updates under the
+// resourceVersion that was read, so another writer's status written since
+// the (stale) read is a conflict to requeue on, never overwritten.
+func TestCreateOrUpdateLocksAlsoWhenMutateRebuildsTheMetadata(t *testing.T) {
+	env.Require(t)
+	ctx := context.Background()
+	ns := env.Namespace(t)
+	o := owner(t, ns, "owner")
+	size := int64(1)
+	call := func(c client.Client) (controllerutil.OperationResult, error) {
+		u := unstructuredChild(gizmoGVK, ns, "g")
+		return ownership.CreateOrUpdate(ctx, c, o, u, func() error {
+			u.Object["metadata"] = map[string]any{"name": "g", "namespace": ns, "labels": map[string]any{"app": "g"}}
+			return unstructured.SetNestedField(u.Object, size, "spec", "size")
+		})
+	}
+	if _, err := call(env.Client); err != nil {
+		t.Fatal(err)
+	}
+	c := staleAfterGet(t, unstructuredChild(gizmoGVK, ns, "g"), false, func(obj client.Object) {
+		other := obj.(*unstructured.Unstructured)
+		_ = unstructured.SetNestedField(other.Object, "Running", "status", "phase")
+	})
+	size = 2
+	_, errs := requeue(t, func() (controllerutil.OperationResult, error) { return call(c) })
+	for _, err := range errs {
+		if !apierrors.IsConflict(err) {
+			t.Errorf("failed with %v, want a conflict", err)
+		}
+	}
+	stored := unstructuredChild(gizmoGVK, ns, "g")
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(stored), stored); err != nil {
+		t.Fatal(err)
+	}
+	phase, _, _ := unstructured.NestedString(stored.Object, "status", "phase")
+	got, _, _ := unstructured.NestedInt64(stored.Object, "spec", "size")
+	if phase != "Running" || got != 2 {
+		t.Errorf("stored status.phase %q, spec.size %d; want Running, 2", phase, got)
+	}
+}
+
+// TestCreateOrUpdateLocksATypedChildWhoseMetadataMutateRebuilds: the same
+// for a built-in kind, where an update without a resourceVersion is not
+// refused but overwrites: another writer's data key written since the read
+// must survive.
+func TestCreateOrUpdateLocksATypedChildWhoseMetadataMutateRebuilds(t *testing.T) {
+	env.Require(t)
+	ctx := context.Background()
+	ns := env.Namespace(t)
+	o := owner(t, ns, "owner")
+	value := "1"
+	call := func(c client.Client) (controllerutil.OperationResult, error) {
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cm"}}
+		return ownership.CreateOrUpdate(ctx, c, o, cm, func() error {
+			cm.ObjectMeta = metav1.ObjectMeta{Namespace: ns, Name: "cm", Labels: map[string]string{"app": "cm"}}
+			if cm.Data == nil {
+				cm.Data = map[string]string{}
+			}
+			cm.Data["ours"] = value
+			return nil
+		})
+	}
+	if _, err := call(env.Client); err != nil {
+		t.Fatal(err)
+	}
+	c := staleAfterGet(t, &corev1.ConfigMap{}, false, func(obj client.Object) {
+		other := obj.(*corev1.ConfigMap)
+		other.Data["theirs"] = "x"
+	})
+	value = "2"
+	_, errs := requeue(t, func() (controllerutil.OperationResult, error) { return call(c) })
+	for _, err := range errs {
+		if !apierrors.IsConflict(err) {
+			t.Errorf("failed with %v, want a conflict", err)
+		}
+	}
+	var got corev1.ConfigMap
+	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "cm"}, &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Data["theirs"] != "x" || got.Data["ours"] != "2" {
+		t.Errorf("stored data %v: the other writer's key or ours is lost", got.Data)
+	}
+}
+
+// TestDroppingAllOurLabelsKeepsAnotherWritersNewOnes: CreateOrPatch
+// dropping every label it read (and every annotation) removes those, not
+// the labels another writer added since a stale read.
+func TestDroppingAllOurLabelsKeepsAnotherWritersNewOnes(t *testing.T) {
+	env.Require(t)
+	ctx := context.Background()
+	ns := env.Namespace(t)
+	o := owner(t, ns, "owner")
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cm"}}
+	if _, err := ownership.CreateOrPatch(ctx, env.Client, o, cm, func() error {
+		cm.Labels, cm.Annotations = map[string]string{"ours": "1"}, map[string]string{"ours": "1"}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	c := staleAfterGet(t, &corev1.ConfigMap{}, false, func(obj client.Object) {
+		other := obj.(*corev1.ConfigMap)
+		other.Labels["theirs"], other.Annotations["theirs"] = "x", "x"
+	})
+	_, errs := requeue(t, func() (controllerutil.OperationResult, error) {
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cm"}}
+		return ownership.CreateOrPatch(ctx, c, o, cm, func() error { cm.Labels, cm.Annotations = nil, nil; return nil })
+	})
+	for _, err := range errs {
+		if !apierrors.IsConflict(err) {
+			t.Errorf("failed with %v, want a conflict", err)
+		}
+	}
+	var got corev1.ConfigMap
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(cm), &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Labels["theirs"] != "x" || got.Annotations["theirs"] != "x" || got.Labels["ours"] != "" || got.Annotations["ours"] != "" {
+		t.Errorf("stored labels %v, annotations %v; want theirs only", got.Labels, got.Annotations)
+	}
 }

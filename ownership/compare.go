@@ -1,0 +1,109 @@
+package ownership
+
+import (
+	"encoding/json"
+	"reflect"
+
+	jsonpatch "github.com/evanphx/json-patch/v5"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/steadyk8s/steady/internal/object"
+)
+
+// serverMetadata are the metadata fields the API server owns: they are not
+// compared and never written.
+var serverMetadata = []string{"resourceVersion", "managedFields", "generation", "uid", "creationTimestamp",
+	"selfLink", "deletionTimestamp", "deletionGracePeriodSeconds"}
+
+// maps converts both objects to maps (copies) without the metadata the
+// API server owns.
+func maps(a, b client.Object) (map[string]any, map[string]any, error) {
+	am, err := object.ToMap(a)
+	if err != nil {
+		return nil, nil, err
+	}
+	bm, err := object.ToMap(b)
+	if err != nil {
+		return nil, nil, err
+	}
+	return withoutServerMetadata(am), withoutServerMetadata(bm), nil
+}
+
+func withoutServerMetadata(m map[string]any) map[string]any {
+	md, ok := m["metadata"].(map[string]any)
+	if !ok {
+		return m
+	}
+	for _, f := range serverMetadata {
+		delete(md, f)
+	}
+	for _, f := range []string{"labels", "annotations", "ownerReferences", "finalizers"} {
+		if v, ok := md[f]; ok && empty(v) {
+			delete(md, f) // absent and empty mean the same to the API server
+		}
+	}
+	return m
+}
+
+func withoutStatus(m map[string]any) map[string]any {
+	out := make(map[string]any, len(m))
+	for k, v := range m {
+		if k != "status" {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// sameObject compares two objects in map form, server metadata removed,
+// exactly.
+func sameObject(a, b map[string]any) bool {
+	a, b = withoutServerMetadata(runtime.DeepCopyJSON(a)), withoutServerMetadata(runtime.DeepCopyJSON(b))
+	if equalStatus(a["status"], b["status"]) {
+		delete(a, "status")
+		delete(b, "status")
+	}
+	return reflect.DeepEqual(a, b)
+}
+
+// equalStatus compares two statuses exactly; absent and empty are the same.
+func equalStatus(a, b any) bool {
+	if empty(a) && empty(b) {
+		return true
+	}
+	return reflect.DeepEqual(a, b)
+}
+
+func empty(v any) bool {
+	switch v := v.(type) {
+	case nil:
+		return true
+	case map[string]any:
+		return len(v) == 0
+	case []any:
+		return len(v) == 0
+	}
+	return false
+}
+
+// mergePatch is the JSON merge patch from a to b (removals as nulls), or
+// nil when there is no difference.
+func mergePatch(a, b map[string]any) ([]byte, error) {
+	aj, err := json.Marshal(a)
+	if err != nil {
+		return nil, err
+	}
+	bj, err := json.Marshal(b)
+	if err != nil {
+		return nil, err
+	}
+	p, err := jsonpatch.CreateMergePatch(aj, bj)
+	if err != nil {
+		return nil, err
+	}
+	if string(p) == "{}" {
+		return nil, nil
+	}
+	return p, nil
+}

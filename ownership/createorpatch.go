@@ -1,0 +1,270 @@
+package ownership
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	jsonpatch "github.com/evanphx/json-patch/v5"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	"github.com/steadyk8s/steady/internal/object"
+	"github.com/steadyk8s/steady/internal/observe"
+)
+
+// CreateOrPatch is [CreateOrUpdate] writing JSON merge patches of the
+// difference between the live object and the mutated child (removals as
+// nulls) instead of the whole object, and writing status too. It reports
+// created, updated (status unchanged), updatedStatusOnly, updatedStatus
+// (both) or unchanged, as controllerutil.CreateOrPatch does.
+//
+// Everything but status is compared exactly and, when it differs, dry-run
+// patched first: a patch is written only when the dry run's answer differs
+// from the live object, not when the difference is only server defaults
+// (a verdict remembered as CreateOrUpdate's is).
+// Status is compared exactly and patched on the status subresource (on the
+// object itself for kinds without one: the first status write of such a
+// kind finds that out, with a request to the status subresource, and later
+// ones write the object at once), with no dry run; its patch, too,
+// holds only what mutate changed, and one that replaces or removes a list
+// (conditions, say) is a conflict error if another writer changed the
+// child since the read. Fields mutate did
+// not change are not in the patch, so another writer's changes to them
+// survive even when the read was stale. A map dropped whole (cm.Data =
+// nil, every label) is removed key by key, the keys read, not those another
+// writer added since, where the child's Go type says it is a map (for a
+// kind without a Go type in the scheme, the labels and annotations); a
+// patch that removes another object whole (a struct, a map of a custom
+// resource) or changes the owner references or finalizers (lists a merge
+// patch replaces whole) carries the resourceVersion that was read and fails
+// with a conflict if another writer changed the child since. The status
+// patch follows the same rules. Every patch carries the UID read, and a
+// status-only patch on a status subresource (which ignores the UID) the
+// resourceVersion read: a patch never lands on a child deleted and created
+// again under the name since the read (another owner's, say); that is a
+// conflict to requeue on.
+//
+// At creation, status set by mutate is written by a status patch after the
+// create (the API server drops it from a create where the kind has a status
+// subresource); the result is created either way. A create answered
+// AlreadyExists (a cache that has not seen the child yet) or a patch
+// answered NotFound (a child deleted since the read) is handled as in
+// [CreateOrUpdate].
+func CreateOrPatch(ctx context.Context, c client.Client, owner, child client.Object, mutate MutateFn, opts ...CreateOrPatchOption) (controllerutil.OperationResult, error) {
+	o := CreateOrPatchOptions{}
+	for _, opt := range opts {
+		opt.ApplyToCreateOrPatch(&o)
+	}
+	c = observe.Client(c, "ownership")
+	w, err := newWriteCall(c, o.APIReader, owner, child, mutate, o.Adopt)
+	if err != nil {
+		return controllerutil.OperationResultNone, err
+	}
+	name := object.Describe(child, c.Scheme())
+	create := func(ctx context.Context) (controllerutil.OperationResult, error) {
+		return createWithStatus(ctx, c, child, name)
+	}
+	update := func(ctx context.Context, live client.Object) (controllerutil.OperationResult, error) {
+		return patchChild(ctx, c, live, child, name)
+	}
+	return w.run(ctx, create, update)
+}
+
+// createWithStatus is CreateOrPatch's create: the object, then the status
+// mutate set, by a status patch.
+func createWithStatus(ctx context.Context, c client.Client, child client.Object, name string) (controllerutil.OperationResult, error) {
+	wanted, err := object.ToMap(child)
+	if err != nil {
+		return controllerutil.OperationResultNone, fmt.Errorf("ownership: %s: %w", name, err)
+	}
+	if err := c.Create(ctx, child); err != nil {
+		return controllerutil.OperationResultNone, fmt.Errorf("ownership: creating %s: %w", name, err)
+	}
+	created, err := object.ToMap(child)
+	if err != nil {
+		return controllerutil.OperationResultCreated, fmt.Errorf("ownership: created %s, but reading its status failed: %w", name, err)
+	}
+	// Only what mutate set goes on top of what the API server wrote at
+	// creation (a Pod's phase, say): a field mutate left unset is not
+	// a removal of the server's value.
+	if set, ok := wanted["status"].(map[string]any); ok && len(set) > 0 {
+		want, err := overlay(created["status"], set)
+		if err != nil {
+			return controllerutil.OperationResultCreated, fmt.Errorf("ownership: created %s, but writing its status failed: %w", name, err)
+		}
+		if _, err := patchStatus(ctx, c, child, created["status"], want, false); err != nil {
+			return controllerutil.OperationResultCreated, fmt.Errorf("ownership: created %s, but writing its status failed: %w", name, err)
+		}
+	}
+	return controllerutil.OperationResultCreated, nil
+}
+
+// patchChild is CreateOrPatch's write of an existing child: compare, dry
+// run, patch, then status.
+func patchChild(ctx context.Context, c client.Client, live, child client.Object, name string) (controllerutil.OperationResult, error) {
+	liveMap, wantMap, err := maps(live, child)
+	if err != nil {
+		return controllerutil.OperationResultNone, fmt.Errorf("ownership: %s: %w", name, err)
+	}
+	wantStatus := wantMap["status"]
+	mainPatch, err := mergePatch(withoutStatus(liveMap), withoutStatus(wantMap))
+	if err != nil {
+		return controllerutil.OperationResultNone, fmt.Errorf("ownership: %s: %w", name, err)
+	}
+	mainPatch, dropsWhole, err := removeOnlyKeysRead(mainPatch, liveMap, goType(c, child))
+	if err != nil {
+		return controllerutil.OperationResultNone, fmt.Errorf("ownership: %s: %w", name, err)
+	}
+	statusDiffers := !equalStatus(liveMap["status"], wantStatus)
+	if mainPatch == nil && !statusDiffers {
+		object.Copy(child, live)
+		return controllerutil.OperationResultNone, nil
+	}
+
+	result := controllerutil.OperationResultNone
+	if mainPatch != nil {
+		if dropsWhole || locks(mainPatch) {
+			if mainPatch, err = withMetadata(mainPatch, "resourceVersion", live.GetResourceVersion()); err != nil {
+				return controllerutil.OperationResultNone, fmt.Errorf("ownership: %s: %w", name, err)
+			}
+		}
+		// The UID read: the API server refuses to change it, so the patch
+		// never lands on a child deleted and created again under the name
+		// (another owner's, say) since the read.
+		if uid := live.GetUID(); uid != "" {
+			if mainPatch, err = withMetadata(mainPatch, "uid", string(uid)); err != nil {
+				return controllerutil.OperationResultNone, fmt.Errorf("ownership: %s: %w", name, err)
+			}
+		}
+		patch := client.RawPatch(types.MergePatchType, mainPatch)
+		// A dry run of this desired object on this live child found only
+		// defaults to differ before: not asked again.
+		gvk, sumErr := object.GVK(child, c.Scheme())
+		key, desired := "patch|"+childKey(gvk, child), [32]byte{}
+		if sumErr == nil {
+			desired, sumErr = sum(withoutStatus(wantMap))
+		}
+		var dry client.Object
+		if sumErr == nil && onlyDefaults(key, live, desired) {
+			object.Copy(child, live)
+		} else {
+			dry = child.DeepCopyObject().(client.Object)
+			if err := c.Patch(ctx, dry, patch, client.DryRunAll); err != nil {
+				return controllerutil.OperationResultNone, fmt.Errorf("ownership: patching %s (dry run, nothing written): %w", name, recreated(c, child, err))
+			}
+			dryMap, err := object.ToMap(dry)
+			if err != nil {
+				return controllerutil.OperationResultNone, fmt.Errorf("ownership: %s: %w", name, err)
+			}
+			if sameObject(withoutStatus(liveMap), withoutStatus(dryMap)) {
+				if sumErr == nil {
+					rememberOnlyDefaults(key, live, desired)
+				}
+				object.Copy(child, live) // only the server's defaults differed
+				dry = nil
+			}
+		}
+		if dry != nil {
+			if err := c.Patch(ctx, child, patch); err != nil {
+				return controllerutil.OperationResultNone, fmt.Errorf("ownership: patching %s: %w", name, recreated(c, child, err))
+			}
+			if child.GetResourceVersion() != dry.GetResourceVersion() {
+				result = controllerutil.OperationResultUpdated
+			}
+		}
+	} else {
+		object.Copy(child, live)
+	}
+	if statusDiffers {
+		// Without a write of the object just now, which checked the UID,
+		// the status patch is locked on the resourceVersion read: the status
+		// subresource ignores a UID in the patch.
+		wrote, err := patchStatus(ctx, c, child, liveMap["status"], wantStatus, result != controllerutil.OperationResultUpdated)
+		if err != nil {
+			if result == controllerutil.OperationResultUpdated {
+				return result, fmt.Errorf("ownership: patched %s, but patching its status failed: %w", name, err)
+			}
+			return result, fmt.Errorf("ownership: patching the status of %s: %w", name, err)
+		}
+		switch {
+		case wrote && result == controllerutil.OperationResultUpdated:
+			result = controllerutil.OperationResultUpdatedStatus
+		case wrote:
+			result = controllerutil.OperationResultUpdatedStatusOnly
+		}
+	}
+	return result, nil
+}
+
+// locks reports whether a merge patch replaces a list another writer may
+// have added to since the read: the owner references or the finalizers.
+func locks(patch []byte) bool {
+	var p map[string]any
+	if json.Unmarshal(patch, &p) != nil {
+		return true
+	}
+	md, _ := p["metadata"].(map[string]any)
+	_, refs := md["ownerReferences"]
+	_, fins := md["finalizers"]
+	return refs || fins
+}
+
+// withMetadata sets metadata.<field> in a merge patch.
+func withMetadata(patch []byte, field, value string) ([]byte, error) {
+	var p map[string]any
+	if err := json.Unmarshal(patch, &p); err != nil {
+		return nil, err
+	}
+	if err := unstructured.SetNestedField(p, value, "metadata", field); err != nil {
+		return nil, err
+	}
+	return json.Marshal(p)
+}
+
+// recreated turns the API server's refusal of a patch for its
+// metadata.uid (the child under the name is another one, created since
+// the read) into a conflict to requeue on; other errors are returned as
+// they are.
+func recreated(c client.Client, child client.Object, err error) error {
+	var status apierrors.APIStatus
+	if !apierrors.IsInvalid(err) || !errors.As(err, &status) || status.Status().Details == nil {
+		return err
+	}
+	for _, cause := range status.Status().Details.Causes {
+		if cause.Field == "metadata.uid" {
+			return conflict(c, child, fmt.Errorf("it was deleted and created again since it was read: %w", err))
+		}
+	}
+	return err
+}
+
+// overlay applies set onto base as a JSON merge patch would: the fields of
+// set win, maps merge, the rest of base stays.
+func overlay(base any, set map[string]any) (any, error) {
+	b, err := json.Marshal(base)
+	if err != nil {
+		return nil, err
+	}
+	if base == nil {
+		b = []byte("{}")
+	}
+	p, err := json.Marshal(set)
+	if err != nil {
+		return nil, err
+	}
+	merged, err := jsonpatch.MergePatch(b, p)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]any{}
+	if err := utiljson.Unmarshal(merged, &out); err != nil { // int64 for integers, as ToMap has them
+		return nil, err
+	}
+	return out, nil
+}

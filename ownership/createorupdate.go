@@ -1,0 +1,133 @@
+package ownership
+
+import (
+	"context"
+	"fmt"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	"github.com/steadyk8s/steady/internal/object"
+	"github.com/steadyk8s/steady/internal/observe"
+)
+
+// CreateOrUpdate reads child (by its namespace and name), runs mutate on it,
+// makes owner its controller, and creates it, or updates it when it differs
+// from the live object. It reports what it did: created, updated or
+// unchanged.
+//
+// The mutated child is compared with the live object exactly, so a removal
+// (a dropped label, a bool set to false, an emptied list) is a change. When
+// they differ, a server-side dry run of the update tells a real change from
+// fields the API server defaults (a wholesale deploy.Spec = desired drops
+// them): only a real change is written. That costs one GET when nothing
+// differs (a cache read through a manager's client: no request), one GET
+// and one dry run when only defaults differ, and one more request, the
+// update, for a real change. The verdict "only defaults differ" is
+// remembered for the child's UID and resourceVersion and a digest of the
+// desired object: a converged child nobody changed costs no dry run on
+// later calls (a bounded memory, per process: see docs/ownership.md).
+//
+// CreateOrUpdate does not write status: the API server ignores the status
+// of an update for kinds with a status subresource (use [CreateOrPatch] to
+// write status). Status set by mutate is therefore not compared for such a
+// kind, and costs no dry run, once the kind is known to have one (the first
+// dry run that shows the server keeping the live status, or a status write
+// of CreateOrPatch, tells, once per kind and process). For kinds without a
+// status subresource, status is part of the object and written with it.
+//
+// The update carries the resourceVersion that was read (put back if mutate
+// rebuilt the metadata), so a child changed since (a stale cache) is a
+// conflict error to requeue on, never an overwrite.
+//
+// A cached client may not have seen a child created a moment ago (by this
+// call's previous run, say): the create then answers AlreadyExists, and
+// CreateOrUpdate reads the child again, through [WithAPIReader]'s reader
+// when given (one GET), else through the client, backing off until it
+// shows the child (about 2.5 seconds at most), runs mutate on what it found
+// and goes on as an update; the reference checks apply to it as to any
+// child read ([*AlreadyOwnedError]). A child deleted since the read (the
+// update answers NotFound, nothing written) is created. mutate runs again
+// in both cases, so it may run more than once per call.
+//
+// On success child holds the live object, as written or as read.
+func CreateOrUpdate(ctx context.Context, c client.Client, owner, child client.Object, mutate MutateFn, opts ...CreateOrUpdateOption) (controllerutil.OperationResult, error) {
+	o := CreateOrUpdateOptions{}
+	for _, opt := range opts {
+		opt.ApplyToCreateOrUpdate(&o)
+	}
+	c = observe.Client(c, "ownership")
+	w, err := newWriteCall(c, o.APIReader, owner, child, mutate, o.Adopt)
+	if err != nil {
+		return controllerutil.OperationResultNone, err
+	}
+	name := object.Describe(child, c.Scheme())
+	create := func(ctx context.Context) (controllerutil.OperationResult, error) {
+		if err := c.Create(ctx, child); err != nil {
+			return controllerutil.OperationResultNone, fmt.Errorf("ownership: creating %s: %w", name, err)
+		}
+		return controllerutil.OperationResultCreated, nil
+	}
+	update := func(ctx context.Context, live client.Object) (controllerutil.OperationResult, error) {
+		return updateChild(ctx, c, live, child, name)
+	}
+	return w.run(ctx, create, update)
+}
+
+// updateChild is CreateOrUpdate's write of an existing child: compare,
+// dry run, update.
+func updateChild(ctx context.Context, c client.Client, live, child client.Object, name string) (controllerutil.OperationResult, error) {
+	liveMap, wantMap, err := maps(live, child)
+	if err != nil {
+		return controllerutil.OperationResultNone, fmt.Errorf("ownership: %s: %w", name, err)
+	}
+	gvk, gvkErr := object.GVK(child, c.Scheme())
+	// The update of a kind with a status subresource cannot write status:
+	// a difference there is not compared, nor paid for with a dry run.
+	compared := func(m map[string]any) map[string]any { return m }
+	if has, _ := statusSubresource(gvk); has && gvkErr == nil {
+		compared = withoutStatus
+	}
+	if sameObject(compared(liveMap), compared(wantMap)) {
+		object.Copy(child, live) // show the live state
+		return controllerutil.OperationResultNone, nil
+	}
+	// A dry run of this desired object on this live child found only
+	// defaults to differ before: not asked again.
+	key, desired, sumErr := "update|"+childKey(gvk, child), [32]byte{}, gvkErr
+	if sumErr == nil {
+		desired, sumErr = sum(compared(wantMap))
+	}
+	if sumErr == nil && onlyDefaults(key, live, desired) {
+		object.Copy(child, live)
+		return controllerutil.OperationResultNone, nil
+	}
+	dry := child.DeepCopyObject().(client.Object)
+	if err := c.Update(ctx, dry, client.DryRunAll); err != nil {
+		return controllerutil.OperationResultNone, fmt.Errorf("ownership: updating %s (dry run, nothing written): %w", name, err)
+	}
+	dryMap, err := object.ToMap(dry)
+	if err != nil {
+		return controllerutil.OperationResultNone, fmt.Errorf("ownership: %s: %w", name, err)
+	}
+	if gvkErr == nil {
+		learnStatusSubresource(c, gvk, liveMap, wantMap, dryMap)
+	}
+	if sameObject(liveMap, dryMap) {
+		if sumErr == nil {
+			rememberOnlyDefaults(key, live, desired)
+		}
+		object.Copy(child, live) // only the server's defaults differed
+		return controllerutil.OperationResultNone, nil
+	}
+	if err := c.Update(ctx, child); err != nil {
+		return controllerutil.OperationResultNone, fmt.Errorf("ownership: updating %s: %w", name, err)
+	}
+	if answer, err := object.ToMap(child); err == nil && gvkErr == nil {
+		learnStatusSubresource(c, gvk, liveMap, wantMap, answer)
+	}
+	if child.GetResourceVersion() == live.GetResourceVersion() {
+		return controllerutil.OperationResultNone, nil // the server found nothing to change
+	}
+	return controllerutil.OperationResultUpdated, nil
+}

@@ -1,0 +1,152 @@
+package ownership
+
+import (
+	"encoding/json"
+	"reflect"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/steadyk8s/steady/internal/object"
+)
+
+// removeOnlyKeysRead rewrites a merge patch made from live so that it
+// removes no key another writer added since the read: each map the patch
+// removes whole (a null where live holds a non-empty object), such as
+// cm.Data = nil or dropped labels, becomes the removal of the keys read,
+// one by one, where that means the same: a map of the child's Go type t
+// (labels, annotations, a ConfigMap's data; for a kind without a Go type,
+// the metadata's maps only) whose values are not objects. Removing any
+// other object whole (a struct, which the API server may not take empty; a
+// map of objects; a field of a kind without a Go type) stays a null, and
+// dropsWhole reports it: such a patch must carry the resourceVersion read.
+func removeOnlyKeysRead(patch []byte, live map[string]any, t reflect.Type) (_ []byte, dropsWhole bool, _ error) {
+	if patch == nil {
+		return nil, false, nil
+	}
+	var p map[string]any
+	if err := json.Unmarshal(patch, &p); err != nil {
+		return nil, false, err
+	}
+	changed, dropsWhole := dropKeysRead(p, live, t)
+	if !changed {
+		return patch, dropsWhole, nil
+	}
+	out, err := json.Marshal(p)
+	return out, dropsWhole, err
+}
+
+// dropKeysRead does removeOnlyKeysRead's rewrite in place on a patch (a
+// map) made from live, of Go type t (nil: unknown). It reports whether it
+// changed the patch and whether the patch still removes an object whole.
+func dropKeysRead(patch, live map[string]any, t reflect.Type) (changed, dropsWhole bool) {
+	for k, v := range patch {
+		ft := fieldType(t, k)
+		switch pv := v.(type) {
+		case nil:
+			read, ok := live[k].(map[string]any)
+			if !ok || len(read) == 0 {
+				continue // not an object, or nothing read in it
+			}
+			if !isMap(ft) || hasObjects(read) {
+				dropsWhole = true
+				continue
+			}
+			nulls := make(map[string]any, len(read))
+			for key := range read {
+				nulls[key] = nil
+			}
+			patch[k], changed = nulls, true
+		case map[string]any:
+			read, _ := live[k].(map[string]any)
+			c, d := dropKeysRead(pv, read, ft)
+			changed, dropsWhole = changed || c, dropsWhole || d
+		}
+	}
+	return changed, dropsWhole
+}
+
+// hasObjects reports whether a map holds an object among its values: its
+// keys are then not the only thing another writer may have added to.
+func hasObjects(m map[string]any) bool {
+	for _, v := range m {
+		if _, ok := v.(map[string]any); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// withMetadataOnly is the Go type assumed of a kind without one: its
+// metadata's maps (labels, annotations) are known, nothing else.
+var withMetadataOnly = reflect.TypeOf(struct {
+	Metadata metav1.ObjectMeta `json:"metadata"`
+}{})
+
+// goType is the Go type of obj's kind: its own for a typed object, the
+// scheme's for an unstructured object of a kind the scheme knows, else a
+// type that knows only the metadata.
+func goType(c client.Client, obj client.Object) reflect.Type {
+	if _, ok := obj.(runtime.Unstructured); !ok {
+		return reflect.TypeOf(obj)
+	}
+	gvk, err := object.GVK(obj, c.Scheme())
+	if err == nil && c.Scheme().Recognizes(gvk) {
+		if typed, err := c.Scheme().New(gvk); err == nil {
+			if _, ok := typed.(runtime.Unstructured); !ok {
+				return reflect.TypeOf(typed)
+			}
+		}
+	}
+	return withMetadataOnly
+}
+
+// isMap reports whether t is a Go map (through pointers).
+func isMap(t reflect.Type) bool {
+	for t != nil && t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	return t != nil && t.Kind() == reflect.Map
+}
+
+// fieldType is the type of the JSON field name in a value of type t (a
+// struct's field by its json tag, embedded structs included; a map's
+// values), or nil when t is nil or has no such field.
+func fieldType(t reflect.Type, name string) reflect.Type {
+	for t != nil && t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t == nil {
+		return nil
+	}
+	switch t.Kind() {
+	case reflect.Map:
+		return t.Elem()
+	case reflect.Struct:
+	default:
+		return nil
+	}
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		tag := f.Tag.Get("json")
+		if tag == "-" {
+			continue
+		}
+		jsonName, opts, _ := strings.Cut(tag, ",")
+		if f.Anonymous && (jsonName == "" || strings.Contains(opts, "inline")) {
+			if ft := fieldType(f.Type, name); ft != nil {
+				return ft
+			}
+			continue
+		}
+		if jsonName == "" {
+			jsonName = f.Name
+		}
+		if jsonName == name && f.IsExported() {
+			return f.Type
+		}
+	}
+	return nil
+}

@@ -1,0 +1,145 @@
+package ownership
+
+import (
+	"container/list"
+	"crypto/sha256"
+	"encoding/json"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// memorySize bounds each of ownership's two memories (the verdicts of
+// CreateOrUpdate and CreateOrPatch, the answers of Apply): beyond it, the
+// children least recently used are forgotten, and pay a dry run or an apply
+// again. An entry takes about 250 bytes whatever the child's name (keys
+// are kept as digests), so a full memory holds about 2 MB.
+const memorySize = 8192
+
+// memo is what ownership remembers of one child: the child as the API
+// server last showed it (its UID and resourceVersion) and a sum of what the
+// call wanted then.
+type memo struct {
+	uid types.UID
+	rv  string
+	sum [sha256.Size]byte
+}
+
+// memory is a bounded map, least recently used out first, safe for
+// concurrent use. Keys are kept as digests, so that an entry's size does
+// not grow with the child's name.
+type memory struct {
+	mu    sync.Mutex
+	size  int
+	order *list.List // of *memoryItem, most recent first
+	items map[memoryKey]*list.Element
+}
+
+// memoryKey is the digest of a key.
+type memoryKey [16]byte
+
+type memoryItem struct {
+	key memoryKey
+	memo
+}
+
+func digest(key string) memoryKey {
+	s := sha256.Sum256([]byte(key))
+	return memoryKey(s[:16])
+}
+
+func newMemory(size int) *memory {
+	return &memory{size: size, order: list.New(), items: map[memoryKey]*list.Element{}}
+}
+
+// get returns what is remembered of key.
+func (m *memory) get(key string) (memo, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	e, ok := m.items[digest(key)]
+	if !ok {
+		return memo{}, false
+	}
+	m.order.MoveToFront(e)
+	return e.Value.(*memoryItem).memo, true
+}
+
+// put remembers v for key, in place of what was remembered.
+func (m *memory) put(key string, v memo) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	k := digest(key)
+	if e, ok := m.items[k]; ok {
+		e.Value.(*memoryItem).memo = v
+		m.order.MoveToFront(e)
+		return
+	}
+	m.items[k] = m.order.PushFront(&memoryItem{key: k, memo: v})
+	for m.order.Len() > m.size {
+		last := m.order.Back()
+		m.order.Remove(last)
+		delete(m.items, last.Value.(*memoryItem).key)
+	}
+}
+
+// forget drops what is remembered of key.
+func (m *memory) forget(key string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if e, ok := m.items[digest(key)]; ok {
+		m.order.Remove(e)
+		delete(m.items, e.Value.(*memoryItem).key)
+	}
+}
+
+// len is the number of children remembered.
+func (m *memory) len() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.order.Len()
+}
+
+// childKey names a child in a memory: its group, version, kind,
+// namespace and name.
+func childKey(gvk schema.GroupVersionKind, obj client.Object) string {
+	return gvk.String() + "|" + obj.GetNamespace() + "|" + obj.GetName()
+}
+
+// sum is a digest of parts, each encoded as JSON (map keys sorted, so
+// that equal content has equal sums).
+func sum(parts ...any) ([sha256.Size]byte, error) {
+	h := sha256.New()
+	enc := json.NewEncoder(h)
+	for _, p := range parts {
+		if err := enc.Encode(p); err != nil {
+			return [sha256.Size]byte{}, err
+		}
+	}
+	var out [sha256.Size]byte
+	copy(out[:], h.Sum(nil))
+	return out, nil
+}
+
+// verdicts remembers, per child and call, that a dry run found only the
+// API server's defaults between the live child (its UID and
+// resourceVersion) and the desired one (a sum of it): the same question is
+// not asked again until either changes.
+var verdicts = newMemory(memorySize)
+
+// onlyDefaults reports whether a dry run found only defaults to differ
+// between live, as it is, and the desired object whose sum is s.
+func onlyDefaults(key string, live client.Object, s [sha256.Size]byte) bool {
+	m, ok := verdicts.get(key)
+	return ok && m.uid == live.GetUID() && m.rv == live.GetResourceVersion() && m.sum == s
+}
+
+// rememberOnlyDefaults remembers that a dry run found only defaults to
+// differ between live and the desired object whose sum is s.
+func rememberOnlyDefaults(key string, live client.Object, s [sha256.Size]byte) {
+	if live.GetUID() == "" || live.GetResourceVersion() == "" {
+		return
+	}
+	verdicts.put(key, memo{uid: live.GetUID(), rv: live.GetResourceVersion(), sum: s})
+}

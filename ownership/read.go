@@ -1,0 +1,210 @@
+package ownership
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	"github.com/steadyk8s/steady/internal/object"
+)
+
+// MutateFn sets the desired state on the child it closes over. It runs on
+// the live child (or on the new one, when there is none yet). It may run
+// more than once in one call: again on the child read anew when a write
+// showed that the first read was stale (see [CreateOrUpdate]).
+type MutateFn func() error
+
+// maxAttempts bounds the rounds (read, mutate, write) of one CreateOrUpdate
+// or CreateOrPatch call: a write that shows the read was stale (a create
+// answered AlreadyExists, an update answered NotFound) starts one more.
+const maxAttempts = 3
+
+// staleReadBackoff are the waits between the reads of the client, when a
+// create answered AlreadyExists and there is no API reader, until the
+// client (a cache that has not seen the child yet) shows the child: about
+// 2.5 seconds in all.
+var staleReadBackoff = []time.Duration{20 * time.Millisecond, 40 * time.Millisecond, 80 * time.Millisecond,
+	160 * time.Millisecond, 320 * time.Millisecond, 640 * time.Millisecond, 1280 * time.Millisecond}
+
+// readMode says how [writeCall.prepare] finds the live child.
+type readMode int
+
+const (
+	// readClient reads the client (a cache, usually): the first round.
+	readClient readMode = iota
+	// readFresh follows a create answered AlreadyExists: it reads the API
+	// reader, or the client again until it shows the child.
+	readFresh
+	// readNone follows a write answered NotFound: the child is gone, and
+	// nothing is read.
+	readNone
+)
+
+// writeCall is one CreateOrUpdate or CreateOrPatch call.
+type writeCall struct {
+	c            client.Client
+	apiReader    client.Reader
+	owner, child client.Object
+	mutate       MutateFn
+	adopt        bool
+	// given is the child as the caller passed it, which each round starts
+	// from.
+	given client.Object
+	// exists is the create's AlreadyExists error that started a readFresh
+	// round.
+	exists error
+}
+
+// newWriteCall validates the reference and starts a call.
+func newWriteCall(c client.Client, apiReader client.Reader, owner, child client.Object, mutate MutateFn, adopt bool) (*writeCall, error) {
+	if err := validate(c, owner, child); err != nil {
+		return nil, err
+	}
+	return &writeCall{c: c, apiReader: apiReader, owner: owner, child: child, mutate: mutate, adopt: adopt,
+		given: child.DeepCopyObject().(client.Object)}, nil
+}
+
+// run reads, mutates and writes the child: create when there is none, else
+// update. A create answered AlreadyExists (the read was stale: a cache
+// that has not seen a child created a moment ago) reads the child again
+// and goes on as an update of what it found, ownership checks included; an
+// update answered NotFound with nothing written (the child was deleted
+// since the read) creates it. At most maxAttempts rounds.
+func (w *writeCall) run(ctx context.Context, create func(context.Context) (controllerutil.OperationResult, error),
+	update func(context.Context, client.Object) (controllerutil.OperationResult, error)) (controllerutil.OperationResult, error) {
+	mode := readClient
+	for attempt := 1; ; attempt++ {
+		if attempt > 1 {
+			object.Copy(w.child, w.given)
+		}
+		live, err := w.prepare(ctx, mode)
+		if err != nil {
+			return controllerutil.OperationResultNone, err
+		}
+		if live == nil {
+			op, err := create(ctx)
+			if op == controllerutil.OperationResultNone && apierrors.IsAlreadyExists(err) && attempt < maxAttempts {
+				mode, w.exists = readFresh, err
+				if status := apierrors.APIStatus(nil); errors.As(err, &status) {
+					w.exists = status.(error) // the API error, not the message that names the child again
+				}
+				continue
+			}
+			return op, err
+		}
+		op, err := update(ctx, live)
+		if op == controllerutil.OperationResultNone && apierrors.IsNotFound(err) && attempt < maxAttempts {
+			mode = readNone
+			continue
+		}
+		return op, err
+	}
+}
+
+// prepare reads the child as mode says, runs mutate on it and sets the
+// controller reference. It returns a copy of the live object, or nil when
+// there is none.
+func (w *writeCall) prepare(ctx context.Context, mode readMode) (client.Object, error) {
+	c, child := w.c, w.child
+	key := client.ObjectKeyFromObject(child)
+	live, err := w.read(ctx, key, mode)
+	if err != nil {
+		return nil, err
+	}
+	if live != nil {
+		object.Copy(child, live)
+	}
+	if w.mutate != nil {
+		if err := w.mutate(); err != nil {
+			return nil, fmt.Errorf("ownership: mutating %s: %w", object.Describe(child, c.Scheme()), err)
+		}
+		if err := object.NormalizeJSON(child); err != nil { // a Go int in an unstructured child, say
+			return nil, fmt.Errorf("ownership: mutating %s: %w", object.Describe(child, c.Scheme()), err)
+		}
+	}
+	if client.ObjectKeyFromObject(child) != key {
+		return nil, fmt.Errorf("ownership: mutate changed the name or namespace of %s %s to %s", object.Kind(child, c.Scheme()), key, client.ObjectKeyFromObject(child))
+	}
+	if live != nil {
+		keepServerMetadata(child, live)
+	}
+	opts := []SetControllerReferenceOption{}
+	if w.adopt {
+		opts = append(opts, Adopt{})
+	}
+	if _, err := SetControllerReference(w.owner, child, c.Scheme(), opts...); err != nil {
+		return nil, err
+	}
+	return live, nil
+}
+
+// read returns the live child as mode says, or nil when there is none. It
+// reads into a new object (a direct client decoding into the caller's
+// child would keep map keys the live object does not have).
+func (w *writeCall) read(ctx context.Context, key client.ObjectKey, mode readMode) (client.Object, error) {
+	if mode == readNone {
+		return nil, nil
+	}
+	name := object.Describe(w.given, w.c.Scheme())
+	var r client.Reader = w.c
+	if mode == readFresh && w.apiReader != nil {
+		r = w.apiReader
+	}
+	live := object.EmptyLike(w.given)
+	err := r.Get(ctx, key, live)
+	if mode == readFresh && w.apiReader == nil {
+		for _, d := range staleReadBackoff {
+			if !apierrors.IsNotFound(err) {
+				break
+			}
+			if werr := sleep(ctx, d); werr != nil {
+				return nil, fmt.Errorf("ownership: creating %s: it exists, but the client has not shown it yet: %w", name, errors.Join(w.exists, werr))
+			}
+			live = object.EmptyLike(w.given)
+			err = r.Get(ctx, key, live)
+		}
+		if apierrors.IsNotFound(err) {
+			return nil, fmt.Errorf("ownership: creating %s: it exists, but the client did not show it in %d reads (ownership.WithAPIReader reads it from the API server): %w",
+				name, len(staleReadBackoff)+1, w.exists)
+		}
+	}
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("ownership: reading %s: %w", name, err)
+	}
+	return live, nil
+}
+
+// sleep waits for d or the end of ctx.
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// keepServerMetadata puts back on child the metadata the API server owns,
+// as read in live, which a mutate that builds the metadata anew drops: an
+// update then still carries the resourceVersion that was read (without
+// one, an update overwrites whatever changed since the read, or is
+// refused, for custom resources).
+func keepServerMetadata(child, live client.Object) {
+	child.SetResourceVersion(live.GetResourceVersion())
+	child.SetUID(live.GetUID())
+	child.SetGeneration(live.GetGeneration())
+	child.SetCreationTimestamp(live.GetCreationTimestamp())
+	child.SetDeletionTimestamp(live.GetDeletionTimestamp())
+	child.SetDeletionGracePeriodSeconds(live.GetDeletionGracePeriodSeconds())
+	child.SetManagedFields(live.GetManagedFields())
+}

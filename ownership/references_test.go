@@ -1,0 +1,224 @@
+package ownership_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	"github.com/steadyk8s/steady/internal/testapi"
+	"github.com/steadyk8s/steady/ownership"
+)
+
+func TestAnotherControllersChildIsNotStolen(t *testing.T) {
+	env.Require(t)
+	ctx := context.Background()
+	c, n := counting(t)
+	ns := env.Namespace(t)
+	a, b := owner(t, ns, "a"), owner(t, ns, "b")
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "shared"}}
+	if _, err := ownership.CreateOrUpdate(ctx, c, a, cm, nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, fn := range []createOr{createOrUpdate, createOrPatch} {
+		n.Reset()
+		cm = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "shared"}}
+		_, err := fn(ctx, c, b, cm, func() error { cm.Data = map[string]string{"k": "v"}; return nil })
+		var aoe *ownership.AlreadyOwnedError
+		if !errors.As(err, &aoe) || aoe.Controller != "Widget a" || aoe.Owner != "Widget "+ns+"/b" || aoe.Child != "ConfigMap "+ns+"/shared" {
+			t.Fatalf("error = %v, want an AlreadyOwnedError naming both owners", err)
+		}
+		if n.Writes() != 0 {
+			t.Errorf("requests %s: a refused adoption wrote", n)
+		}
+	}
+	cm = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "shared"}}
+	if op, err := ownership.CreateOrUpdate(ctx, c, b, cm, nil, ownership.Adopt{}); err != nil || op != controllerutil.OperationResultUpdated {
+		t.Fatalf("adopt: %s, %v", op, err)
+	}
+	var got corev1.ConfigMap
+	_ = env.Client.Get(ctx, client.ObjectKeyFromObject(cm), &got)
+	if !metav1.IsControlledBy(&got, b) || len(got.OwnerReferences) != 1 {
+		t.Errorf("after adoption: owners %v", got.OwnerReferences)
+	}
+}
+
+func TestInvalidReferencesAreRefusedBeforeAnyWrite(t *testing.T) {
+	env.Require(t)
+	ctx := context.Background()
+	c, n := counting(t)
+	ns, other := env.Namespace(t), env.Namespace(t)
+	o := owner(t, ns, "o")
+	noUID := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "ghost"}}
+	for _, tc := range []struct {
+		name  string
+		owner client.Object
+		child client.Object
+	}{
+		{"owner without UID", noUID, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "x"}}},
+		{"owner in another namespace", o, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: other, Name: "x"}}},
+		{"namespaced owner of a cluster-scoped child", o, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "steady-test-x"}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			n.Reset()
+			for _, fn := range []createOr{createOrUpdate, createOrPatch} {
+				_, err := fn(ctx, c, tc.owner, tc.child, nil)
+				var ioe *ownership.InvalidOwnerError
+				if !errors.As(err, &ioe) {
+					t.Errorf("error = %v, want *InvalidOwnerError", err)
+				}
+			}
+			_, err := ownership.Apply(ctx, c, tc.owner, tc.child, "steady-test")
+			var ioe *ownership.InvalidOwnerError
+			if !errors.As(err, &ioe) {
+				t.Errorf("Apply error = %v, want *InvalidOwnerError", err)
+			}
+			if n.Writes() != 0 || n.Get("GET") != 0 {
+				t.Errorf("requests %s before refusing", n)
+			}
+		})
+	}
+}
+
+func TestNonControllerReferences(t *testing.T) {
+	env.Require(t)
+	ns := env.Namespace(t)
+	a, b := owner(t, ns, "a"), owner(t, ns, "b")
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns}}
+	if ok, err := ownership.SetControllerReference(a, cm, env.Scheme); !ok || err != nil {
+		t.Fatal(ok, err)
+	}
+	if ok, err := ownership.SetOwnerReference(b, cm, env.Scheme); !ok || err != nil {
+		t.Fatal(ok, err)
+	}
+	if ok, _ := ownership.SetOwnerReference(b, cm, env.Scheme); ok {
+		t.Error("setting the same reference again reported a change")
+	}
+	if ok, _ := ownership.SetOwnerReference(a, cm, env.Scheme); ok || !metav1.IsControlledBy(cm, a) {
+		t.Error("a plain reference from the controller changed or demoted it")
+	}
+	if !ownership.RemoveOwnerReference(b, cm) || ownership.RemoveOwnerReference(b, cm) || len(cm.OwnerReferences) != 1 {
+		t.Errorf("RemoveOwnerReference: %v", cm.OwnerReferences)
+	}
+}
+
+// TestReferencesTheGarbageCollectorWouldMisreadAreRefused: as
+// controllerutil's do, SetControllerReference and SetOwnerReference refuse
+// an owner in another namespace (the garbage collector looks the owner up
+// in the child's namespace, finds nothing and deletes the child), a
+// namespaced owner of a child without a namespace, and an owner without a
+// UID, and leave the child as it was.
+func TestReferencesTheGarbageCollectorWouldMisreadAreRefused(t *testing.T) {
+	env.Require(t)
+	o := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "o", UID: "1"}}
+	noUID := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "o"}}
+	for _, tc := range []struct {
+		name         string
+		owner, child client.Object
+	}{
+		{"owner in another namespace", o, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "b", Name: "c"}}},
+		{"child without a namespace", o, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "c"}}},
+		{"owner without a UID", noUID, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "c"}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for name, set := range map[string]func() (bool, error){
+				"SetControllerReference": func() (bool, error) { return ownership.SetControllerReference(tc.owner, tc.child, env.Scheme) },
+				"SetOwnerReference":      func() (bool, error) { return ownership.SetOwnerReference(tc.owner, tc.child, env.Scheme) },
+			} {
+				changed, err := set()
+				var ioe *ownership.InvalidOwnerError
+				if !errors.As(err, &ioe) || changed || len(tc.child.GetOwnerReferences()) != 0 {
+					t.Errorf("%s: %v, %v, references %v; want an *InvalidOwnerError and no change", name, changed, err, tc.child.GetOwnerReferences())
+				}
+			}
+		})
+	}
+	// A cluster-scoped owner can own a namespaced child.
+	cluster := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Name: "o", UID: "2"}}
+	if ok, err := ownership.SetControllerReference(cluster, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "b", Name: "c"}}, env.Scheme); !ok || err != nil {
+		t.Errorf("cluster-scoped owner: %v, %v", ok, err)
+	}
+}
+
+// TestARecreatedChildOfAnotherOwnerIsNotWritten: our child was deleted and
+// created again by another owner while the cache (held 300ms back) still
+// shows ours: a write based on that read must not land on the other
+// owner's child (a conflict to requeue on, or its *AlreadyOwnedError),
+// for CreateOrUpdate, CreateOrPatch and Apply.
+func TestARecreatedChildOfAnotherOwnerIsNotWritten(t *testing.T) {
+	env.Require(t)
+	ctx := context.Background()
+	cc := startCached(t)
+	ns := env.Namespace(t)
+	a, b := owner(t, ns, "a"), owner(t, ns, "b")
+	for _, fn := range allFns {
+		t.Run(fn.name, func(t *testing.T) {
+			name := "cm-" + strings.ToLower(fn.name)
+			cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+			if _, err := fn.fn(ctx, env.Client, a, cm, func() error { cm.Data = map[string]string{"k": "a1"}; return nil }); err != nil {
+				t.Fatal(err)
+			}
+			cachedSees(t, cc, cm)
+			if err := env.Client.Delete(ctx, cm); err != nil {
+				t.Fatal(err)
+			}
+			theirs := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+			if _, err := ownership.CreateOrUpdate(ctx, env.Client, b, theirs, func() error { theirs.Data = map[string]string{"k": "b"}; return nil }); err != nil {
+				t.Fatal(err)
+			}
+			cm = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+			op, err := fn.fn(ctx, cc.Client, a, cm, func() error { cm.Data = map[string]string{"k": "a2"}; return nil })
+			var got corev1.ConfigMap
+			if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &got); err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("%s, %v; stored %v, owners %v", op, err, got.Data, got.OwnerReferences)
+			if got.Data["k"] != "b" || !metav1.IsControlledBy(&got, b) {
+				t.Errorf("the other owner's child was written: %v, owners %v (%s, %v)", got.Data, got.OwnerReferences, op, err)
+			}
+			var aoe *ownership.AlreadyOwnedError
+			if err == nil || !apierrors.IsConflict(err) && !errors.As(err, &aoe) {
+				t.Errorf("%s, %v; want a conflict or an *AlreadyOwnedError", op, err)
+			}
+		})
+	}
+}
+
+// TestARecreatedChildsStatusIsNotWritten: the same for a status-only
+// change of CreateOrPatch, which the status subresource would take whatever
+// UID the patch carries: it is locked on the resourceVersion read.
+func TestARecreatedChildsStatusIsNotWritten(t *testing.T) {
+	env.Require(t)
+	ctx := context.Background()
+	cc := startCached(t)
+	ns := env.Namespace(t)
+	a, b := owner(t, ns, "a"), owner(t, ns, "b")
+	w := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "w"}}
+	if _, err := ownership.CreateOrPatch(ctx, env.Client, a, w, func() error { w.Status.Phase = "a1"; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	cachedSees(t, cc, w)
+	if err := env.Client.Delete(ctx, w); err != nil {
+		t.Fatal(err)
+	}
+	theirs := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "w"}}
+	if _, err := ownership.CreateOrPatch(ctx, env.Client, b, theirs, func() error { theirs.Status.Phase = "b"; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	w = &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "w"}}
+	op, err := ownership.CreateOrPatch(ctx, cc.Client, a, w, func() error { w.Status.Phase = "a2"; return nil })
+	var got testapi.Widget
+	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "w"}, &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Status.Phase != "b" || !apierrors.IsConflict(err) {
+		t.Errorf("%s, %v; stored phase %q: want a conflict and the other owner's status kept", op, err, got.Status.Phase)
+	}
+}
