@@ -200,9 +200,16 @@ func (r *run) applyAll(ctx context.Context, members []*member) (failed bool) {
 			r.res.add(m.id, Unchanged, nil)
 			continue
 		}
-		if err := r.s.c.Apply(ctx, client.ApplyConfigurationFromUnstructured(m.obj.DeepCopy()), r.s.applyOptions(false)...); err != nil {
+		answer := m.obj.DeepCopy()
+		if err := r.s.c.Apply(ctx, client.ApplyConfigurationFromUnstructured(answer), r.s.applyOptions(false)...); err != nil {
 			r.res.add(m.id, Failed, err)
 			failed = true
+			continue
+		}
+		if m.live != nil && answer.GetResourceVersion() != "" && answer.GetResourceVersion() == m.live.GetResourceVersion() {
+			// Applied without a dry run (NoDryRun), and the API server
+			// changed nothing.
+			r.res.add(m.id, Unchanged, nil)
 			continue
 		}
 		r.written = append(r.written, m.id.String())

@@ -37,13 +37,13 @@ var steps = []string{"first apply", "re-apply, unchanged", "5 removed + prune"}
 
 // steadySteps runs the three steps with a counting client and returns the
 // requests of each, discovery left out.
-func steadySteps(t testing.TB, ns string, cms, secrets int) [3]int {
+func steadySteps(t testing.TB, ns string, cms, secrets int, opts ...applyset.SetOption) [3]int {
 	ctx := context.Background()
 	c, n, err := testapi.NewCountingClient(env.Config, env.Scheme)
 	if err != nil {
 		t.Fatal(err)
 	}
-	set, err := applyset.New(c, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "table"}})
+	set, err := applyset.New(c, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "table"}}, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,6 +131,14 @@ func TestRequestBudget(t *testing.T) {
 			t.Errorf("%s: %d requests, budget %d (kubectl --server-side %d)", steps[i], got[i], budget[i], k[i])
 		}
 	}
+	// Without the dry runs, a first apply costs kubectl's and one GET: steady
+	// reads the parent before it writes it (what makes its unchanged
+	// re-apply 3 requests against kubectl's 30).
+	if nd := steadySteps(t, env.Namespace(t), 20, 5, applyset.NoDryRun{}); nd[0] > k[0]+1 || nd[1] > budget[1] || nd[2] > budget[2] {
+		t.Errorf("NoDryRun: %v requests, kubectl --server-side %v", nd, k)
+	} else {
+		t.Logf("NoDryRun: %v requests, kubectl --server-side %v", nd, k)
+	}
 	// 100 unchanged objects cost what 25 do.
 	ns := env.Namespace(t)
 	c100 := steadySteps(t, ns, 95, 5)
@@ -183,5 +191,43 @@ func TestWaitCurrentListsPerKind(t *testing.T) {
 	// 2 LISTs before the apply, 2 in the first round, then 1 per 200ms.
 	if lists, gets := n.Get("LIST"), n.Get("GET"); lists > 2+2+7 || gets > 1 {
 		t.Errorf("the wait made %d LISTs and %d GETs (%s)", lists, gets, n)
+	}
+}
+
+// NoDryRun: a member the API server refuses is found by its apply, after
+// the members before it were applied; it is Failed, the error names it, and
+// nothing is pruned. A re-apply that changes nothing is Unchanged.
+func TestNoDryRun(t *testing.T) {
+	env.Require(t)
+	ctx := context.Background()
+	ns := env.Namespace(t)
+	c, n, err := testapi.NewCountingClient(env.Config, env.Scheme)
+	if err != nil {
+		t.Fatal(err)
+	}
+	set, err := applyset.New(c, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "nodry"}}, applyset.NoDryRun{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs, err := applyset.ParseYAML([]byte(requestTable(3, 0, 0)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, err := set.Apply(ctx, objs); err != nil || res.Count(applyset.Applied) != 3 {
+		t.Fatalf("first apply: %+v, %v", res, err)
+	}
+	n.Reset()
+	res, err := set.Apply(ctx, objs)
+	if err != nil || res.Count(applyset.Unchanged) != 3 || n.Writes() != 0 {
+		t.Fatalf("re-apply: %+v, %v, requests %s", res, err, n)
+	}
+	bad, err := applyset.ParseYAML([]byte(requestTable(3, 0, 0) + "---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: Not_A_Valid_Name\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs2 := append(bad[:2:2], bad[3]) // the third ConfigMap dropped: prune would delete it
+	res, err = set.Apply(ctx, objs2)
+	if err == nil || res.Count(applyset.Failed) != 1 || res.Count(applyset.Pruned) != 0 || !strings.Contains(err.Error(), "Not_A_Valid_Name") {
+		t.Fatalf("refused member: %+v, %v", res, err)
 	}
 }

@@ -106,6 +106,10 @@ func (r *run) check(ctx context.Context, members []*member) error {
 			m.changed = false
 			continue
 		}
+		if r.s.o.NoDryRun {
+			m.changed = true // the apply itself tells
+			continue
+		}
 		out, err := r.dryRun(ctx, m)
 		if err != nil && refused(err) {
 			errs = append(errs, fmt.Errorf("%s: %w", m.id, err))
