@@ -59,7 +59,8 @@ const createOnly = "1"
 // when one is given; without one, Apply's own last answer for this child
 // and owner, if it remembers one, is the lock (a child it created a moment
 // ago). The read is of child's type, so a typed child is read from a
-// manager's cache; an unstructured one is read from the API server unless
+// manager's cache (list and watch permissions on its kind, as for
+// CreateOrUpdate); an unstructured one is read from the API server unless
 // the manager's client caches unstructured objects.
 func Apply(ctx context.Context, c client.Client, owner, child client.Object, fieldManager string, opts ...ApplyOption) (controllerutil.OperationResult, error) {
 	o := ApplyOptions{}
@@ -126,26 +127,33 @@ func Apply(ctx context.Context, c client.Client, owner, child client.Object, fie
 			if sumErr == nil {
 				applied.put(key, memo{uid: answer.GetUID(), rv: answer.GetResourceVersion(), sum: config})
 			}
+			op := applyResult(lock, answer, released != "")
 			if err := object.FromMap(answer.Object, child); err != nil {
-				return controllerutil.OperationResultNone, fmt.Errorf("ownership: %w", err)
+				return op, fmt.Errorf("ownership: applied %s, but reading the answer failed: %w", name, err)
 			}
-			return applyResult(lock, answer, released != ""), nil
+			return op, nil
 		}
 		if staleLock(err) {
 			applied.forget(key)
 			if attempt < maxAttempts {
 				if live, err = readForApply(ctx, c, o.APIReader, child, name, &lock, err); err != nil {
-					return resultAfterRelease(released), err
+					return applyFailed(released, name, err)
 				}
 				continue
 			}
 		}
-		if released != "" {
-			return controllerutil.OperationResultUpdated, fmt.Errorf("ownership: removed the controller reference of %s from %s, but applying it failed (it has no controller now): %w",
-				released, name, err)
-		}
-		return controllerutil.OperationResultNone, fmt.Errorf("ownership: applying %s: %w", name, err)
+		return applyFailed(released, name, fmt.Errorf("ownership: applying %s: %w", name, err))
 	}
+}
+
+// applyFailed is the result and error of an apply that failed with err,
+// after removing the controller reference of released ("" for none).
+func applyFailed(released, name string, err error) (controllerutil.OperationResult, error) {
+	if released != "" {
+		return controllerutil.OperationResultUpdated, fmt.Errorf("ownership: removed the controller reference of %s from %s, but applying it failed (it has no controller now): %w",
+			released, name, err)
+	}
+	return controllerutil.OperationResultNone, err
 }
 
 // applyConfiguration is what Apply sends: child without status and the
