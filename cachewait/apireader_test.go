@@ -25,7 +25,7 @@ func TestAPIReaderCostsNothingInTheCommonPath(t *testing.T) {
 	cc := startManager(t, lag)
 	noTimeouts(t)
 	ns := env.Namespace(t)
-	c := cachewait.NewClient(cc.Client, cachewait.WithAPIReader{Reader: cc.APIReader}, cachewait.WithTimeout(3*time.Second))
+	c := cachewait.NewClient(cc.Manager, cachewait.WithAPIReader{Reader: cc.APIReader}, cachewait.WithTimeout(3*time.Second))
 	cc.Counter.Reset()
 	labels := map[string]string{"app": "common"}
 	for i := range 3 {
@@ -60,7 +60,7 @@ func TestAPIReaderFailureKeepsTheWrite(t *testing.T) {
 	var fail atomic.Bool
 	fail.Store(true)
 	down := downReader{Reader: cc.APIReader, down: &fail}
-	c := cachewait.NewClient(cc.Client, cachewait.WithAPIReader{Reader: down, After: time.Millisecond},
+	c := cachewait.NewClient(cc.Manager, cachewait.WithAPIReader{Reader: down, After: time.Millisecond},
 		cachewait.WithTimeout(3*time.Second))
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: env.Namespace(t), Name: "apidown"}}
 	must(t, c.Create(ctx, cm))

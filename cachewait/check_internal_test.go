@@ -101,10 +101,13 @@ func (h history) goneAtEnd(uid types.UID) bool {
 
 // TestCheckProperties drives the caught-up rules over random histories of
 // one name, with the cache at every point of them:
-//   - safety: a write (or delete) counts as caught up only when the cache
-//     has processed it, or the object it wrote is gone for good;
-//   - liveness, with an API reader: once the cache has processed it, it
-//     counts as caught up.
+//   - safety: a write (or delete) counts as caught up for good only when
+//     the cache has processed it, or the object it wrote is gone for good;
+//     it lets a read go on (readable) only when the cache shows no state
+//     of the object older than the write: another object or none, and none
+//     only where the object is gone for good;
+//   - liveness, with an API reader: once the cache has processed it, no
+//     read waits for it.
 func TestCheckProperties(t *testing.T) {
 	seed := time.Now().UnixNano()
 	t.Logf("seed %d", seed)
@@ -119,7 +122,12 @@ func TestCheckProperties(t *testing.T) {
 			var mk func() *expectation
 			switch h.kinds[w] {
 			case "create", "update", "release":
-				mk = func() *expectation { return newWrite(h.answers[w], nil) }
+				mk = func() *expectation {
+					e := newWrite(h.answers[w], nil)
+					e.created = h.kinds[w] == "create"
+					e.unseen = unseen
+					return e
+				}
 			case "mark", "delete":
 				mk = func() *expectation {
 					e := newDelete(h.states[w-1], nil, modeDeleted)
@@ -150,17 +158,25 @@ func TestCheckProperties(t *testing.T) {
 					fresh := mk()
 					fresh.at = past
 					for name, e := range map[string]*expectation{"fresh": fresh, "in sequence": seq} {
-						done, _, err := e.check(ctx, snapshot{h.states[c]}, o, nil)
+						st, _, err := e.check(ctx, snapshot{h.states[c]}, o, nil, readScope{})
 						if err != nil {
 							t.Fatal(err)
 						}
 						where := fmt.Sprintf("seed %d iter %d, %s check of event %d (%s) with the cache after event %d, API reader %v, history %v",
 							seed, iter, name, w, h.kinds[w], c, withAPI, h.kinds)
-						if done && c < w && !h.goneAtEnd(uid) {
+						if st == caughtUp && c < w && !h.goneAtEnd(uid) {
 							t.Fatalf("%s: caught up before the cache processed the write", where)
 						}
-						if withAPI && c >= w && !done {
-							t.Fatalf("%s: not caught up although the cache processed the write", where)
+						if st == readable && c < w {
+							if cur := h.states[c]; cur != nil && cur.UID == uid {
+								t.Fatalf("%s: a read may go on while the cache shows an older state of the object", where)
+							}
+							if h.states[c] == nil && !h.goneAtEnd(uid) {
+								t.Fatalf("%s: a read may go on while the cache lacks an object that exists", where)
+							}
+						}
+						if withAPI && c >= w && st == waiting {
+							t.Fatalf("%s: a read waits although the cache processed the write", where)
 						}
 					}
 				}

@@ -7,12 +7,14 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/steadyk8s/steady/internal/object"
+	"github.com/steadyk8s/steady/internal/observe"
 )
 
 // NoWait, passed to a Get or List of a [Client] (cachewait.NoWait{}), reads
@@ -75,44 +77,155 @@ type Client struct {
 	opts    WaitOptions
 	mu      sync.Mutex
 	pending map[schema.GroupVersionKind]*kindPending
+	views   map[schema.GroupVersionKind]client.Object // the representation of the last read of each kind
 	pruned  time.Time
 }
 
-// NewClient wraps c; opts apply to every wait.
-func NewClient(c client.Client, opts ...WaitOption) *Client {
-	return &Client{Client: c, opts: (&WaitOptions{}).ApplyOptions(opts).withDefaults(),
-		pending: map[schema.GroupVersionKind]*kindPending{}}
+// Cluster is what [NewClient] and [NewTracker] use of the manager;
+// ctrl.Manager and cluster.Cluster have it.
+type Cluster interface {
+	// GetClient returns the client that reads from the informer cache and
+	// writes to the API server.
+	GetClient() client.Client
+	// GetAPIReader returns a reader of the API server, which tells an
+	// object that is gone from one the cache has not seen yet (see
+	// [WithAPIReader]); nil means none.
+	GetAPIReader() client.Reader
+}
+
+// NewClient wraps cl's client (the manager's: NewClient(mgr)); opts apply
+// to every wait. The waits ask cl's API reader where the cache alone
+// cannot tell (see [WithAPIReader], which replaces it or sets After).
+func NewClient(cl Cluster, opts ...WaitOption) *Client {
+	o := (&WaitOptions{}).ApplyOptions(opts)
+	if o.APIReader == nil {
+		o.APIReader = observe.Reader(cl.GetAPIReader(), "cachewait")
+	}
+	return &Client{Client: cl.GetClient(), opts: o.withDefaults(),
+		pending: map[schema.GroupVersionKind]*kindPending{}, views: map[schema.GroupVersionKind]client.Object{}}
 }
 
 // Get waits for this client's writes of the object, then reads the cache.
 func (c *Client) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
-	if !hasNoWait(opts) {
-		if gvk, err := object.GVK(obj, c.Scheme()); err == nil {
-			if err := c.await(ctx, gvk, obj, key.Namespace, func(k client.ObjectKey) bool { return k == key }); err != nil {
-				return err
-			}
-		}
+	if hasNoWait(opts) {
+		return c.Client.Get(ctx, key, obj, opts...)
 	}
-	return c.Client.Get(ctx, key, obj, opts...)
-}
-
-// List waits for this client's writes of the list's kind (in the listed
-// namespace), then reads the cache.
-func (c *Client) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
-	if !hasNoWait(opts) {
-		gvk, err := object.GVK(list, c.Scheme())
+	gvk, err := object.GVK(obj, c.Scheme())
+	if err != nil {
+		return c.Client.Get(ctx, key, obj, opts...)
+	}
+	c.noteView(gvk, obj)
+	rs := readScope{namespace: key.Namespace, name: key.Name}
+	start := time.Now()
+	deadline, pause := start.Add(c.opts.Timeout), c.opts.InitialBackoff
+	for {
+		ok, err := c.await(ctx, gvk, obj, rs, deadline)
 		if err != nil {
-			return fmt.Errorf("cachewait: %w", err)
-		}
-		gvk.Kind = strings.TrimSuffix(gvk.Kind, "List")
-		lo := (&client.ListOptions{}).ApplyOptions(opts)
-		if err := c.await(ctx, gvk, c.itemOf(list, gvk), lo.Namespace, func(k client.ObjectKey) bool {
-			return lo.Namespace == "" || k.Namespace == lo.Namespace
-		}); err != nil {
 			return err
 		}
+		if err := c.Client.Get(ctx, key, obj, opts...); err != nil || len(ok) == 0 {
+			return err
+		}
+		e, old := c.stale(ctx, ok, rs, func(k client.ObjectKey) client.Object {
+			if k == key {
+				return obj
+			}
+			return nil
+		})
+		switch {
+		case e == nil:
+			return nil
+		case time.Now().After(deadline) || sleep(ctx, pause) != nil:
+			return staleRead(ctx, e, old, start)
+		}
+		pause = min(pause*2, c.opts.MaxBackoff)
 	}
-	return c.Client.List(ctx, list, opts...)
+}
+
+// List waits for this client's writes of the list's kind that the list
+// can select (in the listed namespace, matching its label selector as
+// written or as the cache holds them), then reads the cache.
+func (c *Client) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	if hasNoWait(opts) {
+		return c.Client.List(ctx, list, opts...)
+	}
+	gvk, err := object.GVK(list, c.Scheme())
+	if err != nil {
+		return fmt.Errorf("cachewait: %w", err)
+	}
+	gvk.Kind = strings.TrimSuffix(gvk.Kind, "List")
+	lo := (&client.ListOptions{}).ApplyOptions(opts)
+	rs := readScope{namespace: lo.Namespace, labels: lo.LabelSelector}
+	item := c.itemOf(list, gvk)
+	c.noteView(gvk, item)
+	start := time.Now()
+	deadline, pause := start.Add(c.opts.Timeout), c.opts.InitialBackoff
+	for {
+		ok, err := c.await(ctx, gvk, item, rs, deadline)
+		if err != nil {
+			return err
+		}
+		if err := c.Client.List(ctx, list, opts...); err != nil || len(ok) == 0 {
+			return err
+		}
+		e, old := c.stale(ctx, ok, rs, byKey(list))
+		switch {
+		case e == nil:
+			return nil
+		case time.Now().After(deadline) || sleep(ctx, pause) != nil:
+			return staleRead(ctx, e, old, start)
+		}
+		pause = min(pause*2, c.opts.MaxBackoff)
+	}
+}
+
+// sleep pauses for d, or until ctx ends (then it returns ctx's error).
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// byKey returns a lookup of list's items by name.
+func byKey(list client.ObjectList) func(client.ObjectKey) client.Object {
+	items, _ := meta.ExtractList(list)
+	m := make(map[client.ObjectKey]client.Object, len(items))
+	for _, item := range items {
+		if obj, ok := item.(client.Object); ok {
+			m[client.ObjectKeyFromObject(obj)] = obj
+		}
+	}
+	return func(k client.ObjectKey) client.Object { return m[k] }
+}
+
+// noteView remembers that this Client reads gvk in proto's representation
+// (nil: unknown): its informer runs, so a Delete by name can look the
+// object up in it without starting another.
+func (c *Client) noteView(gvk schema.GroupVersionKind, proto client.Object) {
+	if proto == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.views[gvk] = object.New(proto)
+}
+
+// readView returns an empty object of gvk in the representation this
+// Client last read it in, or nil where it has not read gvk.
+func (c *Client) readView(gvk schema.GroupVersionKind) client.Object {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if proto := c.views[gvk]; proto != nil {
+		obj := object.New(proto)
+		obj.GetObjectKind().SetGroupVersionKind(gvk)
+		return obj
+	}
+	return nil
 }
 
 func hasNoWait[O any](opts []O) bool {

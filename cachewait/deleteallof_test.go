@@ -23,7 +23,7 @@ func TestDeleteAllOfInAnyRepresentation(t *testing.T) {
 	cc := startManager(t, lag)
 	noTimeouts(t)
 	ns := env.Namespace(t)
-	c := cachewait.NewClient(cc.Client, cachewait.WithTimeout(3*time.Second))
+	c := cachewait.NewClient(cc.Manager, cachewait.WithTimeout(3*time.Second))
 	labels := map[string]string{"app": "dao"}
 	gvk := corev1.SchemeGroupVersion.WithKind("ConfigMap")
 	lists := map[string]func() client.ObjectList{
@@ -55,5 +55,37 @@ func TestDeleteAllOfInAnyRepresentation(t *testing.T) {
 				t.Errorf("%s List after DeleteAllOf: %d items", name, n)
 			}
 		})
+	}
+}
+
+// TestDeleteAllOfAsksOnce: after a DeleteAllOf of 20 objects, with a cache
+// 2.5s behind, a List waits for the cache, asking the API reader once (one
+// LIST, after After) which of the objects the cache still holds are gone;
+// it does not ask again for them (the bug: one GET per object every After,
+// forgetting the NotFound answers: 40 GETs).
+func TestDeleteAllOfAsksOnce(t *testing.T) {
+	env.Require(t)
+	ctx := context.Background()
+	cc := startManager(t, 2500*time.Millisecond)
+	noTimeouts(t)
+	ns := env.Namespace(t)
+	batch := client.MatchingLabels{"batch": "20"}
+	var last *corev1.ConfigMap
+	for i := range 20 {
+		last = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprint("cm-", i), Labels: batch}}
+		must(t, env.Client.Create(ctx, last))
+	}
+	must(t, cachewait.ForWrite(ctx, cc.Client, last))
+	c := cachewait.NewClient(cc.Manager, cachewait.WithTimeout(10*time.Second))
+	cc.Counter.Reset()
+	must(t, c.DeleteAllOf(ctx, &corev1.ConfigMap{}, client.InNamespace(ns), batch))
+	var list corev1.ConfigMapList
+	must(t, c.List(ctx, &list, client.InNamespace(ns), batch))
+	if len(list.Items) != 0 {
+		t.Errorf("List after DeleteAllOf: %d items", len(list.Items))
+	}
+	t.Logf("requests: %s", cc.Counter)
+	if d, g, l := cc.Counter.Get("DELETE"), cc.Counter.Get("GET"), cc.Counter.Get("LIST"); d != 1 || g != 0 || l != 1 {
+		t.Errorf("%d DELETEs, %d GETs and %d LISTs, want 1, 0 and 1 (%s)", d, g, l, cc.Counter)
 	}
 }

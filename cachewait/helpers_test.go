@@ -103,3 +103,15 @@ func caughtUp(t testing.TB, tr *cachewait.Tracker, owner client.Object) {
 		time.Sleep(after)
 	}
 }
+
+// clusterOf is a cachewait.Cluster of a client (an interceptor around the
+// manager's, say) and an API reader (nil: none).
+func clusterOf(c client.Client, api client.Reader) cachewait.Cluster { return cluster{c, api} }
+
+type cluster struct {
+	c   client.Client
+	api client.Reader
+}
+
+func (c cluster) GetClient() client.Client    { return c.c }
+func (c cluster) GetAPIReader() client.Reader { return c.api }

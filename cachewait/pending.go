@@ -36,15 +36,16 @@ func (c *Client) record(obj client.Object, e *expectation) {
 	if err != nil {
 		return
 	}
+	if e.mode == modeWrite {
+		e.outOfScope = excludes(c.opts.CacheOptions, obj, c.Scheme())
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.prune()
 	p := c.kind(gvk)
 	k := client.ObjectKeyFromObject(obj)
 	prev := p.objects[k]
-	if e.mode == modeDeleted && prev != nil && prev.mode == modeWrite && prev.uid == e.uid {
-		e.unseen = true // the cache may not have seen it yet
-	}
+	e.inherit(prev)
 	if !olderWrite(e, prev) {
 		p.objects[k] = e
 	}
@@ -90,51 +91,98 @@ func (c *Client) prune() {
 	}
 }
 
-// await waits for the pending expectations of gvk that match keep and
-// forgets those the cache holds, and those that timed out (not those a
-// read's own context cut short). It reads the cache in the representation
-// of proto, the read's object.
-func (c *Client) await(ctx context.Context, gvk schema.GroupVersionKind, proto client.Object, namespace string, keep func(client.ObjectKey) bool) error {
+// await waits for the pending expectations of gvk that a read of rs
+// selects, until deadline, and forgets those caught up for good and those
+// that timed out (not those a read's own context cut short). It reads the
+// cache in the representation of proto, the read's object. It returns the
+// expectations the read may go on with but whose object it must not find
+// in an older state (see [Client.stale]).
+func (c *Client) await(ctx context.Context, gvk schema.GroupVersionKind, proto client.Object, rs readScope, deadline time.Time) ([]*expectation, error) {
 	for {
-		c.mu.Lock()
-		var todo []*expectation
-		if p := c.pending[gvk]; p != nil {
-			for k, e := range p.objects {
-				if keep(k) {
-					todo = append(todo, e)
-				}
-			}
-			for _, e := range p.all {
-				if namespace == "" || e.namespace == "" || e.namespace == namespace {
-					todo = append(todo, e)
-				}
-			}
-		}
-		c.mu.Unlock()
+		todo := c.selected(gvk, rs)
 		if len(todo) == 0 {
-			return nil
+			return nil, nil
 		}
-		failed, err := waitAll(ctx, c.Client, c.opts, c.view(proto, gvk), todo)
-		if err != nil && !IsTimeout(err) {
+		done, ok, left, err := waitAll(ctx, c.Client, c.opts, c.view(proto, gvk), rs, deadline, todo)
+		c.forget(gvk, done)
+		switch {
+		case err == nil:
+			return ok, nil
+		case !IsTimeout(err):
 			if !unservable(err) {
-				return err // keep them: the cache could not be read
+				return nil, err // keep them: the cache could not be read
 			}
 			// The cache cannot serve this object at all (a namespace or
 			// kind it does not hold): no read through it can be stale for
 			// it. Forget it and wait for the others.
-			c.forget(gvk, failed)
+			c.forget(gvk, left)
+			continue
+		case ctx.Err() == nil:
+			// Timed out: the caller is told once, later reads do not wait
+			// for these again.
+			c.forget(gvk, left)
+		}
+		// Else the caller's context ended before the timeout: the writes
+		// not caught up were not given their wait; keep them.
+		return nil, err
+	}
+}
+
+// selected returns the pending expectations of gvk a read of rs selects.
+func (c *Client) selected(gvk schema.GroupVersionKind, rs readScope) []*expectation {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	p := c.pending[gvk]
+	if p == nil {
+		return nil
+	}
+	var todo []*expectation
+	for k, e := range p.objects {
+		if (rs.namespace == "" || k.Namespace == rs.namespace) && (rs.name == "" || k.Name == rs.name) {
+			todo = append(todo, e)
+		}
+	}
+	for _, e := range p.all {
+		if rs.namespace == "" || e.namespace == "" || e.namespace == rs.namespace {
+			todo = append(todo, e)
+		}
+	}
+	return todo
+}
+
+// stale returns the expectation among exps (those await let a read of rs
+// go on with) whose object the read's result holds in a state older than
+// its write, nil where there is none: the cache moved between the wait and
+// the read (it got to an older state of an object it had not seen). found
+// returns the result's object of a name, nil where it has none.
+func (c *Client) stale(ctx context.Context, exps []*expectation, rs readScope, found func(client.ObjectKey) client.Object) (*expectation, client.Object) {
+	for _, e := range exps {
+		if e.mode == modeDeleteAll {
 			continue
 		}
-		if err != nil && ctx.Err() != nil {
-			// The caller's context ended before the timeout: the writes
-			// not caught up were not given their wait; keep them.
-			c.forget(gvk, slices.DeleteFunc(todo, func(e *expectation) bool { return slices.Contains(failed, e) }))
-			return err
+		obj := found(client.ObjectKeyFromObject(e.obj))
+		if obj == nil {
+			continue
 		}
-		// Forget what caught up, and what timed out: the caller is told once.
-		c.forget(gvk, todo)
-		return err
+		e.mu.Lock()
+		st, _, err := e.decide(ctx, c.opts, rs, obj)
+		e.mu.Unlock()
+		if err != nil || st == waiting {
+			return e, obj
+		}
 	}
+	return nil, nil
+}
+
+// staleRead is the error of a read whose result was still stale at its
+// deadline, or when ctx ended.
+func staleRead(ctx context.Context, e *expectation, obj client.Object, start time.Time) error {
+	err := ctx.Err()
+	if err == nil {
+		err = context.DeadlineExceeded
+	}
+	return &TimeoutError{Object: e.name, Want: e.wantString(), Have: obj.GetResourceVersion(),
+		Waited: time.Since(start), Err: err}
 }
 
 // unservable reports whether err, from a cache read (not the API reader),

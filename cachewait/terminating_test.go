@@ -42,7 +42,7 @@ func TestWriteToTerminatingPodIsSeen(t *testing.T) {
 		t.Fatal("ForWrite of the deletion mark returned before the cache held it")
 	}
 
-	c := cachewait.NewClient(cc.Client, cachewait.WithTimeout(3*time.Second))
+	c := cachewait.NewClient(cc.Manager, cachewait.WithTimeout(3*time.Second))
 	base := pod.DeepCopy()
 	pod.Labels = map[string]string{"seen": "yes"}
 	must(t, c.Patch(ctx, pod, client.MergeFrom(base)))
@@ -57,7 +57,7 @@ func TestWriteToTerminatingPodIsSeen(t *testing.T) {
 	must(t, env.Client.Patch(ctx, pod, client.MergeFrom(base)))
 	must(t, cachewait.ForWrite(ctx, cc.Client, pod, cachewait.WithTimeout(3*time.Second)))
 
-	tr := cachewait.NewTracker(cc.Client)
+	tr := cachewait.NewTracker(cc.Manager)
 	owner := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "owner", UID: "owner-uid"}}
 	tr.Wrote(owner, pod)
 	caughtUp(t, tr, owner)
@@ -80,7 +80,7 @@ func TestWriteToTerminatingNamespaceIsSeen(t *testing.T) {
 	if nsObj.DeletionTimestamp == nil || len(nsObj.Finalizers) != 0 || len(nsObj.Spec.Finalizers) == 0 {
 		t.Fatalf("want a Namespace marked, held by spec.finalizers only: %+v %+v", nsObj.ObjectMeta, nsObj.Spec)
 	}
-	c := cachewait.NewClient(cc.Client, cachewait.WithTimeout(3*time.Second))
+	c := cachewait.NewClient(cc.Manager, cachewait.WithTimeout(3*time.Second))
 	base := nsObj.DeepCopy()
 	nsObj.Labels = map[string]string{"seen": "yes"}
 	must(t, c.Patch(ctx, nsObj, client.MergeFrom(base)))
@@ -100,7 +100,7 @@ func TestTerminatingDoesNotBlockLists(t *testing.T) {
 	for _, namedOnly := range []bool{false, true} {
 		t.Run(fmt.Sprintf("deleted by name only: %v", namedOnly), func(t *testing.T) {
 			noTimeouts(t)
-			c := cachewait.NewClient(cc.Client, cachewait.WithTimeout(3*time.Second))
+			c := cachewait.NewClient(cc.Manager, cachewait.WithTimeout(3*time.Second))
 			ns := env.Namespace(t)
 			cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "held", Finalizers: []string{hold}}}
 			must(t, c.Create(ctx, cm))
@@ -149,7 +149,7 @@ func TestDeleteByNameOfTerminatingObject(t *testing.T) {
 		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
 	}
 
-	c := cachewait.NewClient(cc.Client, cachewait.WithTimeout(3*time.Second))
+	c := cachewait.NewClient(cc.Manager, cachewait.WithTimeout(3*time.Second))
 	must(t, c.Delete(ctx, held("client")))
 	var list corev1.ConfigMapList
 	must(t, c.List(ctx, &list, client.InNamespace(ns)))
@@ -159,7 +159,7 @@ func TestDeleteByNameOfTerminatingObject(t *testing.T) {
 		}
 	}
 
-	tr := cachewait.NewTracker(cc.Client)
+	tr := cachewait.NewTracker(cc.Manager)
 	owner := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "owner", UID: "owner-uid"}}
 	child := held("tracked")
 	must(t, env.Client.Delete(ctx, child))

@@ -4,14 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"slices"
-	"strings"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/steadyk8s/steady/internal/object"
@@ -25,7 +24,9 @@ func (c *Client) Create(ctx context.Context, obj client.Object, opts ...client.C
 		return err
 	}
 	if !dryRun((&client.CreateOptions{}).ApplyOptions(opts).DryRun) {
-		c.record(obj, newWrite(obj, c.Scheme()))
+		e := newWrite(obj, c.Scheme())
+		e.created = true
+		c.record(obj, e)
 	}
 	return nil
 }
@@ -87,21 +88,32 @@ func (c *Client) recordApplied(ac runtime.ApplyConfiguration) {
 	c.record(obj, newWrite(obj, c.Scheme()))
 }
 
-// Delete deletes obj and remembers the deletion of its UID: later reads wait
-// until the cache no longer holds it, or holds it marked for deletion. An
-// obj that only names the object takes the UID from client.Preconditions or
-// from this Client's pending write of it; without either, reads wait until
-// the cache lacks the name or holds it marked for deletion.
+// Delete deletes obj and remembers the deletion: later reads wait until the
+// cache no longer holds the object deleted, holds it marked for deletion
+// (another finalizer keeps it), or holds a later object of the name.
+//
+// An obj that only names the object, without client.Preconditions, is
+// deleted with a UID precondition, so that what reads wait for is what the
+// API server deleted: the UID of this Client's pending write of it, else of
+// what the cache holds of the name, read in the representation of this
+// Client's last read of the kind (so that no other informer starts; no
+// request). Where another object has taken the name meanwhile (409
+// Conflict), the API reader tells which, and the delete is made again, at
+// most three times. Where nothing is known of the name, it is deleted by
+// name, and reads wait until the cache lacks the name, holds it marked, or
+// holds an object the API reader shows alive after the delete (one created
+// since).
 func (c *Client) Delete(ctx context.Context, obj client.Object, opts ...client.DeleteOption) error {
 	o := (&client.DeleteOptions{}).ApplyOptions(opts)
+	if obj.GetUID() == "" && o.Preconditions == nil && !dryRun(o.DryRun) {
+		return c.deleteNamed(ctx, obj, opts)
+	}
 	del := obj
 	if obj.GetUID() == "" {
-		// Named only: the UID from the preconditions, else from this
-		// Client's pending write of it, so that the deletion mark can be
-		// told from the object. (Reading the cache here could start an
-		// informer.)
+		// The caller's preconditions pick the object: the UID from them,
+		// else from this Client's pending write of it.
 		del = obj.DeepCopyObject().(client.Object)
-		if o.Preconditions != nil && o.Preconditions.UID != nil {
+		if o.Preconditions.UID != nil {
 			del.SetUID(*o.Preconditions.UID)
 		} else if e := c.pendingWrite(obj); e != nil {
 			del.SetUID(e.uid)
@@ -111,12 +123,79 @@ func (c *Client) Delete(ctx context.Context, obj client.Object, opts ...client.D
 	if err := c.Client.Delete(ctx, obj, opts...); err != nil {
 		return err
 	}
-	if dryRun(o.DryRun) {
+	if !dryRun(o.DryRun) {
+		c.record(obj, newDelete(del, c.Scheme(), modeDeleted))
+	}
+	return nil
+}
+
+// deleteNamed deletes the object obj names (see [Client.Delete]).
+func (c *Client) deleteNamed(ctx context.Context, obj client.Object, opts []client.DeleteOption) error {
+	target, seen := c.target(ctx, obj)
+	for attempt := 0; target != nil && attempt < 3; attempt++ {
+		uid := target.GetUID()
+		err := c.Client.Delete(ctx, obj, append(slices.Clip(opts), client.Preconditions{UID: &uid})...)
+		if err == nil {
+			del := obj.DeepCopyObject().(client.Object)
+			del.SetUID(uid)
+			del.SetResourceVersion(target.GetResourceVersion())
+			del.SetLabels(target.GetLabels())
+			e := newDelete(del, c.Scheme(), modeDeleted)
+			e.seenUID, e.unseen = seen, !seen
+			c.record(obj, e)
+			return nil
+		}
+		if !apierrors.IsConflict(err) {
+			return err
+		}
+		// Another object has the name: which one, the API server tells.
+		target, seen = c.live(ctx, obj), false
+	}
+	if err := c.Client.Delete(ctx, obj, opts...); err != nil {
+		return err
+	}
+	c.record(obj, newDelete(obj, c.Scheme(), modeDeleted))
+	return nil
+}
+
+// target returns what is known of the object obj names, without a
+// request: this Client's pending write of it, else what the cache holds
+// of the name, read in the representation of this Client's last read of
+// the kind; and whether the cache was seen holding it. It returns nil
+// where neither knows it.
+func (c *Client) target(ctx context.Context, obj client.Object) (client.Object, bool) {
+	if e := c.pendingWrite(obj); e != nil {
+		t := object.EmptyLike(obj)
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		t.SetUID(e.uid)
+		t.SetResourceVersion(e.want)
+		t.SetLabels(e.labels)
+		return t, e.seenUID
+	}
+	gvk, err := object.GVK(obj, c.Scheme())
+	if err != nil {
+		return nil, false
+	}
+	cached := c.readView(gvk)
+	if cached == nil || c.Client.Get(ctx, client.ObjectKeyFromObject(obj), cached) != nil {
+		return nil, false
+	}
+	return cached, true
+}
+
+// live reads the object obj names through the API reader; nil where there
+// is none, the object is not found or the read fails (the delete then
+// goes by name).
+func (c *Client) live(ctx context.Context, obj client.Object) client.Object {
+	if c.opts.APIReader == nil {
 		return nil
 	}
-	e := newDelete(del, c.Scheme(), modeDeleted)
-	c.record(obj, e)
-	return nil
+	l := object.New(obj)
+	if c.opts.APIReader.Get(ctx, client.ObjectKeyFromObject(obj), l) != nil {
+		return nil
+	}
+	return l
 }
 
 // DeleteAllOf deletes the objects of obj's kind that opts select and
@@ -143,9 +222,7 @@ func (c *Client) DeleteAllOf(ctx context.Context, obj client.Object, opts ...cli
 	if err != nil {
 		return nil
 	}
-	e := &expectation{obj: object.New(obj), kind: gvk.Kind, mode: modeDeleteAll, at: at,
-		name: strings.TrimSpace(gvk.Kind + " " + o.Namespace), namespace: o.Namespace, selector: sel,
-		newList: newList, exempt: map[types.UID]bool{}}
+	e := newDeleteAll(object.New(obj), gvk.Kind, o.Namespace, sel, newList, at)
 	c.mu.Lock()
 	p := c.kind(gvk)
 	p.all = append(p.all, e)

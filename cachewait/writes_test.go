@@ -50,7 +50,7 @@ func TestConcurrentWritersReadTheirWrites(t *testing.T) {
 			return err
 		},
 	})
-	c := cachewait.NewClient(slow, cachewait.WithTimeout(3*time.Second))
+	c := cachewait.NewClient(clusterOf(slow, cc.APIReader), cachewait.WithTimeout(3*time.Second))
 	patch := func(writer string) {
 		p := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "shared", Labels: map[string]string{"writer": writer}}}
 		must(t, c.Patch(ctx, p, client.Merge))
@@ -76,7 +76,7 @@ func TestManyWritersReadTheirWrites(t *testing.T) {
 	ctx := context.Background()
 	cc := startManager(t, lag)
 	noTimeouts(t)
-	c := cachewait.NewClient(cc.Client, cachewait.WithTimeout(5*time.Second))
+	c := cachewait.NewClient(cc.Manager, cachewait.WithTimeout(5*time.Second))
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: env.Namespace(t), Name: "many"}}
 	must(t, c.Create(ctx, cm))
 	var wg sync.WaitGroup
@@ -115,7 +115,7 @@ func TestReadInAnotherRepresentation(t *testing.T) {
 	cc := startManager(t, lag)
 	noTimeouts(t)
 	ns := env.Namespace(t)
-	c := cachewait.NewClient(cc.Client, cachewait.WithTimeout(3*time.Second))
+	c := cachewait.NewClient(cc.Manager, cachewait.WithTimeout(3*time.Second))
 	for _, tc := range []struct {
 		name  string
 		write func(cm *corev1.ConfigMap) client.Object
@@ -167,7 +167,7 @@ func TestSubResourceWritesAreSeen(t *testing.T) {
 		Informers: []client.Object{&testapi.Widget{}, &appsv1.Deployment{}}})
 	noTimeouts(t)
 	ns := env.Namespace(t)
-	c := cachewait.NewClient(cc.Client, cachewait.WithTimeout(3*time.Second))
+	c := cachewait.NewClient(cc.Manager, cachewait.WithTimeout(3*time.Second))
 
 	t.Run("status", func(t *testing.T) {
 		w := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "status"}}
@@ -213,7 +213,7 @@ func TestApplyAndDeleteAllOfAreSeen(t *testing.T) {
 	ctx := context.Background()
 	cc := startManager(t, lag)
 	noTimeouts(t)
-	c := cachewait.NewClient(cc.Client, cachewait.WithTimeout(3*time.Second))
+	c := cachewait.NewClient(cc.Manager, cachewait.WithTimeout(3*time.Second))
 	owner := client.FieldOwner("cachewait-test")
 
 	t.Run("Apply", func(t *testing.T) {
@@ -285,7 +285,7 @@ func TestDryRunIsNotRecorded(t *testing.T) {
 	env.Require(t)
 	ctx := context.Background()
 	cc := startManager(t, lag)
-	c := cachewait.NewClient(cc.Client, cachewait.WithTimeout(time.Second))
+	c := cachewait.NewClient(cc.Manager, cachewait.WithTimeout(time.Second))
 	ns := env.Namespace(t)
 	kept := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "kept"}}
 	must(t, env.Client.Create(ctx, kept))
@@ -320,7 +320,7 @@ func TestCallerContextEndingKeepsTheWrite(t *testing.T) {
 	env.Require(t)
 	ctx := context.Background()
 	cc := startManager(t, lag)
-	c := cachewait.NewClient(cc.Client, cachewait.WithTimeout(3*time.Second))
+	c := cachewait.NewClient(cc.Manager, cachewait.WithTimeout(3*time.Second))
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: env.Namespace(t), Name: "impatient"}}
 	must(t, c.Create(ctx, cm))
 	short, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
@@ -348,7 +348,7 @@ func TestFaults(t *testing.T) {
 				return apierrors.NewConflict(corev1.Resource("configmaps"), obj.GetName(), errors.New("injected"))
 			},
 		})
-		c := cachewait.NewClient(failing, cachewait.WithTimeout(time.Second))
+		c := cachewait.NewClient(clusterOf(failing, cc.APIReader), cachewait.WithTimeout(time.Second))
 		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "never", ResourceVersion: ""}}
 		waits := waitCount(t, "")
 		if err := c.Create(ctx, cm); !apierrors.IsInternalError(err) {
@@ -377,7 +377,7 @@ func TestFaults(t *testing.T) {
 				return c.Get(ctx, key, obj, opts...)
 			},
 		})
-		c := cachewait.NewClient(flaky, cachewait.WithTimeout(3*time.Second))
+		c := cachewait.NewClient(clusterOf(flaky, cc.APIReader), cachewait.WithTimeout(3*time.Second))
 		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "flaky"}}
 		must(t, c.Create(ctx, cm))
 		fail.Store(true)
