@@ -38,40 +38,50 @@ var (
 // its own writes: after a create, update, patch, apply (also of the status
 // or another subresource, through Status() or SubResource()),
 // delete or delete-all-of through it, a Get of that object waits until the
-// cache holds the write, and a List of that kind (in the listed namespace)
-// waits for every such write of the kind. Make one with [NewClient].
+// cache holds the write, and a List of that kind waits for every such write
+// it can select (in the listed namespace; with a label selector, of an
+// object that matches it as written or as the cache holds it). Make one
+// with [NewClient].
 //
-// What counts as caught up:
+// What counts as caught up (the package documentation has the details and
+// the costs):
 //
 //   - a write: the cache holds the object at the written resourceVersion or
-//     newer, or the object is gone (see [ForWrite]; give [WithAPIReader] so
-//     that an object deleted by someone else is recognised as gone rather
-//     than waited for until the timeout);
+//     newer, or the object is gone (the manager's API reader tells an
+//     object deleted by someone else from one the cache has not seen yet,
+//     with one GET once the cache has lagged After);
 //   - a write that removed the last finalizer of an object marked for
 //     deletion (which releases it): the cache no longer holds that UID;
-//   - a Delete: the cache no longer holds that UID, or holds it marked for
+//   - a write the cache cannot hold, with [WithCacheOptions]: the cache
+//     does not hold the object (it dropped it, or never had it);
+//   - a Delete: the cache no longer holds that UID, holds it marked for
 //     deletion (another finalizer keeps it; a live GET would show the same
-//     deletionTimestamp);
+//     deletionTimestamp), or holds a newer object of the name; a Delete of
+//     an object named only is made with a UID precondition (see
+//     [Client.Delete]);
 //   - a DeleteAllOf: the cache holds no object of that kind in that
 //     namespace matching its label selector that is not marked for deletion,
-//     except objects this Client wrote afterwards and, with
-//     [WithAPIReader], objects the API server shows alive and unmarked (made
-//     later, or excluded by a field selector).
+//     except objects this Client wrote afterwards and objects the API server
+//     shows alive and unmarked (made later, or excluded by a field
+//     selector), asked with one LIST.
 //
 // Writes with client.DryRunAll are not remembered, nor are failed writes.
 // An expectation is remembered per object name with the written UID, so a
 // recreated object does not inherit it; one that timed out is dropped after
 // the read that got the [*TimeoutError], so a lost event costs one timeout,
-// never more (one that a read's own context cut short is kept). A write
-// the cache cannot serve at all (in a namespace or of a kind it does not
-// hold) is forgotten when a read first meets it; other errors reading the
-// cache are returned and the write kept. A read waits
-// in its own representation (typed, unstructured, metadata-only), whatever
-// the write's: each has its own informer, and one may lag another, so a
-// typed Get after an unstructured Patch waits for the typed informer.
+// never more (one that a read's own context cut short is kept). One that a
+// read could go on with although the cache was not seen past it (the object
+// absent, never seen, and gone live) is kept, and the results of later
+// reads are checked against it. A write the cache cannot serve at all (in a
+// namespace or of a kind it does not hold) is forgotten when a read first
+// meets it; other errors reading the cache are returned and the write kept.
+// A read waits in its own representation (typed, unstructured,
+// metadata-only), whatever the write's: each has its own informer, and one
+// may lag another, so a typed Get after an unstructured Patch waits for the
+// typed informer.
 //
-// Expectations no read has waited for are dropped after [DefaultTTL], so
-// that writes never read back through the Client do not pile up.
+// Expectations are dropped after [DefaultTTL], so that writes never read
+// back through the Client do not pile up.
 type Client struct {
 	client.Client
 	opts    WaitOptions

@@ -40,7 +40,9 @@ func TestReadIsCheckedAgainstItsResult(t *testing.T) {
 			return err
 		},
 	})
-	gone := readerFunc(func(key client.ObjectKey) error { return apierrors.NewNotFound(corev1.Resource("configmaps"), key.Name) })
+	gone := readerFunc(func(key client.ObjectKey) error {
+		return apierrors.NewNotFound(corev1.Resource("configmaps"), key.Name)
+	})
 	c := NewClient(fakeCluster{cache}, WithAPIReader{Reader: gone, After: time.Nanosecond}, WithTimeout(time.Second))
 	if err := c.Create(ctx, cm); err != nil {
 		t.Fatal(err)

@@ -138,7 +138,8 @@ func (w WithBackoff) ApplyToWait(o *WaitOptions) {
 // After). A cache that catches up within After costs no request.
 //
 // It applies to waits ([ForWrite], [ForDelete], [NewClient]) and to a
-// [Tracker].
+// [Tracker]. [NewClient] and [NewTracker] take the manager's API reader
+// without it: give it to set After, or another reader.
 type WithAPIReader struct {
 	Reader client.Reader
 	After  time.Duration
