@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -57,6 +58,7 @@ func randomHistory(r *rand.Rand) history {
 			if r.Intn(2) == 0 {
 				cur.Finalizers = []string{"f"}
 			}
+			cur.Labels = randomLabels(r)
 			kind, answer = "create", cur
 		case cur.DeletionTimestamp != nil && r.Intn(2) == 0:
 			answer = cur.DeepCopy()
@@ -77,6 +79,7 @@ func randomHistory(r *rand.Rand) history {
 		default:
 			cur = cur.DeepCopy()
 			cur.Data = map[string]string{"rv": strconv.Itoa(rv)}
+			cur.Labels = randomLabels(r)
 			kind, answer = "update", cur
 		}
 		if answer != nil {
@@ -93,6 +96,17 @@ func randomHistory(r *rand.Rand) history {
 	return h
 }
 
+// randomLabels returns no label, app=a or app=b.
+func randomLabels(r *rand.Rand) map[string]string {
+	switch r.Intn(3) {
+	case 0:
+		return map[string]string{"app": "a"}
+	case 1:
+		return map[string]string{"app": "b"}
+	}
+	return nil
+}
+
 // goneAtEnd reports whether the object uid is no longer there at the end.
 func (h history) goneAtEnd(uid types.UID) bool {
 	end := h.states[len(h.states)-1]
@@ -103,9 +117,10 @@ func (h history) goneAtEnd(uid types.UID) bool {
 // one name, with the cache at every point of them:
 //   - safety: a write (or delete) counts as caught up for good only when
 //     the cache has processed it, or the object it wrote is gone for good;
-//     it lets a read go on (readable) only when the cache shows no state
-//     of the object older than the write: another object or none, and none
-//     only where the object is gone for good;
+//     it lets a read (of everything, or of app=a) go on only when the read
+//     would show no state of the object older than the write: another
+//     object or none, and none only where the object is gone for good or
+//     the read does not select it as the write left it;
 //   - liveness, with an API reader: once the cache has processed it, no
 //     read waits for it.
 func TestCheckProperties(t *testing.T) {
@@ -139,6 +154,17 @@ func TestCheckProperties(t *testing.T) {
 			}
 			e0 := mk()
 			uid := e0.uid
+			// What the write left of the object: the answer, or for a
+			// delete the object as it was (marked, or gone).
+			left := h.answers[w]
+			if left == nil || e0.mode == modeDeleted {
+				left = h.states[w-1]
+			}
+			// A read of everything, or of app=a.
+			rs := readScope{}
+			if r.Intn(2) == 0 {
+				rs.labels = labels.SelectorFromSet(labels.Set{"app": "a"})
+			}
 			created := w
 			for created > 0 && h.states[created-1] != nil && h.states[created-1].UID == uid {
 				created--
@@ -158,7 +184,7 @@ func TestCheckProperties(t *testing.T) {
 					fresh := mk()
 					fresh.at = past
 					for name, e := range map[string]*expectation{"fresh": fresh, "in sequence": seq} {
-						st, _, err := e.check(ctx, snapshot{h.states[c]}, o, nil, readScope{})
+						st, _, err := e.check(ctx, snapshot{h.states[c]}, o, nil, rs)
 						if err != nil {
 							t.Fatal(err)
 						}
@@ -167,13 +193,11 @@ func TestCheckProperties(t *testing.T) {
 						if st == caughtUp && c < w && !h.goneAtEnd(uid) {
 							t.Fatalf("%s: caught up before the cache processed the write", where)
 						}
-						if st == readable && c < w {
-							if cur := h.states[c]; cur != nil && cur.UID == uid {
-								t.Fatalf("%s: a read may go on while the cache shows an older state of the object", where)
-							}
-							if h.states[c] == nil && !h.goneAtEnd(uid) {
-								t.Fatalf("%s: a read may go on while the cache lacks an object that exists", where)
-							}
+						if cur := h.states[c]; st != waiting && c < w && cur != nil && cur.UID == uid && selects(rs, cur) {
+							t.Fatalf("%s: a read of %v may go on while the cache shows an older state of the object", where, rs.labels)
+						}
+						if st == readable && c < w && h.states[c] == nil && !h.goneAtEnd(uid) && selects(rs, left) {
+							t.Fatalf("%s: a read of %v may go on while the cache lacks an object that exists", where, rs.labels)
 						}
 						if withAPI && c >= w && st == waiting {
 							t.Fatalf("%s: a read waits although the cache processed the write", where)
@@ -183,4 +207,9 @@ func TestCheckProperties(t *testing.T) {
 			}
 		}
 	}
+}
+
+// selects reports whether a read of rs shows obj.
+func selects(rs readScope, obj *corev1.ConfigMap) bool {
+	return rs.labels == nil || rs.labels.Matches(labels.Set(obj.Labels))
 }
