@@ -60,7 +60,8 @@ func reconcileChildren(ctx context.Context, c client.Client, owner *testapi.Widg
 func TestNoDuplicateChildren(t *testing.T) {
 	env.Require(t)
 	ctx := context.Background()
-	cached := startManager(t, 300*time.Millisecond).Client
+	cc := startManager(t, 300*time.Millisecond)
+	cached := cc.Client
 	const trials, passes = 3, 5
 	for _, tc := range []struct {
 		name string
@@ -73,11 +74,11 @@ func TestNoDuplicateChildren(t *testing.T) {
 			return reconcileChildren(ctx, cached, o, func(cm *corev1.ConfigMap) error { return cachewait.ForWrite(ctx, cached, cm) })
 		}, true},
 		{"Client", func() func(*testapi.Widget) error {
-			c := cachewait.NewClient(cached)
+			c := cachewait.NewClient(cc.Manager)
 			return func(o *testapi.Widget) error { return reconcileChildren(ctx, c, o, nil) }
 		}(), true},
 		{"Tracker", func() func(*testapi.Widget) error {
-			tr := cachewait.NewTracker(cached)
+			tr := cachewait.NewTracker(cc.Manager)
 			return func(o *testapi.Widget) error {
 				if after, err := tr.CaughtUp(ctx, o); err != nil || after > 0 {
 					return err // requeue after `after`: this pass does nothing
@@ -161,7 +162,7 @@ func TestForDelete(t *testing.T) {
 func TestClientReadsItsWritesUnlessTold(t *testing.T) {
 	env.Require(t)
 	ctx := context.Background()
-	c := cachewait.NewClient(startManager(t, 300*time.Millisecond).Client)
+	c := cachewait.NewClient(startManager(t, 300*time.Millisecond).Manager)
 	ns := env.Namespace(t)
 	a := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "a"}}
 	if err := c.Create(ctx, a); err != nil {

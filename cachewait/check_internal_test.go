@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -57,6 +58,7 @@ func randomHistory(r *rand.Rand) history {
 			if r.Intn(2) == 0 {
 				cur.Finalizers = []string{"f"}
 			}
+			cur.Labels = randomLabels(r)
 			kind, answer = "create", cur
 		case cur.DeletionTimestamp != nil && r.Intn(2) == 0:
 			answer = cur.DeepCopy()
@@ -77,6 +79,7 @@ func randomHistory(r *rand.Rand) history {
 		default:
 			cur = cur.DeepCopy()
 			cur.Data = map[string]string{"rv": strconv.Itoa(rv)}
+			cur.Labels = randomLabels(r)
 			kind, answer = "update", cur
 		}
 		if answer != nil {
@@ -93,6 +96,17 @@ func randomHistory(r *rand.Rand) history {
 	return h
 }
 
+// randomLabels returns no label, app=a or app=b.
+func randomLabels(r *rand.Rand) map[string]string {
+	switch r.Intn(3) {
+	case 0:
+		return map[string]string{"app": "a"}
+	case 1:
+		return map[string]string{"app": "b"}
+	}
+	return nil
+}
+
 // goneAtEnd reports whether the object uid is no longer there at the end.
 func (h history) goneAtEnd(uid types.UID) bool {
 	end := h.states[len(h.states)-1]
@@ -101,10 +115,14 @@ func (h history) goneAtEnd(uid types.UID) bool {
 
 // TestCheckProperties drives the caught-up rules over random histories of
 // one name, with the cache at every point of them:
-//   - safety: a write (or delete) counts as caught up only when the cache
-//     has processed it, or the object it wrote is gone for good;
-//   - liveness, with an API reader: once the cache has processed it, it
-//     counts as caught up.
+//   - safety: a write (or delete) counts as caught up for good only when
+//     the cache has processed it, or the object it wrote is gone for good;
+//     it lets a read (of everything, or of app=a) go on only when the read
+//     would show no state of the object older than the write: another
+//     object or none, and none only where the object is gone for good or
+//     the read does not select it as the write left it;
+//   - liveness, with an API reader: once the cache has processed it, no
+//     read waits for it.
 func TestCheckProperties(t *testing.T) {
 	seed := time.Now().UnixNano()
 	t.Logf("seed %d", seed)
@@ -119,7 +137,12 @@ func TestCheckProperties(t *testing.T) {
 			var mk func() *expectation
 			switch h.kinds[w] {
 			case "create", "update", "release":
-				mk = func() *expectation { return newWrite(h.answers[w], nil) }
+				mk = func() *expectation {
+					e := newWrite(h.answers[w], nil)
+					e.created = h.kinds[w] == "create"
+					e.unseen = unseen
+					return e
+				}
 			case "mark", "delete":
 				mk = func() *expectation {
 					e := newDelete(h.states[w-1], nil, modeDeleted)
@@ -131,6 +154,17 @@ func TestCheckProperties(t *testing.T) {
 			}
 			e0 := mk()
 			uid := e0.uid
+			// What the write left of the object: the answer, or for a
+			// delete the object as it was (marked, or gone).
+			left := h.answers[w]
+			if left == nil || e0.mode == modeDeleted {
+				left = h.states[w-1]
+			}
+			// A read of everything, or of app=a.
+			rs := readScope{}
+			if r.Intn(2) == 0 {
+				rs.labels = labels.SelectorFromSet(labels.Set{"app": "a"})
+			}
 			created := w
 			for created > 0 && h.states[created-1] != nil && h.states[created-1].UID == uid {
 				created--
@@ -150,21 +184,32 @@ func TestCheckProperties(t *testing.T) {
 					fresh := mk()
 					fresh.at = past
 					for name, e := range map[string]*expectation{"fresh": fresh, "in sequence": seq} {
-						done, _, err := e.check(ctx, snapshot{h.states[c]}, o, nil)
+						st, _, err := e.check(ctx, snapshot{h.states[c]}, o, nil, rs)
 						if err != nil {
 							t.Fatal(err)
 						}
 						where := fmt.Sprintf("seed %d iter %d, %s check of event %d (%s) with the cache after event %d, API reader %v, history %v",
 							seed, iter, name, w, h.kinds[w], c, withAPI, h.kinds)
-						if done && c < w && !h.goneAtEnd(uid) {
+						if st == caughtUp && c < w && !h.goneAtEnd(uid) {
 							t.Fatalf("%s: caught up before the cache processed the write", where)
 						}
-						if withAPI && c >= w && !done {
-							t.Fatalf("%s: not caught up although the cache processed the write", where)
+						if cur := h.states[c]; st != waiting && c < w && cur != nil && cur.UID == uid && selects(rs, cur) {
+							t.Fatalf("%s: a read of %v may go on while the cache shows an older state of the object", where, rs.labels)
+						}
+						if st == readable && c < w && h.states[c] == nil && !h.goneAtEnd(uid) && selects(rs, left) {
+							t.Fatalf("%s: a read of %v may go on while the cache lacks an object that exists", where, rs.labels)
+						}
+						if withAPI && c >= w && st == waiting {
+							t.Fatalf("%s: a read waits although the cache processed the write", where)
 						}
 					}
 				}
 			}
 		}
 	}
+}
+
+// selects reports whether a read of rs shows obj.
+func selects(rs readScope, obj *corev1.ConfigMap) bool {
+	return rs.labels == nil || rs.labels.Matches(labels.Set(obj.Labels))
 }

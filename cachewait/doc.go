@@ -13,25 +13,29 @@
 //     a delete waits until the cache no longer holds that UID. Both back off
 //     exponentially from microseconds, within the context, and return a
 //     [*TimeoutError] that callers treat as "requeue", not as failure.
-//   - Wrap: [NewClient] wraps the manager's client so that it remembers its
-//     own writes and makes later Gets and Lists of the same kind wait for
-//     them; pass [NoWait]{} to a read that must not wait.
-//   - Track: a [Tracker] records "wrote child X for owner O at resourceVersion
-//     r" and answers "is the cache caught up for O?" with a requeue delay
-//     when not, without blocking (the owner-keyed style of KEP-5647 and
-//     cluster-api's util/controller/consistency).
+//   - Wrap: [NewClient](mgr) wraps the manager's client so that it
+//     remembers its own writes and makes later Gets and Lists of the same
+//     kind wait for them; pass [NoWait]{} to a read that must not wait.
+//   - Track: a [Tracker] ([NewTracker](mgr)) records "wrote child X for
+//     owner O at resourceVersion r" and answers "is the cache caught up for
+//     O?" with a requeue delay when not, without blocking (the owner-keyed
+//     style of KEP-5647 and cluster-api's util/controller/consistency).
 //
 // # Options
 //
-// Waits take [WaitOption]s: [WithTimeout], [WithBackoff] and [WithAPIReader];
-// a Tracker takes [TrackerOption]s: [WithRequeue], [WithTTL] and
-// [WithAPIReader]. No option means the defaults (a 10s timeout).
+// Waits take [WaitOption]s: [WithTimeout], [WithBackoff], [WithAPIReader]
+// and [WithCacheOptions]; a Tracker takes [TrackerOption]s: [WithRequeue],
+// [WithTTL], [WithAPIReader] and [WithCacheOptions]. No option means the
+// defaults (a 10s timeout; for a Client and a Tracker, the manager's API
+// reader asked after 1s).
 //
 // # When is the cache caught up?
 //
 // Versions are compared with apimachinery's resourceversion.CompareResourceVersion
 // (KEP-5504); where they do not compare, only the very version written counts
-// as caught up. An object that is gone never keeps a read waiting:
+// as caught up. An object that is gone never keeps a read waiting out the
+// timeout where the API reader is at hand (a Client's and a Tracker's
+// default):
 //
 //   - A write whose answer is marked for deletion with no finalizer left
 //     and no grace period pending (removing the last finalizer released the
@@ -41,31 +45,69 @@
 //     no finalizer but stays: a write to it is waited for as any other.)
 //   - A write is caught up when the cache holds the object at that version
 //     or newer, or, having been seen holding the UID, no longer holds it
-//     (the deletion came after the write). When the cache lacks the object
-//     and never held it, the cache alone cannot tell "created, not seen yet"
-//     from "created and deleted since": with [WithAPIReader] (the manager's
-//     GetAPIReader()), once the cache has lagged After (1s by default), one
-//     live GET decides: NotFound or another UID is caught up, the same UID
-//     means wait (asking again at most once per After). A cache that catches
-//     up within After costs no request. Without an API reader such a wait
+//     (the deletion came after the write), or holds a newer object of the
+//     name. When the cache lacks the object and never held it, the cache
+//     alone cannot tell "created, not seen yet" from "created and deleted
+//     since": once the cache has lagged After (1s by default), one live GET
+//     through the API reader decides: NotFound or another UID means gone,
+//     the same UID means wait (asking again at most once per After). A cache
+//     that catches up within After costs no request. Without an API reader
+//     (ForWrite without [WithAPIReader], a Cluster without one) such a wait
 //     ends in one [*TimeoutError].
 //   - A [Client] or [Tracker] Delete is caught up when the cache no longer
 //     holds the UID or holds it marked for deletion: an object another
 //     finalizer holds is Terminating, which is what a live read shows too,
 //     and neither Lists nor Gets wait for it to go. Where a write of the
-//     object was still pending when it was deleted, absence counts only
-//     once the cache has been seen holding it, or the API reader says so.
-//     [ForDelete] waits for the UID to go.
+//     object was still pending when it was deleted, the cache may never
+//     have seen it, and its absence tells nothing until the API reader says
+//     it was removed (not only marked). [ForDelete] waits for the UID to go.
+//   - A Client's Delete of an object named only (no UID, no preconditions)
+//     is made with a UID precondition, from the Client's pending write of
+//     it or from the cache (in the representation of the Client's last
+//     read of the kind; no request); when another object has taken the
+//     name (409), the API reader tells which and the delete is made again.
+//     Reads then wait for that UID: a recreated object of the name is a
+//     newer one and keeps nothing waiting. A delete without a UID (nothing
+//     known of the name; a Tracker's Deleted of a child named only) is
+//     caught up when the cache lacks the name, holds it marked, or holds an
+//     object the API reader shows alive and unmarked after the delete,
+//     which was created since.
 //   - A [Client]'s DeleteAllOf is caught up when the cache holds no object
 //     of the kind in the namespace that matches its label selector and is
 //     not marked for deletion, leaving out objects the Client wrote later
-//     and, with an API reader, objects the API server shows alive and
-//     unmarked (created later, or excluded by a field selector, which is
-//     not applied to the cache).
+//     and objects the API server shows alive and unmarked (created later,
+//     or excluded by a field selector, which is not applied to the cache).
+//   - A read waits only for what it can select: a Get for its name, a List
+//     for its namespace and, where it has a label selector, for writes
+//     whose object matches it as written or as the cache holds it (a write
+//     that takes an object out of the selector is waited for while the
+//     cache still shows it inside).
+//   - With [WithCacheOptions] (the manager's cache options), a write the
+//     cache cannot hold (outside its namespaces or label selector) is not
+//     waited for; one that takes an object the cache holds out of it is
+//     caught up when the cache drops the object. A write in a namespace the
+//     cache does not watch at all is dropped when a read first meets it.
+//   - Where the cache is not seen past a write but a read would show
+//     nothing older than it (the object is absent, having never been seen,
+//     and the API reader says it is gone; or the read does not select it),
+//     the read goes on, and the write is kept: later reads check it again,
+//     and a read whose result holds an older state of the object (the cache
+//     moved meanwhile) reads again.
 //   - An expectation that timed out is dropped: the read that waited gets
 //     the [*TimeoutError], later reads do not wait for it again (where the
 //     read's own context ended first, the next read waits again). Dry runs
 //     (client.DryRunAll) and failed writes are not remembered.
+//
+// # Cost
+//
+// Waiting reads the cache only. The API reader is asked only where the
+// cache has lagged After since the write, at most once per After for each
+// write, and not again once it has said gone: one GET for a write whose
+// object the cache never showed, one LIST for a DeleteAllOf whatever the
+// number of objects the cache still holds (again only for objects that
+// appeared in the cache since). A delete by name costs nothing more where
+// the Client wrote the object or read the kind, one GET and one DELETE
+// more where someone else took the name meanwhile.
 //
 // Waits are observed in the steady_cachewait_wait_seconds histogram of
 // controller-runtime's metrics registry, by kind and result (caught_up,

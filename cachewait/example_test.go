@@ -62,17 +62,15 @@ func (r *childReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 }
 
 // Wrap the manager's client so that every reconcile reads what the earlier
-// ones wrote. The API reader tells an object someone else deleted from one
-// the cache has not seen yet, with one GET, only after the cache lagged a
-// second.
+// ones wrote. The manager's API reader tells an object someone else deleted
+// from one the cache has not seen yet, with one GET, only after the cache
+// lagged a second.
 func ExampleNewClient() {
 	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{})
 	if err != nil {
 		panic(err)
 	}
-	c := cachewait.NewClient(mgr.GetClient(),
-		cachewait.WithAPIReader{Reader: mgr.GetAPIReader()},
-		cachewait.WithTimeout(5*time.Second))
+	c := cachewait.NewClient(mgr, cachewait.WithTimeout(5*time.Second))
 	if err := ctrl.NewControllerManagedBy(mgr).For(&corev1.ConfigMap{}).Complete(&childReconciler{Client: c}); err != nil {
 		panic(err)
 	}
@@ -106,16 +104,14 @@ func (r *trackedReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	return ctrl.Result{}, nil
 }
 
-// A Tracker checks against the manager's cache; the API reader keeps a
-// child that someone else deleted from stalling its owner.
+// A Tracker checks against the manager's cache; the manager's API reader
+// keeps a child that someone else deleted from stalling its owner.
 func ExampleTracker() {
 	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{})
 	if err != nil {
 		panic(err)
 	}
-	tracker := cachewait.NewTracker(mgr.GetClient(),
-		cachewait.WithAPIReader{Reader: mgr.GetAPIReader()},
-		cachewait.WithRequeue(100*time.Millisecond))
+	tracker := cachewait.NewTracker(mgr, cachewait.WithRequeue(100*time.Millisecond))
 	if err := ctrl.NewControllerManagedBy(mgr).For(&corev1.ConfigMap{}).
 		Complete(&trackedReconciler{Client: mgr.GetClient(), tracker: tracker}); err != nil {
 		panic(err)

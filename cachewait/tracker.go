@@ -5,6 +5,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/steadyk8s/steady/internal/observe"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -17,19 +19,24 @@ import (
 // A child counts as caught up as in [Client]: written (the cache holds the
 // write, or the child is gone), released by the write (the cache no longer
 // holds its UID), or deleted (the cache no longer holds its UID, or holds it
-// marked for deletion). Give [WithAPIReader] so that a child someone else
-// deleted before the cache saw it does not stall its owner until the TTL.
+// marked for deletion, or holds another object of the name created after
+// the delete). The manager's API reader, which [NewTracker] takes, tells a
+// child someone else deleted before the cache saw it from one the cache has
+// not seen yet, so that it does not stall its owner until the TTL.
 type Tracker struct {
 	r       client.Reader
+	scheme  *runtime.Scheme
 	opts    TrackerOptions
 	mu      sync.Mutex
 	pending map[types.UID][]*expectation
 	pruned  time.Time
 }
 
-// NewTracker returns a Tracker that checks expectations against r, the
-// informer cache.
-func NewTracker(r client.Reader, opts ...TrackerOption) *Tracker {
+// NewTracker returns a Tracker that checks expectations against cl's
+// client, which reads the informer cache (the manager's: NewTracker(mgr)),
+// asking cl's API reader where the cache alone cannot tell (see
+// [WithAPIReader], which replaces it or sets After).
+func NewTracker(cl Cluster, opts ...TrackerOption) *Tracker {
 	o := *(&TrackerOptions{}).ApplyOptions(opts)
 	if o.Requeue <= 0 {
 		o.Requeue = DefaultRequeue
@@ -40,30 +47,41 @@ func NewTracker(r client.Reader, opts ...TrackerOption) *Tracker {
 	if o.APIReaderAfter <= 0 {
 		o.APIReaderAfter = DefaultAPIReaderAfter
 	}
-	return &Tracker{r: r, opts: o, pending: map[types.UID][]*expectation{}}
+	if o.APIReader == nil {
+		o.APIReader = observe.Reader(cl.GetAPIReader(), "cachewait")
+	}
+	c := cl.GetClient()
+	return &Tracker{r: c, scheme: c.Scheme(), opts: o, pending: map[types.UID][]*expectation{}}
 }
 
 // Wrote records that child, as the API server answered the write, was
 // written for owner.
-func (t *Tracker) Wrote(owner, child client.Object) { t.add(owner, newWrite(child, nil)) }
+func (t *Tracker) Wrote(owner, child client.Object) {
+	e := newWrite(child, t.scheme)
+	e.outOfScope = e.mode == modeWrite && excludes(t.opts.CacheOptions, child, t.scheme)
+	t.add(owner, e)
+}
 
-// Deleted records that child was deleted for owner.
+// Deleted records that child was deleted for owner. A child that only
+// names the object (no UID) counts as deleted once the cache lacks the
+// name, holds it marked, or holds an object the API reader shows alive
+// after the delete (created after it).
 func (t *Tracker) Deleted(owner, child client.Object) {
-	t.add(owner, newDelete(child, nil, modeDeleted))
+	t.add(owner, newDelete(child, t.scheme, modeDeleted))
 }
 
 func (t *Tracker) add(owner client.Object, e *expectation) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.prune()
-	if e.mode == modeDeleted {
-		for _, prev := range t.pending[owner.GetUID()] {
-			if prev.mode == modeWrite && prev.uid == e.uid {
-				e.unseen = true // the cache may not have seen it yet
-			}
+	exps := t.pending[owner.GetUID()]
+	for i := len(exps) - 1; i >= 0; i-- {
+		if exps[i].uid == e.uid && client.ObjectKeyFromObject(exps[i].obj) == client.ObjectKeyFromObject(e.obj) {
+			e.inherit(exps[i]) // the cache may not have seen it yet
+			break
 		}
 	}
-	t.pending[owner.GetUID()] = append(t.pending[owner.GetUID()], e)
+	t.pending[owner.GetUID()] = append(exps, e)
 }
 
 // prune drops, at most once per TTL, the expectations older than the TTL
@@ -94,38 +112,47 @@ func (t *Tracker) prune() {
 // CaughtUp reads each pending child of owner from the cache once and forgets
 // those it holds. It returns zero when the cache has caught up for owner, and
 // otherwise how long to wait before asking again (ctrl.Result{RequeueAfter:
-// d}).
+// d}). A child whose absence the cache may yet undo (it never held it) does
+// not hold the owner back, and is checked again by later calls.
 func (t *Tracker) CaughtUp(ctx context.Context, owner client.Object) (time.Duration, error) {
 	t.mu.Lock()
 	exps := t.pending[owner.GetUID()]
 	t.mu.Unlock()
 	wo := WaitOptions{APIReader: t.opts.APIReader, APIReaderAfter: t.opts.APIReaderAfter}
-	done := map[*expectation]bool{}
+	states := map[*expectation]state{}
 	for _, e := range exps {
 		if time.Since(e.at) > t.opts.TTL {
-			done[e] = true
+			states[e] = caughtUp
 			continue
 		}
-		ok, _, err := e.check(ctx, t.r, wo, nil)
+		st, _, err := e.check(ctx, t.r, wo, nil, readScope{})
 		if err != nil {
 			return 0, err
 		}
-		done[e] = ok
+		states[e] = st
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	// Keep what is still pending, and what was recorded meanwhile.
 	var rest []*expectation
+	requeue := false
 	for _, e := range t.pending[owner.GetUID()] {
-		if !done[e] {
+		st, checked := states[e]
+		if st != caughtUp {
 			rest = append(rest, e)
 		}
+		if !checked || st == waiting {
+			requeue = true
+		}
 	}
-	if len(rest) > 0 {
+	if len(rest) == 0 {
+		delete(t.pending, owner.GetUID())
+	} else {
 		t.pending[owner.GetUID()] = rest
+	}
+	if requeue {
 		return t.opts.Requeue, nil
 	}
-	delete(t.pending, owner.GetUID())
 	return 0, nil
 }
 

@@ -10,6 +10,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 )
 
 // TestTrackerForgetsOwnersNeverAskedAgain: an owner deleted without Forget
@@ -19,7 +21,7 @@ import (
 // CaughtUp of that owner).
 func TestTrackerForgetsOwnersNeverAskedAgain(t *testing.T) {
 	const ttl = 10 * time.Millisecond
-	tr := NewTracker(snapshot{}, WithTTL(ttl))
+	tr := NewTracker(emptyCluster(), WithTTL(ttl))
 	child := func(i int) *corev1.ConfigMap {
 		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: fmt.Sprint("c", i),
 			UID: types.UID(fmt.Sprint("c", i)), ResourceVersion: "5"}}
@@ -43,7 +45,7 @@ func TestTrackerForgetsOwnersNeverAskedAgain(t *testing.T) {
 // goroutines, with a TTL short enough that expired expectations are pruned
 // meanwhile, lose nothing recorded and race on nothing (-race).
 func TestTrackerConcurrentUse(t *testing.T) {
-	tr := NewTracker(snapshot{}, WithTTL(time.Millisecond))
+	tr := NewTracker(emptyCluster(), WithTTL(time.Millisecond))
 	var wg sync.WaitGroup
 	for g := range 8 {
 		wg.Go(func() {
@@ -86,3 +88,12 @@ func TestWantNamesWhatIsKnown(t *testing.T) {
 		}
 	}
 }
+
+// emptyCluster is a Cluster whose cache holds nothing, without an API
+// reader.
+func emptyCluster() Cluster { return fakeCluster{fake.NewClientBuilder().Build()} }
+
+type fakeCluster struct{ client.Client }
+
+func (c fakeCluster) GetClient() client.Client  { return c.Client }
+func (fakeCluster) GetAPIReader() client.Reader { return nil }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/steadyk8s/steady/internal/observe"
@@ -71,6 +72,10 @@ type WaitOptions struct {
 	// APIReader is asked, and how long between two such reads of one
 	// object; zero means [DefaultAPIReaderAfter].
 	APIReaderAfter time.Duration
+	// CacheOptions, when set, are the options the cache was made with (see
+	// [WithCacheOptions]); nil means every write is taken to be one the
+	// cache can hold.
+	CacheOptions *cache.Options
 }
 
 // WaitOption configures a wait.
@@ -133,7 +138,8 @@ func (w WithBackoff) ApplyToWait(o *WaitOptions) {
 // After). A cache that catches up within After costs no request.
 //
 // It applies to waits ([ForWrite], [ForDelete], [NewClient]) and to a
-// [Tracker].
+// [Tracker]. [NewClient] and [NewTracker] take the manager's API reader
+// without it: give it to set After, or another reader.
 type WithAPIReader struct {
 	Reader client.Reader
 	After  time.Duration
@@ -164,9 +170,10 @@ type TrackerOptions struct {
 	// stall an owner for ever, nor owners never asked about again (deleted
 	// without Forget) pile up; zero means [DefaultTTL].
 	TTL time.Duration
-	// APIReader and APIReaderAfter are as in [WaitOptions].
+	// APIReader, APIReaderAfter and CacheOptions are as in [WaitOptions].
 	APIReader      client.Reader
 	APIReaderAfter time.Duration
+	CacheOptions   *cache.Options
 }
 
 // TrackerOption configures a [Tracker].

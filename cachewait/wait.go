@@ -3,13 +3,14 @@ package cachewait
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
@@ -48,6 +49,10 @@ func init() { metrics.Registry.MustRegister(waitSeconds) }
 //     before (then the object is gone: the cache saw it and then its
 //     deletion, which came after the write).
 //
+// With [WithCacheOptions], a write the cache cannot hold (outside its
+// namespaces or label selector) is caught up once r does not hold the
+// object.
+//
 // It returns a [*TimeoutError] when the cache has not caught up when ctx
 // ends or the timeout passes.
 func ForWrite(ctx context.Context, r client.Reader, obj client.Object, opts ...WaitOption) error {
@@ -55,7 +60,9 @@ func ForWrite(ctx context.Context, r client.Reader, obj client.Object, opts ...W
 		return fmt.Errorf("cachewait: %s has no resourceVersion; pass the object the write returned", object.Describe(obj, nil))
 	}
 	o := (&WaitOptions{}).ApplyOptions(opts).withDefaults()
-	_, err := waitAll(ctx, r, o, nil, []*expectation{newWrite(obj, nil)})
+	e := newWrite(obj, nil)
+	e.outOfScope = e.mode == modeWrite && excludes(o.CacheOptions, obj, nil)
+	_, _, _, err := waitAll(ctx, r, o, nil, readScope{}, time.Now().Add(o.Timeout), []*expectation{e})
 	return err
 }
 
@@ -67,7 +74,7 @@ func ForWrite(ctx context.Context, r client.Reader, obj client.Object, opts ...W
 // [ForWrite].
 func ForDelete(ctx context.Context, r client.Reader, obj client.Object, opts ...WaitOption) error {
 	o := (&WaitOptions{}).ApplyOptions(opts).withDefaults()
-	_, err := waitAll(ctx, r, o, nil, []*expectation{newDelete(obj, nil, modeGone)})
+	_, _, _, err := waitAll(ctx, r, o, nil, readScope{}, time.Now().Add(o.Timeout), []*expectation{newDelete(obj, nil, modeGone)})
 	return err
 }
 
@@ -88,6 +95,23 @@ const (
 	modeDeleteAll
 )
 
+// state is what a check found.
+type state int8
+
+const (
+	// waiting: a read now could show the cache's state from before the
+	// write.
+	waiting state = iota
+	// readable: a read now shows nothing older than the write (the object
+	// is absent, or outside what the read selects), yet the cache has not
+	// been seen past the write and may still show an older state later:
+	// the expectation is kept, and the read's result is checked against it.
+	readable
+	// caughtUp: the cache is past the write for good; the expectation is
+	// dropped.
+	caughtUp
+)
+
 // view is the representation (typed, unstructured, metadata-only) a read
 // is made in, which its wait reads the cache in too: each representation
 // has its informer, and one may lag another.
@@ -96,9 +120,24 @@ type view struct {
 	newList func() client.ObjectList
 }
 
+// readScope is what a read selects: a Get one name, a List a namespace
+// ("": all) and a label selector (nil: all). A write outside it cannot make
+// the read stale.
+type readScope struct {
+	namespace string
+	name      string
+	labels    labels.Selector
+}
+
+// narrow reports whether rs selects only part of a namespace: a name, or
+// some labels.
+func (rs readScope) narrow() bool {
+	return rs.name != "" || (rs.labels != nil && !rs.labels.Empty())
+}
+
 // expectation is one write not yet known to be in the cache.
 type expectation struct {
-	obj  client.Object // empty object of the read's type, kind, namespace and name
+	obj  client.Object // empty object of the write's type, kind, namespace and name
 	name string        // "Kind namespace/name"
 	kind string
 	want string // resourceVersion written, or of the object deleted
@@ -106,25 +145,45 @@ type expectation struct {
 	mode mode
 	at   time.Time
 
+	// labels are the written object's labels, or the deleted one's, where
+	// labelsKnown.
+	labels      labels.Set
+	labelsKnown bool
+	// created: a Create, so there is no older version of the object the
+	// cache could show.
+	created bool
+	// outOfScope: the cache cannot hold the written object (WithCacheOptions).
+	outOfScope bool
+
 	// modeDeleteAll
 	newList   func() client.ObjectList
 	namespace string
 	selector  labels.Selector
 
-	// unseen (modeDeleted): a write of the UID was pending when it was
-	// deleted, so the cache may not have seen the object at all, and its
-	// absence does not show the deletion.
+	// unseen: a write of the UID was pending (not seen in the cache) when
+	// this expectation replaced it, so the cache may not have seen the
+	// object at all, and its absence does not show the deletion.
 	unseen bool
 
-	mu      sync.Mutex
-	seenUID bool      // the cache was seen holding uid
-	liveAt  time.Time // last read through the API reader
-	exempt  map[types.UID]bool
+	mu        sync.Mutex
+	seenUID   bool      // the cache was seen holding uid
+	liveGone  bool      // the API reader found the object gone
+	liveAt    time.Time // last read through the API reader
+	successor *version  // a delete by name: an unmarked object of the name found live after it
+	exempt    map[types.UID]bool
+	goneUIDs  map[types.UID]bool // modeDeleteAll: objects the API reader found gone or marked
+}
+
+// version is an object of a name at a resourceVersion.
+type version struct {
+	uid types.UID
+	rv  string
 }
 
 func newWrite(obj client.Object, scheme *runtime.Scheme) *expectation {
 	e := &expectation{obj: object.EmptyLike(obj), name: object.Describe(obj, scheme), kind: object.Kind(obj, scheme),
-		want: obj.GetResourceVersion(), uid: obj.GetUID(), at: time.Now()}
+		want: obj.GetResourceVersion(), uid: obj.GetUID(), at: time.Now(),
+		labels: labels.Set(maps.Clone(obj.GetLabels())), labelsKnown: true}
 	if released(obj) {
 		// Released: the API server deleted it after this write.
 		e.mode = modeGone
@@ -158,9 +217,31 @@ func released(obj client.Object) bool {
 	return true
 }
 
+// newDelete expects the deletion of obj; its labels count where obj was
+// read (it has a resourceVersion), not where it only names the object.
 func newDelete(obj client.Object, scheme *runtime.Scheme, m mode) *expectation {
-	return &expectation{obj: object.EmptyLike(obj), name: object.Describe(obj, scheme), kind: object.Kind(obj, scheme),
+	e := &expectation{obj: object.EmptyLike(obj), name: object.Describe(obj, scheme), kind: object.Kind(obj, scheme),
 		want: obj.GetResourceVersion(), uid: obj.GetUID(), mode: m, at: time.Now()}
+	if obj.GetResourceVersion() != "" {
+		e.labels, e.labelsKnown = labels.Set(maps.Clone(obj.GetLabels())), true
+	}
+	return e
+}
+
+// inherit takes over what prev, the expectation e replaces, knew of the
+// cache: whether it was seen holding the UID and, if not, whether prev's
+// write may not be in the cache yet.
+func (e *expectation) inherit(prev *expectation) {
+	if prev == nil || e.uid == "" || prev.uid != e.uid || prev.mode == modeDeleteAll {
+		return
+	}
+	prev.mu.Lock()
+	seen, pending := prev.seenUID, prev.unseen || prev.mode == modeWrite
+	prev.mu.Unlock()
+	e.seenUID = e.seenUID || seen
+	if !e.seenUID && pending {
+		e.unseen = true
+	}
 }
 
 func (e *expectation) wantString() string {
@@ -188,66 +269,171 @@ func atLeast(have, want string) bool {
 	return have == want
 }
 
+// newer reports whether have is newer than want, both well-formed.
+func newer(have, want string) bool {
+	c, err := resourceversion.CompareResourceVersion(have, want)
+	return err == nil && c > 0
+}
+
 // check reads the cache once (and, where the cache cannot tell and the
-// options allow it, the API server once). It returns whether the cache has
-// caught up and the resourceVersion it holds.
+// options allow it, the API server once) and says whether a read of rs
+// now would be stale for this write, and the resourceVersion the cache
+// holds.
 //
 // v is the representation to read the cache in (nil: the write's own).
-func (e *expectation) check(ctx context.Context, r client.Reader, o WaitOptions, v *view) (bool, string, error) {
+func (e *expectation) check(ctx context.Context, r client.Reader, o WaitOptions, v *view, rs readScope) (state, string, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.mode == modeDeleteAll {
-		return e.checkAll(ctx, r, o, v)
+		return e.checkAll(ctx, r, o, v, rs)
 	}
 	cached := object.New(e.obj)
 	if v != nil {
 		cached = v.newObj()
 	}
 	err := r.Get(ctx, client.ObjectKeyFromObject(e.obj), cached)
-	if err != nil && !apierrors.IsNotFound(err) {
-		return false, "", cacheError{fmt.Errorf("cachewait: reading %s from the cache: %w", e.name, err)}
+	switch {
+	case apierrors.IsNotFound(err):
+		cached = nil
+	case err != nil:
+		return waiting, "", cacheError{fmt.Errorf("cachewait: reading %s from the cache: %w", e.name, err)}
 	}
-	found := err == nil
+	return e.decide(ctx, o, rs, cached)
+}
+
+// decide is check for what the cache holds of the name: cached, nil where
+// it holds nothing. e.mu is held.
+func (e *expectation) decide(ctx context.Context, o WaitOptions, rs readScope, cached client.Object) (state, string, error) {
+	have := ""
+	if cached != nil {
+		have = cached.GetResourceVersion()
+	}
+	if e.uid == "" {
+		return e.decideNamed(ctx, o, rs, cached)
+	}
+	switch {
+	case cached != nil && cached.GetUID() == e.uid:
+		if e.mode == modeWrite && atLeast(have, e.want) || e.mode == modeDeleted && cached.GetDeletionTimestamp() != nil {
+			return caughtUp, have, nil
+		}
+		e.seenUID = true // an older version of it
+		if e.outside(rs, cached) {
+			return readable, have, nil
+		}
+		return waiting, have, nil
+	case cached != nil:
+		// Another UID: a later one (ours is gone) or an earlier one (the
+		// cache has not got to ours yet), by their versions.
+		c, err := resourceversion.CompareResourceVersion(have, e.want)
+		if err == nil && c > 0 {
+			return caughtUp, have, nil
+		}
+		if e.mode != modeWrite || e.outside(rs, cached) {
+			// Ours, gone or going, is not what a read shows now; the
+			// cache may show it later.
+			return readable, have, nil
+		}
+		if err == nil {
+			return waiting, have, nil
+		}
+	case e.seenUID, !e.unseen && (e.mode == modeGone || e.mode == modeDeleted):
+		// Absent, and the cache held it before: it saw the deletion, which
+		// came after the write.
+		return caughtUp, have, nil
+	case e.mode == modeGone:
+		// Released by the API server, so absent is what a read should
+		// show; the cache may not have seen the object yet.
+		return readable, have, nil
+	case e.outOfScope && e.created:
+		// Created where the cache cannot hold it: it never will.
+		return caughtUp, have, nil
+	case e.outOfScope, e.outside(rs, nil):
+		return readable, have, nil
+	}
+	// Absent, never seen, or another UID whose version does not compare:
+	// not yet created in the cache, or deleted since (for a delete: removed,
+	// or marked while the cache has not seen the object yet).
+	if e.liveGone {
+		return readable, have, nil
+	}
+	gone, err := e.goneLive(ctx, o)
+	if gone {
+		e.liveGone = true
+		return readable, have, err
+	}
+	return waiting, have, err
+}
+
+// decideNamed is decide for an expectation without a UID: a write (or
+// ForDelete) of an object named only, or a delete by name. e.mu is held.
+func (e *expectation) decideNamed(ctx context.Context, o WaitOptions, rs readScope, cached client.Object) (state, string, error) {
+	found := cached != nil
 	have := ""
 	if found {
 		have = cached.GetResourceVersion()
 	}
-	if e.uid == "" {
-		// Nothing to tell objects apart by: the version alone.
-		switch e.mode {
-		case modeWrite:
-			return found && atLeast(have, e.want), have, nil
-		case modeDeleted:
-			// Terminating under another finalizer counts, as with a UID.
-			return !found || cached.GetDeletionTimestamp() != nil, have, nil
+	switch e.mode {
+	case modeWrite:
+		if found && atLeast(have, e.want) {
+			return caughtUp, have, nil
 		}
-		return !found, have, nil
+		return waiting, have, nil
+	case modeGone:
+		if !found {
+			return caughtUp, have, nil
+		}
+		return waiting, have, nil
 	}
-	sameUID := found && cached.GetUID() == e.uid
+	// A delete by name: whatever held the name then is gone or marked. An
+	// unmarked object of the name is either that one, not yet seen
+	// deleted, or a later one: the API reader tells them apart (an object
+	// alive and unmarked after the delete was created after it).
 	switch {
-	case sameUID:
-		switch {
-		case e.mode == modeWrite && atLeast(have, e.want),
-			e.mode == modeDeleted && cached.GetDeletionTimestamp() != nil:
-			return true, have, nil
-		}
-		e.seenUID = true // an older version of it
-		return false, have, nil
-	case found:
-		// Another UID: a later one (ours is gone) or an earlier one (the
-		// cache has not got to ours yet), by their versions.
-		if c, err := resourceversion.CompareResourceVersion(have, e.want); err == nil {
-			return c > 0, have, nil
-		}
-	case e.mode == modeGone, e.seenUID, e.mode == modeDeleted && !e.unseen:
-		// Absent, and gone for good (released; ForDelete), or the cache
-		// saw it before and has seen its deletion since, which came after
-		// the write.
-		return true, have, nil
+	case !found, cached.GetDeletionTimestamp() != nil:
+		return caughtUp, have, nil
+	case e.successor != nil && (cached.GetUID() == e.successor.uid || newer(have, e.successor.rv)):
+		return caughtUp, have, nil
+	case e.outside(rs, cached):
+		return readable, have, nil
+	case !e.askLive(o):
+		return waiting, have, nil
 	}
-	// Absent, never seen: not yet created in the cache, or deleted since.
-	gone, err := e.goneLive(ctx, o, e.obj)
-	return gone, have, err
+	live := object.New(e.obj)
+	err := o.APIReader.Get(ctx, client.ObjectKeyFromObject(e.obj), live)
+	switch {
+	case apierrors.IsNotFound(err):
+		return waiting, have, nil
+	case err != nil:
+		return waiting, have, fmt.Errorf("cachewait: reading %s from the API server: %w", e.name, err)
+	case live.GetDeletionTimestamp() != nil:
+		return waiting, have, nil
+	}
+	e.successor = &version{uid: live.GetUID(), rv: live.GetResourceVersion()}
+	if live.GetUID() == cached.GetUID() {
+		return caughtUp, have, nil
+	}
+	return waiting, have, nil
+}
+
+// outside reports whether neither cached (what the cache holds of the
+// name, nil: nothing) nor the object as this expectation leaves it can be
+// in the result of a read of rs: a List whose label selector matches
+// neither.
+func (e *expectation) outside(rs readScope, cached client.Object) bool {
+	if rs.labels == nil || rs.labels.Empty() {
+		return false
+	}
+	if cached != nil && rs.labels.Matches(labels.Set(cached.GetLabels())) {
+		return false
+	}
+	switch e.mode {
+	case modeGone:
+		return true // removed
+	case modeWrite:
+		return !rs.labels.Matches(e.labels)
+	}
+	// Deleted: gone, or marked with its labels.
+	return e.labelsKnown && !rs.labels.Matches(e.labels)
 }
 
 // cacheError is an error reading the cache (not the API reader).
@@ -255,16 +441,26 @@ type cacheError struct{ error }
 
 func (e cacheError) Unwrap() error { return e.error }
 
-// goneLive asks the API reader, if there is one and the cache has lagged
-// long enough, whether obj (this expectation's UID) is gone.
-func (e *expectation) goneLive(ctx context.Context, o WaitOptions, obj client.Object) (bool, error) {
+// askLive reports whether the API reader may be asked now: there is one,
+// the cache has lagged After since the write, and it was not asked in the
+// last After; it notes the time of asking.
+func (e *expectation) askLive(o WaitOptions) bool {
 	now := time.Now()
-	if o.APIReader == nil || e.uid == "" || now.Sub(e.at) < o.APIReaderAfter || now.Sub(e.liveAt) < o.APIReaderAfter {
-		return false, nil
+	if o.APIReader == nil || now.Sub(e.at) < o.APIReaderAfter || now.Sub(e.liveAt) < o.APIReaderAfter {
+		return false
 	}
 	e.liveAt = now
-	live := object.New(obj)
-	err := o.APIReader.Get(ctx, client.ObjectKeyFromObject(obj), live)
+	return true
+}
+
+// goneLive asks the API reader, if there is one and the cache has lagged
+// long enough, whether the object (this expectation's UID) is gone.
+func (e *expectation) goneLive(ctx context.Context, o WaitOptions) (bool, error) {
+	if e.uid == "" || !e.askLive(o) {
+		return false, nil
+	}
+	live := object.New(e.obj)
+	err := o.APIReader.Get(ctx, client.ObjectKeyFromObject(e.obj), live)
 	switch {
 	case apierrors.IsNotFound(err):
 		return true, nil
@@ -274,89 +470,54 @@ func (e *expectation) goneLive(ctx context.Context, o WaitOptions, obj client.Ob
 	return live.GetUID() != e.uid, nil
 }
 
-// checkAll is check for a DeleteAllOf: every object the cache holds that
-// matches it must be marked for deletion, or known (through the API
-// reader) to have been left alone, being created later or not matching a
-// field selector.
-func (e *expectation) checkAll(ctx context.Context, r client.Reader, o WaitOptions, v *view) (bool, string, error) {
-	list := e.newList()
-	if v != nil {
-		list = v.newList()
-	}
-	if err := r.List(ctx, list, client.InNamespace(e.namespace), client.MatchingLabelsSelector{Selector: e.selector}); err != nil {
-		return false, "", cacheError{fmt.Errorf("cachewait: listing %s from the cache: %w", e.name, err)}
-	}
-	items, err := meta.ExtractList(list)
-	if err != nil {
-		return false, "", fmt.Errorf("cachewait: listing %s from the cache: %w", e.name, err)
-	}
-	now := time.Now()
-	ask := o.APIReader != nil && now.Sub(e.at) >= o.APIReaderAfter && now.Sub(e.liveAt) >= o.APIReaderAfter
-	done, have := true, ""
-	for _, item := range items {
-		obj, ok := item.(client.Object)
-		if !ok || obj.GetDeletionTimestamp() != nil || e.exempt[obj.GetUID()] {
-			continue
-		}
-		if ask {
-			live := object.EmptyLike(obj)
-			err := o.APIReader.Get(ctx, client.ObjectKeyFromObject(obj), live)
-			if err != nil && !apierrors.IsNotFound(err) {
-				return false, "", fmt.Errorf("cachewait: reading %s from the API server: %w", object.Describe(obj, nil), err)
-			}
-			if err == nil && live.GetUID() == obj.GetUID() && live.GetDeletionTimestamp() == nil {
-				e.exempt[obj.GetUID()] = true // not deleted: it is not what DeleteAllOf removed
-				continue
-			}
-		}
-		done, have = false, obj.GetName()+"@"+obj.GetResourceVersion()
-	}
-	if ask {
-		e.liveAt = now
-	}
-	return done, have, nil
-}
-
-// waitAll waits until the cache has caught up with every expectation, or
-// the timeout. On a timeout it returns the expectations that did not catch
-// up, and a [*TimeoutError] naming the first of them; when a read fails, the
-// expectation it was for and the error.
+// waitAll waits until, in one pass, no expectation keeps a read of rs
+// waiting, or until deadline. It returns the expectations caught up for
+// good, those a read may go on with (readable in the last pass) and, on a
+// timeout, those not caught up, with a [*TimeoutError] naming the first of
+// them; when a read fails, the expectation it was for and the error.
 // v is the representation to read the cache in (nil: each write's own).
-func waitAll(ctx context.Context, r client.Reader, o WaitOptions, v *view, exps []*expectation) ([]*expectation, error) {
-	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
+func waitAll(ctx context.Context, r client.Reader, o WaitOptions, v *view, rs readScope, deadline time.Time, exps []*expectation) (done, ok, left []*expectation, err error) {
+	ctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
 	kind := exps[0].kind
 	start := time.Now()
 	pause := o.InitialBackoff
-	exps = append([]*expectation(nil), exps...)
+	exps = slices.Clone(exps)
 	for {
-		var left []*expectation
+		ok, left = nil, nil
 		have := ""
 		for _, e := range exps {
-			ok, h, err := e.check(ctx, r, o, v)
+			st, h, err := e.check(ctx, r, o, v, rs)
 			if err != nil && ctx.Err() == nil {
 				waitSeconds.WithLabelValues(kind, "error").Observe(time.Since(start).Seconds())
-				return []*expectation{e}, err
+				return done, nil, []*expectation{e}, err
 			}
-			if !ok {
+			switch {
+			case err != nil, st == waiting:
 				if len(left) == 0 {
 					have = h
 				}
 				left = append(left, e)
+			case st == readable:
+				ok = append(ok, e)
+			default:
+				done = append(done, e)
 			}
 		}
 		if len(left) == 0 {
 			waitSeconds.WithLabelValues(kind, "caught_up").Observe(time.Since(start).Seconds())
-			return nil, nil
+			return done, ok, nil, nil
 		}
-		exps = left
+		// Check again the readable ones too: the read must find all of
+		// them readable at once.
+		exps = append(left, ok...)
 		t := time.NewTimer(pause)
 		select {
 		case <-ctx.Done():
 			t.Stop()
 			waited := time.Since(start)
 			waitSeconds.WithLabelValues(kind, "timeout").Observe(waited.Seconds())
-			return exps, &TimeoutError{Object: exps[0].name, Want: exps[0].wantString(), Have: have, Waited: waited, Err: ctx.Err()}
+			return done, ok, left, &TimeoutError{Object: left[0].name, Want: left[0].wantString(), Have: have, Waited: waited, Err: ctx.Err()}
 		case <-t.C:
 		}
 		pause = min(pause*2, o.MaxBackoff)
