@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -83,8 +84,11 @@ var (
 //		return (&BucketReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr)
 //	}))
 //
-// A failure to start fails t; a manager that stops with an error fails it
-// too, at the end.
+// Call it in every test that needs a manager: controller names are not
+// checked for uniqueness across the process (SkipNameValidation, unless
+// the options set it), so the same controllers can be registered in each
+// test and with go test -count=2. A failure to start fails t; a manager
+// that stops with an error fails it too, at the end.
 func (e *Environment) StartManager(t testing.TB, opts ...ManagerOption) ctrl.Manager {
 	t.Helper()
 	e.Require(t)
@@ -105,6 +109,12 @@ func (e *Environment) StartManager(t testing.TB, opts ...ManagerOption) ctrl.Man
 	}
 	if mo.Metrics.BindAddress == "" {
 		mo.Metrics = metricsserver.Options{BindAddress: "0"}
+	}
+	if mo.Controller.SkipNameValidation == nil {
+		// controller-runtime refuses a second controller of a name in one
+		// process; every test starts its own manager with the same
+		// controllers, and go test -count=2 runs each test twice.
+		mo.Controller.SkipNameValidation = ptr.To(true)
 	}
 	mgr, err := ctrl.NewManager(cfg, mo)
 	if err != nil {
