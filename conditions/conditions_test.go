@@ -13,9 +13,10 @@ import (
 
 	"github.com/steadyk8s/steady/conditions"
 	"github.com/steadyk8s/steady/internal/testapi"
+	"github.com/steadyk8s/steady/testenv"
 )
 
-var env = testapi.NewEnv()
+var env = testapi.NewEnv(testenv.WithCRDPaths{"testdata"})
 
 func TestMain(m *testing.M) { os.Exit(env.Run(m)) }
 

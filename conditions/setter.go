@@ -2,8 +2,9 @@ package conditions
 
 import (
 	"fmt"
+	"regexp"
+	"unicode/utf8"
 
-	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	capiconditions "sigs.k8s.io/cluster-api/util/conditions"
 )
@@ -12,13 +13,97 @@ import (
 // object changed. ObservedGeneration is taken from the object's generation
 // when it is a metav1.Object; LastTransitionTime is kept unless the status
 // flips (a zero one in c means now).
+//
+// The condition is made to fit the limits the API server enforces on
+// metav1.Condition, so that one over-long message never gets the whole
+// status write refused: a message over [MaxMessageLength] bytes is cut on
+// a character boundary and ends with a marker saying how much was cut
+// ("… [cut 7232 bytes]"); a reason is made to match the API's pattern
+// (characters outside letters, digits, '_', ',' and ':' become '_', a reason
+// not starting with a letter gets an "R" in front, ',' and ':' at its end
+// are dropped) and cut to [MaxReasonLength] bytes. An empty reason stays
+// empty.
 func Set(obj Setter, c metav1.Condition) bool {
+	c.Message = FitMessage(c.Message)
+	c.Reason = FitReason(c.Reason)
 	before := obj.GetConditions()
 	snapshot := make([]metav1.Condition, len(before))
 	copy(snapshot, before)
 	capiconditions.Set(obj, c, capiconditions.ConditionSortFunc(less))
-	return !equality.Semantic.DeepEqual(snapshot, obj.GetConditions())
+	return !equalConditions(snapshot, obj.GetConditions())
 }
+
+// equalConditions compares condition lists field by field (times by
+// instant), as apimachinery's semantic equality would, at a fraction of its
+// cost: Set runs on every reconcile.
+func equalConditions(a, b []metav1.Condition) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		x, y := &a[i], &b[i]
+		if x.Type != y.Type || x.Status != y.Status || x.ObservedGeneration != y.ObservedGeneration ||
+			x.Reason != y.Reason || x.Message != y.Message || !x.LastTransitionTime.Equal(&y.LastTransitionTime) {
+			return false
+		}
+	}
+	return true
+}
+
+// The limits of metav1.Condition that the API server enforces.
+const (
+	// MaxMessageLength is the longest message a condition may have.
+	MaxMessageLength = 32768
+	// MaxReasonLength is the longest reason a condition may have.
+	MaxReasonLength = 1024
+)
+
+// FitMessage returns msg if it fits [MaxMessageLength], else msg cut on a
+// character boundary so that, with a marker saying how many bytes were cut
+// appended, it does.
+func FitMessage(msg string) string {
+	if len(msg) <= MaxMessageLength {
+		return msg
+	}
+	marker := func(n int) string { return fmt.Sprintf("… [cut %d bytes]", n) }
+	keep := MaxMessageLength - len(marker(len(msg)))
+	for keep > 0 && !utf8.RuneStart(msg[keep]) {
+		keep--
+	}
+	return msg[:keep] + marker(len(msg)-keep)
+}
+
+// FitReason returns reason made to match the API's pattern for a condition
+// reason (^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$) and [MaxReasonLength];
+// an empty reason stays empty, a valid one is returned as it is.
+func FitReason(reason string) string {
+	if reason == "" || validReason(reason) {
+		return reason
+	}
+	b := make([]byte, 0, len(reason)+1)
+	for i := 0; i < len(reason); i++ {
+		switch ch := reason[i]; {
+		case ch >= 'A' && ch <= 'Z', ch >= 'a' && ch <= 'z', ch >= '0' && ch <= '9', ch == '_', ch == ',', ch == ':':
+			b = append(b, ch)
+		default:
+			b = append(b, '_')
+		}
+	}
+	if c := b[0]; !(c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z') {
+		b = append([]byte{'R'}, b...)
+	}
+	if len(b) > MaxReasonLength {
+		b = b[:MaxReasonLength]
+	}
+	for len(b) > 1 && (b[len(b)-1] == ',' || b[len(b)-1] == ':') {
+		b = b[:len(b)-1]
+	}
+	return string(b)
+}
+
+var reasonPattern = regexp.MustCompile(`^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$`)
+
+func validReason(r string) bool { return len(r) <= MaxReasonLength && reasonPattern.MatchString(r) }
 
 // MarkTrue sets the condition to True with the given reason and message
 // (a format with args) and reports whether the object changed.

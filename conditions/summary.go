@@ -64,7 +64,8 @@ const (
 // or True for negative polarity), Unknown when none is bad but one is
 // Unknown or missing, and True otherwise. A False or Unknown summary carries
 // the reason of the first condition, in the order of ConditionTypes, that
-// decided it, and the messages of all that did, as "Type: message; ...".
+// decided it, and the messages of all that did, as "Type: message; ...",
+// cut to fit the limits of metav1.Condition (see [Set]).
 func NewSummary(obj Getter, targetType string, opts ...SummaryOption) metav1.Condition {
 	o := SummaryOptions{}
 	for _, opt := range opts {
@@ -106,6 +107,7 @@ func NewSummary(obj Getter, targetType string, opts ...SummaryOption) metav1.Con
 			summary.Reason = ReasonSucceeded
 		}
 	}
+	summary.Message, summary.Reason = FitMessage(summary.Message), FitReason(summary.Reason)
 	return summary
 }
 
