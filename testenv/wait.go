@@ -1,7 +1,6 @@
 package testenv
 
 import (
-	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -35,51 +34,103 @@ func Eventually(t testing.TB, what string, check func() error, timeout ...time.D
 	}
 }
 
-// WaitIdle waits until the controller named controller has no reconcile
-// running and none queued (controller-runtime's
-// controller_runtime_active_workers and workqueue_depth metrics), twice in
-// a row, so that a test counting requests counts its own and not those of
-// reconciles the manager still had in flight. Wait for the cache to hold
-// the last write first ([Eventually] with the manager's client): an event
-// still on its way is neither running nor queued.
-func WaitIdle(t testing.TB, controller string) {
+// DefaultQuiet is how long [WaitIdle] wants a controller to have started
+// no reconcile before it counts it idle.
+const DefaultQuiet = time.Second
+
+// WaitIdleOptions configures [WaitIdle]; the zero value is the defaults.
+type WaitIdleOptions struct {
+	// Quiet is how long the controller must have run and queued nothing,
+	// and started no reconcile; [DefaultQuiet] when zero.
+	Quiet time.Duration
+	// Timeout bounds the wait; [DefaultEventually] when zero.
+	Timeout time.Duration
+}
+
+// WaitIdleOption configures [WaitIdle].
+type WaitIdleOption interface{ ApplyToWaitIdle(*WaitIdleOptions) }
+
+// Quiet is how long [WaitIdle] wants the controller to have started no
+// reconcile: a requeue due within it (a RequeueAfter, an error's backoff)
+// is waited for.
+type Quiet time.Duration
+
+// ApplyToWaitIdle implements [WaitIdleOption].
+func (q Quiet) ApplyToWaitIdle(o *WaitIdleOptions) { o.Quiet = time.Duration(q) }
+
+var _ WaitIdleOption = Quiet(0)
+
+// WaitIdle waits until the controller named controller has had no reconcile
+// running, none queued (controller-runtime's controller_runtime_active_workers
+// and workqueue_depth metrics) and started none
+// (controller_runtime_reconcile_total) for [Quiet] ([DefaultQuiet], 1s, by
+// default), so that a test counting requests counts its own and not those of
+// reconciles the manager still had in flight or due. An item waiting out a
+// RequeueAfter or an error's backoff is in no queue metric: it is waited for
+// when it comes due within the quiet time, and not when it comes later (a
+// RequeueAfter of ten minutes does not hold WaitIdle for ten minutes; give a
+// longer Quiet to wait for one of seconds). Wait for the cache to hold the
+// last write first ([Eventually] with the manager's client): an event still
+// on its way is neither running, queued nor due.
+func WaitIdle(t testing.TB, controller string, opts ...WaitIdleOption) {
 	t.Helper()
-	idleOnce := false
+	o := WaitIdleOptions{}
+	for _, opt := range opts {
+		opt.ApplyToWaitIdle(&o)
+	}
+	if o.Quiet <= 0 {
+		o.Quiet = DefaultQuiet
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = DefaultEventually
+	}
+	if o.Timeout < 2*o.Quiet {
+		o.Timeout = 2 * o.Quiet
+	}
+	lastBusy := time.Now()
+	lastTotal := -1.0
 	Eventually(t, "controller "+controller+" idle", func() error {
-		busy, err := busyReconciles(controller)
+		busy, total, err := controllerState(controller)
 		if err != nil {
 			return err
 		}
+		if busy != 0 || total != lastTotal {
+			lastBusy, lastTotal = time.Now(), total
+		}
 		if busy != 0 {
-			idleOnce = false
 			return fmt.Errorf("%v reconciles running or queued", busy)
 		}
-		if !idleOnce {
-			idleOnce = true
-			return errors.New("idle once, checking again")
+		if quiet := time.Since(lastBusy); quiet < o.Quiet {
+			return fmt.Errorf("quiet for %s of %s", quiet.Round(time.Millisecond), o.Quiet)
 		}
 		return nil
-	})
+	}, o.Timeout)
 }
 
-func busyReconciles(controller string) (float64, error) {
+// controllerState reads, for controller, the reconciles running or queued
+// and the count of reconciles started so far.
+func controllerState(controller string) (busy, total float64, err error) {
 	families, err := metrics.Registry.Gather()
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
-	busy := 0.0
 	for _, f := range families {
-		if f.GetName() != "controller_runtime_active_workers" && f.GetName() != "workqueue_depth" {
+		name := f.GetName()
+		if name != "controller_runtime_active_workers" && name != "workqueue_depth" && name != "controller_runtime_reconcile_total" {
 			continue
 		}
 		for _, m := range f.GetMetric() {
 			for _, l := range m.GetLabel() {
 				if (l.GetName() == "controller" || l.GetName() == "name") && l.GetValue() == controller {
-					busy += m.GetGauge().GetValue()
+					if name == "controller_runtime_reconcile_total" {
+						total += m.GetCounter().GetValue()
+					} else {
+						busy += m.GetGauge().GetValue()
+					}
 					break
 				}
 			}
 		}
 	}
-	return busy, nil
+	return busy, total, nil
 }
