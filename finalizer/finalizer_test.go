@@ -101,42 +101,6 @@ func TestFinalizersArePersistedBeforeHandleReturns(t *testing.T) {
 	}
 }
 
-func TestCleanupFailureKeepsTheFinalizer(t *testing.T) {
-	env.Require(t)
-	h, ext, _, c, ns := setup(t)
-	ctx := context.Background()
-	w := create(t, c, ns, bucketFinalizer, dnsFinalizer)
-	if err := c.Delete(ctx, w); err != nil {
-		t.Fatal(err)
-	}
-	w, _ = stored(t, c, w)
-
-	ext.fail[bucketFinalizer] = errors.New("bucket not empty")
-	res, err := h.Handle(ctx, w)
-	var ce *finalizer.CleanupError
-	if !errors.As(err, &ce) || ce.Finalizer != bucketFinalizer || ce.Object != "Widget "+ns+"/w" {
-		t.Fatalf("Handle error = %v, want a CleanupError for %s", err, bucketFinalizer)
-	}
-	if !res.Deleting || !res.Updated {
-		t.Errorf("Handle = %+v", res)
-	}
-	got, ok := stored(t, c, w)
-	if !ok || !slices.Equal(got.Finalizers, []string{bucketFinalizer}) {
-		t.Fatalf("after a failed cleanup the stored finalizers are %v (exists %v), want only %s", got.Finalizers, ok, bucketFinalizer)
-	}
-
-	delete(ext.fail, bucketFinalizer)
-	if res, err := h.Handle(ctx, got); err != nil || !res.Deleting {
-		t.Fatalf("Handle = %+v, %v", res, err)
-	}
-	if _, ok := stored(t, c, w); ok {
-		t.Error("object still exists after its last finalizer was removed")
-	}
-	if ext.calls[dnsFinalizer] != 1 || ext.calls[bucketFinalizer] != 2 {
-		t.Errorf("cleanup calls = %v", ext.calls)
-	}
-}
-
 func TestAddingToADeletingObjectIsRefusedWithoutAPICall(t *testing.T) {
 	env.Require(t)
 	h, ext, n, c, ns := setup(t)

@@ -178,7 +178,7 @@ func (h *Handler) finalize(ctx context.Context, obj client.Object) (Result, erro
 	if wr.Gone {
 		res.Gone = true
 	}
-	res.Updated = len(wr.Wrote) > 0 || wr.Gone
+	res.Updated = len(wr.Wrote) > 0
 	return res, errors.Join(errs...)
 }
 

@@ -31,8 +31,9 @@ type Result struct {
 	// Deleting is true when the object is being deleted: Handle ran the
 	// cleanups, and the caller should not reconcile it further.
 	Deleting bool
-	// Updated is true when Handle wrote the object (its finalizers, or what
-	// a cleanup changed); obj then holds the API server's answer.
+	// Updated is true when a write of Handle landed (its finalizers, or what
+	// a cleanup changed); obj then holds the API server's answer. It is
+	// false when the write found the object gone.
 	Updated bool
 	// Gone is true when the object no longer exists (deleted, or replaced by
 	// another object of the same name): there is nothing left to do. Gone

@@ -1,0 +1,169 @@
+package finalizer_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"testing"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/steadyk8s/steady/conditions"
+	"github.com/steadyk8s/steady/finalizer"
+	"github.com/steadyk8s/steady/internal/testapi"
+)
+
+func TestCleanupFailureKeepsTheFinalizer(t *testing.T) {
+	env.Require(t)
+	h, ext, _, c, ns := setup(t)
+	ctx := context.Background()
+	w := create(t, c, ns, bucketFinalizer, dnsFinalizer)
+	if err := c.Delete(ctx, w); err != nil {
+		t.Fatal(err)
+	}
+	w, _ = stored(t, c, w)
+
+	ext.fail[bucketFinalizer] = errors.New("bucket not empty")
+	res, err := h.Handle(ctx, w)
+	var ce *finalizer.CleanupError
+	if !errors.As(err, &ce) || ce.Finalizer != bucketFinalizer || ce.Object != "Widget "+ns+"/w" {
+		t.Fatalf("Handle error = %v, want a CleanupError for %s", err, bucketFinalizer)
+	}
+	if !res.Deleting || !res.Updated {
+		t.Errorf("Handle = %+v", res)
+	}
+	got, ok := stored(t, c, w)
+	if !ok || !slices.Equal(got.Finalizers, []string{bucketFinalizer}) {
+		t.Fatalf("after a failed cleanup the stored finalizers are %v (exists %v), want only %s", got.Finalizers, ok, bucketFinalizer)
+	}
+
+	delete(ext.fail, bucketFinalizer)
+	if res, err := h.Handle(ctx, got); err != nil || !res.Deleting {
+		t.Fatalf("Handle = %+v, %v", res, err)
+	}
+	if _, ok := stored(t, c, w); ok {
+		t.Error("object still exists after its last finalizer was removed")
+	}
+	if ext.calls[dnsFinalizer] != 1 || ext.calls[bucketFinalizer] != 2 {
+		t.Errorf("cleanup calls = %v", ext.calls)
+	}
+}
+
+// API: a cleanup that reports progress on the object has its change
+// written, when in progress, when failing and when done; another writer's
+// condition added meanwhile survives.
+func TestCleanupChangesAreWritten(t *testing.T) {
+	env.Require(t)
+	ctx := context.Background()
+	c, n, _ := testapi.NewCountingClient(env.Config, env.Scheme)
+	step := 0
+	var stepErr error
+	h := finalizer.NewHandler(c)
+	_ = h.Register(bucketFinalizer, finalizer.Func(func(ctx context.Context, obj client.Object) error {
+		w := obj.(*testapi.Widget)
+		step++
+		w.Status.Phase = "Deleting"
+		conditions.MarkFalse(w, "Ready", "Deleting", "deleting %d of 3 objects", step)
+		if step < 3 {
+			if stepErr != nil {
+				return stepErr
+			}
+			return finalizer.InProgress(2*time.Second, "%d of 3", step)
+		}
+		return nil
+	}))
+	w := create(t, c, env.Namespace(t), bucketFinalizer)
+	if err := c.Delete(ctx, w); err != nil {
+		t.Fatal(err)
+	}
+	w, _ = stored(t, c, w)
+
+	// Step 1: in progress.
+	stale := w.DeepCopy()
+	other := w.DeepCopy()
+	conditions.MarkTrue(other, "Theirs", "Set", "")
+	if err := env.Client.Status().Update(ctx, other); err != nil {
+		t.Fatal(err)
+	}
+	n.Reset()
+	res, err := h.Handle(ctx, stale)
+	if err != nil || !res.Deleting || res.RequeueAfter != 2*time.Second {
+		t.Fatalf("Handle = %+v, %v", res, err)
+	}
+	got, _ := stored(t, c, w)
+	if c := conditions.Get(got, "Ready"); c == nil || c.Message != "deleting 1 of 3 objects" || got.Status.Phase != "Deleting" ||
+		!conditions.IsTrue(got, "Theirs") || !finalizer.Has(got, bucketFinalizer) {
+		t.Fatalf("after step 1: %+v", got)
+	}
+	t.Logf("in progress: %s", n)
+
+	// Step 2: failing.
+	stepErr = errors.New("api down")
+	res, err = h.Handle(ctx, got)
+	var ce *finalizer.CleanupError
+	if !errors.As(err, &ce) {
+		t.Fatalf("Handle = %+v, %v", res, err)
+	}
+	got, _ = stored(t, c, w)
+	if c := conditions.Get(got, "Ready"); c == nil || c.Message != "deleting 2 of 3 objects" || !finalizer.Has(got, bucketFinalizer) {
+		t.Fatalf("after step 2: %+v", got)
+	}
+
+	// Step 3: done, the object goes.
+	stepErr = nil
+	if res, err = h.Handle(ctx, got); err != nil || !res.Deleting {
+		t.Fatalf("Handle = %+v, %v", res, err)
+	}
+	if _, ok := stored(t, c, w); ok {
+		t.Error("object still there")
+	}
+}
+
+// A cleanup in progress without a time (InProgress(0, ...), "the caller's
+// default") must still come back: the documented caller pattern returns
+// ctrl.Result{RequeueAfter: res.RequeueAfter} and no error, which with a
+// zero RequeueAfter is never requeued, and the object keeps its finalizer
+// until some unrelated event.
+func TestInProgressWithoutATimeIsRequeued(t *testing.T) {
+	env.Require(t)
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name  string
+		times []time.Duration
+		want  time.Duration
+	}{
+		{"zero", []time.Duration{0}, finalizer.DefaultInProgressRequeue},
+		{"zero and a shorter one", []time.Duration{0, time.Second}, time.Second},
+		{"a longer one and zero", []time.Duration{time.Hour, 0}, finalizer.DefaultInProgressRequeue},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := finalizer.NewHandler(env.Client)
+			var names []string
+			for i, d := range tc.times {
+				name := []string{bucketFinalizer, dnsFinalizer}[i]
+				names = append(names, name)
+				_ = h.Register(name, finalizer.Func(func(context.Context, client.Object) error {
+					return finalizer.InProgress(d, "waiting")
+				}))
+			}
+			w := create(t, env.Client, env.Namespace(t), names...)
+			if err := env.Client.Delete(ctx, w); err != nil {
+				t.Fatal(err)
+			}
+			got, _ := stored(t, env.Client, w)
+			res, err := h.Handle(ctx, got)
+			if err != nil || !res.Deleting || res.RequeueAfter != tc.want {
+				t.Errorf("Handle = %+v, %v; want RequeueAfter %s", res, err, tc.want)
+			}
+			got, _ = stored(t, env.Client, w)
+			for _, n := range names {
+				if !finalizer.Has(got, n) {
+					t.Errorf("finalizer %s removed while its cleanup is in progress", n)
+				}
+			}
+			got.Finalizers = nil
+			_ = env.Client.Update(ctx, got)
+		})
+	}
+}
