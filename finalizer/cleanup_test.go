@@ -167,3 +167,40 @@ func TestInProgressWithoutATimeIsRequeued(t *testing.T) {
 		})
 	}
 }
+
+// finalizer.When: an object no longer selected has the cleanup run and the
+// finalizer removed once it succeeded; a failed cleanup keeps it and says
+// so; Deleting stays false, so the caller reconciles on.
+func TestWhenReleasesWhatItNoLongerSelects(t *testing.T) {
+	env.Require(t)
+	c, _, err := testapi.NewCountingClient(env.Config, env.Scheme)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	ext := &external{fail: map[string]error{}, calls: map[string]int{}}
+	h := finalizer.NewHandler(c)
+	blue := finalizer.When(func(o client.Object) bool { return o.(*testapi.Widget).Spec.Color == "blue" })
+	if err := h.Register(bucketFinalizer, ext.finalizer(bucketFinalizer), blue); err != nil {
+		t.Fatal(err)
+	}
+	w := create(t, c, env.Namespace(t), bucketFinalizer, otherFinalizer) // red, carrying ours
+	ext.fail[bucketFinalizer] = errors.New("the API is down")
+	res, err := h.Handle(ctx, w)
+	var ce *finalizer.CleanupError
+	if !errors.As(err, &ce) || res.Deleting {
+		t.Fatalf("failed release: %+v, %v", res, err)
+	}
+	if got, _ := stored(t, c, w); !slices.Contains(got.Finalizers, bucketFinalizer) {
+		t.Fatalf("finalizer removed though its cleanup failed: %v", got.Finalizers)
+	}
+	delete(ext.fail, bucketFinalizer)
+	w, _ = stored(t, c, w)
+	res, err = h.Handle(ctx, w)
+	if err != nil || res.Deleting || !res.Updated {
+		t.Fatalf("release: %+v, %v", res, err)
+	}
+	if got, _ := stored(t, c, w); !slices.Equal(got.Finalizers, []string{otherFinalizer}) || ext.calls[bucketFinalizer] != 2 {
+		t.Errorf("finalizers %v, cleanups %v", got.Finalizers, ext.calls)
+	}
+}

@@ -24,6 +24,7 @@ type Handler struct {
 	mu    sync.RWMutex
 	names []string
 	funcs map[string]Finalizer
+	when  map[string]func(client.Object) bool
 }
 
 // NewHandler returns a Handler that writes through c. Give it the
@@ -34,13 +35,18 @@ func NewHandler(c client.Client, opts ...HandlerOption) *Handler {
 	for _, opt := range opts {
 		opt.ApplyToHandler(&o)
 	}
-	return &Handler{c: c, w: patch.Writer{Client: observe.Client(c, "finalizer"), Reader: observe.Reader(o.APIReader, "finalizer")}, funcs: map[string]Finalizer{}}
+	return &Handler{c: c, w: patch.Writer{Client: observe.Client(c, "finalizer"), Reader: observe.Reader(o.APIReader, "finalizer")}, funcs: map[string]Finalizer{}, when: map[string]func(client.Object) bool{}}
 }
 
 // Register adds a named finalizer with its cleanup. Names must be qualified
 // names ("example.com/cleanup"); registering a name twice is an error.
-// Cleanups run in registration order.
-func (h *Handler) Register(name string, f Finalizer) error {
+// Cleanups run in registration order. [When] limits the finalizer to the
+// objects it selects.
+func (h *Handler) Register(name string, f Finalizer, opts ...RegisterOption) error {
+	o := RegisterOptions{}
+	for _, opt := range opts {
+		opt.ApplyToRegister(&o)
+	}
 	if errs := validation.IsQualifiedName(name); len(errs) > 0 {
 		return fmt.Errorf("finalizer: invalid name %q: %s", name, strings.Join(errs, "; "))
 	}
@@ -53,6 +59,9 @@ func (h *Handler) Register(name string, f Finalizer) error {
 		return fmt.Errorf("finalizer: %s is already registered", name)
 	}
 	h.funcs[name] = f
+	if o.When != nil {
+		h.when[name] = o.When
+	}
 	h.names = append(h.names, name)
 	return nil
 }
@@ -69,6 +78,10 @@ func (h *Handler) Names() []string {
 //
 //   - obj alive: every registered finalizer missing from obj is added and
 //     persisted before Handle returns (one PATCH; none when all are there).
+//     A finalizer registered with [When] is added only to the objects it
+//     selects; one on obj that it no longer selects has its cleanup run, as
+//     on deletion, and is removed once the cleanup succeeded (in the same
+//     write as the others added); Result.Deleting stays false.
 //   - obj being deleted: the cleanup of each registered finalizer on obj
 //     runs; the finalizers whose cleanup succeeded are removed, and what the
 //     cleanups changed on obj (status, conditions) is written, also when a
@@ -96,9 +109,19 @@ func (h *Handler) Handle(ctx context.Context, obj client.Object) (Result, error)
 	}
 	before := obj.DeepCopyObject().(client.Object)
 	added := false
+	var released []string // on obj but no longer selected by their When
 	for _, n := range h.Names() {
+		if !h.selects(n, obj) {
+			if Has(obj, n) {
+				released = append(released, n)
+			}
+			continue
+		}
 		ok, _ := Ensure(obj, n) // cannot fail: obj is not being deleted
 		added = added || ok
+	}
+	if len(released) > 0 {
+		return h.release(ctx, before, obj, released)
 	}
 	if !added {
 		return Result{}, nil
@@ -129,18 +152,52 @@ func (h *Handler) reader() client.Reader {
 	return h.c
 }
 
-func (h *Handler) finalize(ctx context.Context, obj client.Object) (Result, error) {
+// selects reports whether the finalizer n is for obj (its When holds, or
+// it has none).
+func (h *Handler) selects(n string, obj client.Object) bool {
 	h.mu.RLock()
-	names, funcs := append([]string(nil), h.names...), h.funcs
+	when := h.when[n]
 	h.mu.RUnlock()
-	before := obj.DeepCopyObject().(client.Object)
-	res := Result{Deleting: true}
+	return when == nil || when(obj)
+}
+
+// release runs, on a live object, the cleanups of the finalizers its When
+// no longer selects (the Service that is no LoadBalancer any more), and
+// writes in one go the finalizers that are selected and missing, the
+// removal of those whose cleanup succeeded, and what the cleanups changed.
+// before is obj as read; obj already carries the added finalizers.
+func (h *Handler) release(ctx context.Context, before, obj client.Object, names []string) (Result, error) {
+	res, done, errs := h.cleanups(ctx, obj, names)
+	res.Deleting = false
+	fins := make([]string, 0, len(obj.GetFinalizers()))
+	for _, f := range obj.GetFinalizers() {
+		if !slices.Contains(done, f) {
+			fins = append(fins, f)
+		}
+	}
+	obj.SetFinalizers(fins)
+	wr, err := h.w.Patch(ctx, before, obj, patch.Options{})
+	if err != nil {
+		errs = append(errs, fmt.Errorf("finalizer: releasing %s from %s: %w", strings.Join(names, ", "), h.describe(obj), err))
+	}
+	if wr.Gone {
+		res.Gone, res.Deleting = true, true
+	}
+	res.Updated = len(wr.Wrote) > 0
+	return res, errors.Join(errs...)
+}
+
+// cleanups runs the cleanups of names, in order, on obj, and returns the
+// names whose cleanup succeeded, the shortest requeue of those in progress
+// and the errors of those that failed.
+func (h *Handler) cleanups(ctx context.Context, obj client.Object, names []string) (Result, []string, []error) {
+	h.mu.RLock()
+	funcs := h.funcs
+	h.mu.RUnlock()
+	res := Result{}
 	var errs []error
 	var done []string
 	for _, n := range names {
-		if !Has(before, n) {
-			continue
-		}
 		err := funcs[n].Finalize(ctx, obj)
 		var ip *InProgressError
 		switch {
@@ -158,6 +215,19 @@ func (h *Handler) finalize(ctx context.Context, obj client.Object) (Result, erro
 			errs = append(errs, &CleanupError{Object: h.describe(obj), Finalizer: n, Err: err})
 		}
 	}
+	return res, done, errs
+}
+
+func (h *Handler) finalize(ctx context.Context, obj client.Object) (Result, error) {
+	before := obj.DeepCopyObject().(client.Object)
+	var present []string
+	for _, n := range h.Names() {
+		if Has(before, n) {
+			present = append(present, n)
+		}
+	}
+	res, done, errs := h.cleanups(ctx, obj, present)
+	res.Deleting = true
 	// What the cleanups did to the finalizers is not theirs to decide: only
 	// the finalizers of succeeded cleanups go.
 	fins := make([]string, 0, len(before.GetFinalizers()))

@@ -130,3 +130,28 @@ type WithAPIReader struct {
 func (w WithAPIReader) ApplyToHandler(o *HandlerOptions) { o.APIReader = w.Reader }
 
 var _ HandlerOption = WithAPIReader{}
+
+// RegisterOptions configures [Handler.Register]. The zero value is no
+// option.
+type RegisterOptions struct {
+	// When, if set, selects the objects the finalizer is for.
+	When func(client.Object) bool
+}
+
+// RegisterOption configures [Handler.Register].
+type RegisterOption interface {
+	ApplyToRegister(*RegisterOptions)
+}
+
+// When limits a finalizer to the objects it selects, for a controller of a
+// kind it shares with others (a Service, a Node, a Pod): the finalizer is
+// added only to selected objects; an object that carries it but is no
+// longer selected (a Service changed from LoadBalancer to ClusterIP) has its
+// cleanup run and the finalizer removed once it succeeded. On deletion the
+// cleanup runs whatever When says, as long as the finalizer is there.
+type When func(client.Object) bool
+
+// ApplyToRegister implements [RegisterOption].
+func (w When) ApplyToRegister(o *RegisterOptions) { o.When = w }
+
+var _ RegisterOption = When(nil)

@@ -188,13 +188,26 @@ func (w WithAPIReader) ApplyToHandler(o *finalizer.HandlerOptions) { o.APIReader
 type FinalizerOption struct {
 	Name      string
 	Finalizer finalizer.Finalizer
+	// Options are passed to the handler's Register: finalizer.When limits
+	// the finalizer to the objects it selects.
+	Options []finalizer.RegisterOption
 }
 
 // WithFinalizer registers a finalizer and its cleanup: [For] persists it
 // before calling the body, and on deletion runs the cleanup instead of the
-// body, removing the finalizer once the cleanup succeeded.
-func WithFinalizer(name string, f finalizer.Finalizer) FinalizerOption {
-	return FinalizerOption{Name: name, Finalizer: f}
+// body, removing the finalizer once the cleanup succeeded. A controller of
+// a kind it shares (Services, Nodes, Pods) says which objects it
+// finalizes with finalizer.When:
+//
+//	reconcile.WithFinalizer("example.com/ip", finalizer.Func(releaseIP),
+//		finalizer.When(func(o client.Object) bool {
+//			return o.(*corev1.Service).Spec.Type == corev1.ServiceTypeLoadBalancer
+//		}))
+//
+// An object it no longer selects has the cleanup run and the finalizer
+// removed, then the body runs.
+func WithFinalizer(name string, f finalizer.Finalizer, opts ...finalizer.RegisterOption) FinalizerOption {
+	return FinalizerOption{Name: name, Finalizer: f, Options: opts}
 }
 
 // ApplyToFor implements [ForOption].

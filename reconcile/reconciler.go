@@ -140,7 +140,7 @@ func For[T any, P interface {
 	if len(cfg.Finalizers) > 0 {
 		h = finalizer.NewHandler(c, finalizer.WithAPIReader{Reader: cfg.APIReader})
 		for _, nf := range cfg.Finalizers {
-			if err := h.Register(nf.Name, nf.Finalizer); err != nil {
+			if err := h.Register(nf.Name, nf.Finalizer, nf.Options...); err != nil {
 				return nil, fmt.Errorf("reconcile: For[%T]: %w", zero, err)
 			}
 		}
@@ -164,17 +164,22 @@ func For[T any, P interface {
 				return ctrl.Result{RequeueAfter: CacheTimeoutRequeue}, nil
 			}
 		}
+		var released time.Duration // a released finalizer's cleanup in progress
 		if h != nil {
 			res, err := h.Handle(ctx, obj)
 			if err != nil || res.Deleting {
 				return ctrl.Result{RequeueAfter: res.RequeueAfter}, err
 			}
+			released = res.RequeueAfter
 		}
 		p, err := NewPatcher(c, obj, WithAPIReader{Reader: cfg.APIReader})
 		if err != nil {
 			return ctrl.Result{}, err
 		}
 		res, fnErr := fn(ctx, obj)
+		if released > 0 {
+			res = requeueWithin(res, released)
+		}
 		if cfg.ReadySummary {
 			conditions.SetSummary(any(obj).(conditions.Setter), conditions.Ready, cfg.SummaryOptions...)
 		}
