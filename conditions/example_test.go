@@ -3,6 +3,8 @@ package conditions_test
 import (
 	"fmt"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/steadyk8s/steady/conditions"
@@ -28,4 +30,15 @@ func ExampleForUnstructured() {
 	// Output:
 	// conditions: Bucket team-a/logs: field status.conditions: is a string, want a list of conditions
 	// 1 Created
+}
+
+// A core Service carries []metav1.Condition but no GetConditions: On marks
+// them without an adapter type.
+func ExampleOn() {
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web", Generation: 3}}
+	conditions.MarkTrue(conditions.On(svc, &svc.Status.Conditions), "IPAllocated", "Allocated", "%s", "10.0.0.7")
+	c := svc.Status.Conditions[0]
+	fmt.Println(c.Type, c.Status, c.Reason, c.Message, c.ObservedGeneration)
+	// Output:
+	// IPAllocated True Allocated 10.0.0.7 3
 }
