@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/steadyk8s/steady/internal/backoff"
 	"github.com/steadyk8s/steady/internal/object"
 	"github.com/steadyk8s/steady/internal/observe"
 )
@@ -145,7 +146,7 @@ func (c *Client) Get(ctx context.Context, key client.ObjectKey, obj client.Objec
 		switch {
 		case e == nil:
 			return nil
-		case time.Now().After(deadline) || sleep(ctx, pause) != nil:
+		case time.Now().After(deadline) || backoff.Sleep(ctx, pause) != nil:
 			return staleRead(ctx, e, old, start)
 		}
 		pause = min(pause*2, c.opts.MaxBackoff)
@@ -182,22 +183,10 @@ func (c *Client) List(ctx context.Context, list client.ObjectList, opts ...clien
 		switch {
 		case e == nil:
 			return nil
-		case time.Now().After(deadline) || sleep(ctx, pause) != nil:
+		case time.Now().After(deadline) || backoff.Sleep(ctx, pause) != nil:
 			return staleRead(ctx, e, old, start)
 		}
 		pause = min(pause*2, c.opts.MaxBackoff)
-	}
-}
-
-// sleep pauses for d, or until ctx ends (then it returns ctx's error).
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
 	}
 }
 

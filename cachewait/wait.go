@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
+	"github.com/steadyk8s/steady/internal/backoff"
 	"github.com/steadyk8s/steady/internal/object"
 )
 
@@ -511,14 +512,10 @@ func waitAll(ctx context.Context, r client.Reader, o WaitOptions, v *view, rs re
 		// Check again the readable ones too: the read must find all of
 		// them readable at once.
 		exps = append(left, ok...)
-		t := time.NewTimer(pause)
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if backoff.Sleep(ctx, pause) != nil {
 			waited := time.Since(start)
 			waitSeconds.WithLabelValues(kind, "timeout").Observe(waited.Seconds())
 			return done, ok, left, &TimeoutError{Object: left[0].name, Want: left[0].wantString(), Have: have, Waited: waited, Err: ctx.Err()}
-		case <-t.C:
 		}
 		pause = min(pause*2, o.MaxBackoff)
 	}

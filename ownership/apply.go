@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
+	"github.com/steadyk8s/steady/internal/backoff"
 	"github.com/steadyk8s/steady/internal/object"
 	"github.com/steadyk8s/steady/internal/observe"
 )
@@ -224,7 +225,7 @@ func readForApply(ctx context.Context, c client.Client, apiReader client.Reader,
 		if newer(live) {
 			return live, nil
 		}
-		if err := sleep(ctx, d); err != nil {
+		if err := backoff.Sleep(ctx, d); err != nil {
 			return nil, fmt.Errorf("ownership: reading %s again: %w", name, err)
 		}
 		if live, err = get(c); err != nil {

@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
+	"github.com/steadyk8s/steady/internal/backoff"
 	"github.com/steadyk8s/steady/internal/object"
 )
 
@@ -162,7 +163,7 @@ func (w *writeCall) read(ctx context.Context, key client.ObjectKey, mode readMod
 			if !apierrors.IsNotFound(err) {
 				break
 			}
-			if werr := sleep(ctx, d); werr != nil {
+			if werr := backoff.Sleep(ctx, d); werr != nil {
 				return nil, fmt.Errorf("ownership: creating %s: it exists, but the client has not shown it yet: %w", name, errors.Join(w.exists, werr))
 			}
 			live = object.EmptyLike(w.given)
@@ -180,18 +181,6 @@ func (w *writeCall) read(ctx context.Context, key client.ObjectKey, mode readMod
 		return nil, fmt.Errorf("ownership: reading %s: %w", name, err)
 	}
 	return live, nil
-}
-
-// sleep waits for d or the end of ctx.
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }
 
 // keepServerMetadata puts back on child the metadata the API server owns,

@@ -15,6 +15,7 @@ import (
 	"github.com/steadyk8s/steady/cachewait"
 	"github.com/steadyk8s/steady/conditions"
 	"github.com/steadyk8s/steady/finalizer"
+	"github.com/steadyk8s/steady/internal/backoff"
 	"github.com/steadyk8s/steady/internal/object"
 	"github.com/steadyk8s/steady/internal/patch"
 )
@@ -69,12 +70,8 @@ func readOwnWrite(ctx context.Context, c client.Client, api client.Reader, obj c
 		if time.Now().Add(d).After(deadline) {
 			return false, nil
 		}
-		t := time.NewTimer(d)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return false, ctx.Err()
-		case <-t.C:
+		if err := backoff.Sleep(ctx, d); err != nil {
+			return false, err
 		}
 		if err := read(c); err != nil {
 			return false, err

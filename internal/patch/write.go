@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/resourceversion"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/steadyk8s/steady/internal/backoff"
 	"github.com/steadyk8s/steady/internal/object"
 )
 
@@ -24,8 +25,8 @@ const MaxAttempts = 11
 // backoff below they span about 2.3 seconds.
 const maxStaleReads = 8
 
-// backoff is the pause before the i-th repeated read (i from 0).
-func backoff(i int) time.Duration {
+// pauseBefore is the pause before the i-th repeated read (i from 0).
+func pauseBefore(i int) time.Duration {
 	d := 10 * time.Millisecond << min(i, 7)
 	return min(d, time.Second)
 }
@@ -148,14 +149,14 @@ func (w *Writer) reread(ctx context.Context, obj client.Object, st *state, stale
 	}
 	sleep := w.Sleep
 	if sleep == nil {
-		sleep = sleepCtx
+		sleep = backoff.Sleep
 	}
 	pause := func() (bool, error) {
 		if !stale || st.stale >= maxStaleReads {
 			return false, nil
 		}
 		st.stale++
-		if err := sleep(ctx, backoff(st.stale-1)); err != nil {
+		if err := sleep(ctx, pauseBefore(st.stale-1)); err != nil {
 			return false, fmt.Errorf("reading the object again: %w", err)
 		}
 		return true, nil
@@ -243,15 +244,4 @@ func uidRefused(err error) bool {
 func olderRV(a, b string) bool {
 	c, err := resourceversion.CompareResourceVersion(a, b)
 	return err == nil && c < 0
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
