@@ -7,7 +7,7 @@ SHELL := /bin/bash
 # Every Go module in the repository: the library, and hack/, examples/, bench/.
 MODULES := $(sort $(patsubst %/go.mod,%,$(shell find . -name go.mod -not -path './.git/*')))
 
-.PHONY: envtest test test-pure test-compat generate demo help
+.PHONY: envtest test test-pure test-compat generate demo soak help
 
 help:
 	@echo "make test     vet and test every module with -race against a real control plane"
@@ -15,6 +15,7 @@ help:
 	@echo "make generate  regenerate the examples' deepcopy code, CRDs and RBAC (controller-gen, pinned in examples/go.mod)"
 	@echo "make demo     run the five example operators on a local control plane, show their trees, delete everything (DEMO_KEEP=1: keep it running for kubectl)"
 	@echo "make test-compat  the library's suite on controller-runtime v0.25 / k8s.io v0.37 (make test runs it too)"
+	@echo "make soak     the reliability soak: churn, faults, a lagging cache, another writer, a manager restart (make test runs a smoke of it)"
 
 envtest:
 	@cd hack && go run ./cmd/envtest-assets
@@ -54,3 +55,9 @@ generate:
 demo:
 	@assets="$$(cd hack && go run ./cmd/envtest-assets)"; \
 	cd examples && KUBEBUILDER_ASSETS="$$assets" go run ./cmd/demo
+
+# The reliability soak (docs/reliability.md); make test runs its smoke.
+soak:
+	@assets="$$(cd hack && go run ./cmd/envtest-assets)"; \
+	cd examples && KUBEBUILDER_ASSETS="$$assets" STEADY_TESTENV_REQUIRE=1 STEADY_SOAK=1 \
+		go test -race -count=1 -run '^TestSoak$$' -v -timeout 30m ./usernamespace/
