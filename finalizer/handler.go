@@ -168,7 +168,14 @@ func (h *Handler) selects(n string, obj client.Object) bool {
 // before is obj as read; obj already carries the added finalizers.
 func (h *Handler) release(ctx context.Context, before, obj client.Object, names []string) (Result, error) {
 	res, done, errs := h.cleanups(ctx, obj, names)
-	res.Deleting = false
+	return h.write(ctx, before, obj, res, done, errs, "releasing "+strings.Join(names, ", ")+" from")
+}
+
+// write removes from obj the finalizers in done, writes obj (its
+// finalizers and what the cleanups changed) against before, and completes
+// res: Gone (which is Deleting too) and Updated. what names the write in an
+// error.
+func (h *Handler) write(ctx context.Context, before, obj client.Object, res Result, done []string, errs []error, what string) (Result, error) {
 	fins := make([]string, 0, len(obj.GetFinalizers()))
 	for _, f := range obj.GetFinalizers() {
 		if !slices.Contains(done, f) {
@@ -178,7 +185,7 @@ func (h *Handler) release(ctx context.Context, before, obj client.Object, names 
 	obj.SetFinalizers(fins)
 	wr, err := h.w.Patch(ctx, before, obj, patch.Options{})
 	if err != nil {
-		errs = append(errs, fmt.Errorf("finalizer: releasing %s from %s: %w", strings.Join(names, ", "), h.describe(obj), err))
+		errs = append(errs, fmt.Errorf("finalizer: %s %s: %w", what, h.describe(obj), err))
 	}
 	if wr.Gone {
 		res.Gone, res.Deleting = true, true
@@ -229,27 +236,13 @@ func (h *Handler) finalize(ctx context.Context, obj client.Object) (Result, erro
 	res, done, errs := h.cleanups(ctx, obj, present)
 	res.Deleting = true
 	// What the cleanups did to the finalizers is not theirs to decide: only
-	// the finalizers of succeeded cleanups go.
-	fins := make([]string, 0, len(before.GetFinalizers()))
-	for _, f := range before.GetFinalizers() {
-		if !slices.Contains(done, f) {
-			fins = append(fins, f)
-		}
+	// the finalizers of succeeded cleanups go (from the list as read).
+	obj.SetFinalizers(before.GetFinalizers())
+	what := "writing the cleanup's changes to"
+	if len(done) > 0 {
+		what = "removing " + strings.Join(done, ", ") + " from"
 	}
-	obj.SetFinalizers(fins)
-	wr, err := h.w.Patch(ctx, before, obj, patch.Options{})
-	if err != nil {
-		what := "writing the cleanup's changes to"
-		if len(done) > 0 {
-			what = fmt.Sprintf("removing %s from", strings.Join(done, ", "))
-		}
-		errs = append(errs, fmt.Errorf("finalizer: %s %s: %w", what, h.describe(obj), err))
-	}
-	if wr.Gone {
-		res.Gone = true
-	}
-	res.Updated = len(wr.Wrote) > 0
-	return res, errors.Join(errs...)
+	return h.write(ctx, before, obj, res, done, errs, what)
 }
 
 // describe names obj as "Kind namespace/name".
