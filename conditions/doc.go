@@ -13,8 +13,10 @@
 // (truncated to seconds, as the API server stores it). Marking the same state
 // twice leaves the object deep-equal and reports no change. Conditions are
 // kept one per type, in a stable order: Available and Ready first, Deleting
-// and Paused last, the rest alphabetical. The setter underneath is
-// cluster-api's util/conditions.
+// and Paused last, the rest alphabetical: the order and the rules of
+// cluster-api's util/conditions, whose Setter and Getter these types
+// satisfy, without importing it (an operator that imports conditions does
+// not build cluster-api in).
 //
 // Objects expose their conditions through [Getter] and [Setter]. For an
 // unstructured.Unstructured, [ForUnstructured] returns a Setter over

@@ -2,11 +2,15 @@ package conditions
 
 import (
 	"fmt"
+	"reflect"
 	"regexp"
+	"slices"
+	"sort"
+	"time"
 	"unicode/utf8"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	capiconditions "sigs.k8s.io/cluster-api/util/conditions"
 )
 
 // Set adds or updates the condition of c.Type and reports whether the
@@ -26,27 +30,24 @@ import (
 func Set(obj Setter, c metav1.Condition) bool {
 	c.Message = FitMessage(c.Message)
 	c.Reason = FitReason(c.Reason)
-	before := obj.GetConditions()
-	snapshot := make([]metav1.Condition, len(before))
-	copy(snapshot, before)
-	capiconditions.Set(obj, c, capiconditions.ConditionSortFunc(less))
-	return !equalConditions(snapshot, obj.GetConditions())
-}
-
-// equalConditions compares condition lists field by field (times by
-// instant), as apimachinery's semantic equality would, at a fraction of its
-// cost: Set runs on every reconcile.
-func equalConditions(a, b []metav1.Condition) bool {
-	if len(a) != len(b) {
+	if obj == nil || reflect.ValueOf(obj).Kind() == reflect.Pointer && reflect.ValueOf(obj).IsNil() {
 		return false
 	}
-	for i := range a {
-		x, y := &a[i], &b[i]
-		if x.Type != y.Type || x.Status != y.Status || x.ObservedGeneration != y.ObservedGeneration ||
-			x.Reason != y.Reason || x.Message != y.Message || !x.LastTransitionTime.Equal(&y.LastTransitionTime) {
-			return false
-		}
+	if m, ok := obj.(metav1.Object); ok {
+		c.ObservedGeneration = m.GetGeneration()
 	}
+	if c.LastTransitionTime.IsZero() {
+		c.LastTransitionTime = metav1.Now()
+	}
+	// The API server stores seconds: an in-memory time finer than that
+	// would differ from the next read.
+	c.LastTransitionTime.Time = c.LastTransitionTime.Truncate(time.Second)
+	conds := slices.Clone(obj.GetConditions())
+	if !meta.SetStatusCondition(&conds, c) {
+		return false
+	}
+	sort.SliceStable(conds, func(i, j int) bool { return less(conds[i], conds[j]) })
+	obj.SetConditions(conds)
 	return true
 }
 
@@ -137,7 +138,7 @@ func Delete(obj Setter, conditionType string) bool {
 	if !Has(obj, conditionType) {
 		return false
 	}
-	capiconditions.Delete(obj, conditionType)
+	obj.SetConditions(slices.DeleteFunc(slices.Clone(obj.GetConditions()), func(c metav1.Condition) bool { return c.Type == conditionType }))
 	return true
 }
 

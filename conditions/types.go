@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	capiconditions "sigs.k8s.io/cluster-api/util/conditions"
 )
 
 // Getter is an object that exposes its status conditions.
@@ -18,11 +17,6 @@ type Setter interface {
 	Getter
 	SetConditions([]metav1.Condition)
 }
-
-var (
-	_ capiconditions.Setter = Setter(nil)
-	_ capiconditions.Getter = Getter(nil)
-)
 
 // FieldError says that an object's conditions field has the wrong shape.
 type FieldError struct {
