@@ -7,7 +7,12 @@ SHELL := /bin/bash
 # Every Go module in the repository: the library, and hack/, examples/, bench/.
 MODULES := $(sort $(patsubst %/go.mod,%,$(shell find . -name go.mod -not -path './.git/*')))
 
-.PHONY: envtest test test-pure test-compat generate demo help
+.PHONY: envtest test test-pure test-compat generate demo bench help
+
+# make bench: the numbers of Teams, the runs per setup, more flags of bench/cmd/bench.
+BENCH_N ?= 100,1000
+BENCH_RUNS ?= 2
+BENCH_FLAGS ?=
 
 help:
 	@echo "make test     vet and test every module with -race against a real control plane"
@@ -15,6 +20,7 @@ help:
 	@echo "make generate  regenerate the examples' deepcopy code, CRDs and RBAC (controller-gen, pinned in examples/go.mod)"
 	@echo "make demo     run the five example operators on a local control plane, show their trees, delete everything (DEMO_KEEP=1: keep it running for kubectl)"
 	@echo "make test-compat  the library's suite on controller-runtime v0.25 / k8s.io v0.37 (make test runs it too)"
+	@echo "make bench    the same operator with steady, hand-written controller-runtime and cluster-api's patch helper, measured; regenerates docs/benchmarks.md (BENCH_N=100,1000 BENCH_RUNS=2 BENCH_FLAGS=...)"
 
 envtest:
 	@cd hack && go run ./cmd/envtest-assets
@@ -54,3 +60,8 @@ generate:
 demo:
 	@assets="$$(cd hack && go run ./cmd/envtest-assets)"; \
 	cd examples && KUBEBUILDER_ASSETS="$$assets" go run ./cmd/demo
+
+# The benchmark (bench/, its own module): regenerates docs/benchmarks.md.
+bench:
+	@assets="$$(cd hack && go run ./cmd/envtest-assets)"; \
+	cd bench && KUBEBUILDER_ASSETS="$$assets" go run ./cmd/bench -n "$(BENCH_N)" -runs "$(BENCH_RUNS)" -out ../docs/benchmarks.md $(BENCH_FLAGS)

@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -79,6 +80,9 @@ type Config struct {
 	IdleWindow time.Duration
 	// Timeout bounds each phase; 0 means 60s + 150ms per Team.
 	Timeout time.Duration
+	// WatchDelay holds back every watch event of the manager by this long:
+	// its cache lags behind the API server, as on a loaded cluster.
+	WatchDelay time.Duration
 	// ProfileDir, when set, receives a CPU profile of each variant's
 	// ProfilePhase, as <variant>-<phase>-n<N>.pprof.
 	ProfileDir   string
@@ -114,9 +118,29 @@ type PhaseResult struct {
 // Result is one run of one variant.
 type Result struct {
 	Variant string
-	N       int
-	Run     int
-	Phases  []PhaseResult
+	Setup
+	Run    int
+	Phases []PhaseResult
+}
+
+// Setup is what a run was run with: the number of Teams, the lag of the
+// manager's cache and the controller's workers.
+type Setup struct {
+	N          int
+	WatchDelay time.Duration
+	Workers    int
+}
+
+// String is "N = 100", or "N = 100, cache 200ms behind, 2 workers".
+func (s Setup) String() string {
+	out := fmt.Sprintf("N = %d", s.N)
+	if s.WatchDelay > 0 {
+		out += fmt.Sprintf(", cache %s behind", s.WatchDelay)
+	}
+	if s.Workers > 1 {
+		out += fmt.Sprintf(", %d workers", s.Workers)
+	}
+	return out
 }
 
 // Phase returns the result of the phase named name.
@@ -157,6 +181,26 @@ type runner struct {
 // RunVariant runs the phases of variant on a manager of its own, in a
 // namespace of its own, and stops the manager again.
 func RunVariant(ctx context.Context, cfg Config, variant string) (Result, error) {
+	res := Result{Variant: variant, Setup: Setup{N: cfg.N, WatchDelay: cfg.WatchDelay, Workers: max(cfg.Workers, 1)}, Run: cfg.Run}
+	r, stop, err := start(ctx, cfg, variant)
+	if err != nil {
+		return res, err
+	}
+	defer stop()
+	for _, phase := range Phases {
+		r.cfg.Logf("%s n=%d run %d: %s", variant, cfg.N, cfg.Run, phase)
+		pr, err := r.phase(ctx, phase)
+		res.Phases = append(res.Phases, pr)
+		if err != nil {
+			return res, fmt.Errorf("%s n=%d run %d, phase %s: %w", variant, cfg.N, cfg.Run, phase, err)
+		}
+	}
+	return res, nil
+}
+
+// start makes the namespace and starts the manager of variant; stop stops
+// the manager and deletes the namespace (without waiting).
+func start(ctx context.Context, cfg Config, variant string) (_ *runner, stop func(), _ error) {
 	if cfg.Workers == 0 {
 		cfg.Workers = 1
 	}
@@ -172,7 +216,7 @@ func RunVariant(ctx context.Context, cfg Config, variant string) (Result, error)
 	r := &runner{
 		cfg:      cfg,
 		variant:  variant,
-		name:     fmt.Sprintf("team-%s-n%d-r%d", variant, cfg.N, cfg.Run),
+		name:     fmt.Sprintf("team-%s-n%d-w%d-l%d-r%d", variant, cfg.N, cfg.Workers, cfg.WatchDelay.Milliseconds(), cfg.Run),
 		scheme:   NewScheme(),
 		counter:  &Counter{},
 		tally:    &tally{},
@@ -180,42 +224,34 @@ func RunVariant(ctx context.Context, cfg Config, variant string) (Result, error)
 		tampered: map[types.NamespacedName]uint64{},
 	}
 	r.ns = r.name
-	res := Result{Variant: variant, N: cfg.N, Run: cfg.Run}
 	var err error
 	if r.driver, err = client.New(rest.CopyConfig(cfg.RESTConfig), client.Options{Scheme: r.scheme}); err != nil {
-		return res, err
+		return nil, nil, err
 	}
 	if err := r.driver.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: r.ns}}); err != nil {
-		return res, fmt.Errorf("creating namespace %s: %w", r.ns, err)
+		return nil, nil, fmt.Errorf("creating namespace %s: %w", r.ns, err)
 	}
-	defer func() {
+	deleteNamespace := func() {
 		// Not waited for: the namespace controller empties it later.
 		_ = r.driver.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: r.ns}})
-	}()
+	}
 	for i := range cfg.N {
 		r.names = append(r.names, fmt.Sprintf("team-%04d", i))
 	}
-
-	stop, err := r.startManager(ctx)
+	stopManager, err := r.startManager(ctx)
 	if err != nil {
-		return res, err
+		deleteNamespace()
+		return nil, nil, err
 	}
-	defer stop()
-
-	for _, phase := range Phases {
-		cfg.Logf("%s n=%d run %d: %s", variant, cfg.N, cfg.Run, phase)
-		pr, err := r.phase(ctx, phase)
-		res.Phases = append(res.Phases, pr)
-		if err != nil {
-			return res, fmt.Errorf("%s n=%d run %d, phase %s: %w", variant, cfg.N, cfg.Run, phase, err)
-		}
-	}
-	return res, nil
+	return r, func() { stopManager(); deleteNamespace() }, nil
 }
 
 func (r *runner) startManager(ctx context.Context) (func(), error) {
 	rc := rest.CopyConfig(r.cfg.RESTConfig)
 	rc.Wrap(r.counter.Wrap)
+	if d := r.cfg.WatchDelay; d > 0 {
+		rc.Wrap(func(rt http.RoundTripper) http.RoundTripper { return delayWatches(rt, d) })
+	}
 	mgr, err := ctrl.NewManager(rc, ctrl.Options{
 		Scheme:  r.scheme,
 		Cache:   cache.Options{DefaultNamespaces: map[string]cache.Config{r.ns: {}}},

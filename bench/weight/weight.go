@@ -27,6 +27,9 @@ type Row struct {
 	// Modules are the modules its packages come from (the main module
 	// and the standard library left out).
 	Modules []string
+	// Packages counts the packages it is built from, outside the standard
+	// library and the main module.
+	Packages int
 	// Added are the modules it has and the baseline has not.
 	Added []string
 	// Bytes is the size of the binary built with -trimpath -ldflags='-s -w'.
@@ -43,17 +46,20 @@ func Measure(ctx context.Context, dir string) ([]Row, error) {
 	var rows []Row
 	for _, m := range Mains {
 		pkg := "./weight/mains/" + m
-		out, err := goCmd(ctx, dir, "list", "-deps", "-f", "{{with .Module}}{{.Path}}{{end}}", pkg)
+		out, err := goCmd(ctx, dir, "list", "-deps", "-f", "{{if not .Standard}}{{.ImportPath}} {{with .Module}}{{.Path}}{{end}}{{end}}", pkg)
 		if err != nil {
 			return nil, err
 		}
 		mods := map[string]bool{}
-		for _, l := range strings.Fields(out) {
-			if l != "github.com/steadyk8s/steady/bench" {
-				mods[l] = true
-			}
-		}
 		row := Row{Main: m}
+		for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+			f := strings.Fields(l)
+			if len(f) != 2 || f[1] == "github.com/steadyk8s/steady/bench" {
+				continue
+			}
+			row.Packages++
+			mods[f[1]] = true
+		}
 		for mod := range mods {
 			row.Modules = append(row.Modules, mod)
 		}

@@ -58,6 +58,10 @@ func run() error {
 		jsonOut    = flag.String("json", "", "also write the raw results as JSON to this file")
 		profileDir = flag.String("cpuprofile-dir", "", "write a CPU profile of -cpuprofile-phase of every variant here")
 		profPhase  = flag.String("cpuprofile-phase", harness.PhaseNoop, "the phase to profile: "+strings.Join(harness.Phases, ", "))
+		lagN       = flag.Int("lag-n", 100, "also run this many Teams with the manager's cache held back by -lag and -lag-workers workers; 0: don't")
+		lag        = flag.Duration("lag", 200*time.Millisecond, "how far the manager's cache lags in the -lag-n setup")
+		lagWorkers = flag.Int("lag-workers", 2, "MaxConcurrentReconciles in the -lag-n setup")
+		gcQPS      = flag.Int("gc-qps", 1000, "client rate limit of the garbage collector's kube-controller-manager; 0: testenv's (20 a second)")
 	)
 	flag.Parse()
 	ctrl.SetLogger(logr.Discard())
@@ -85,19 +89,31 @@ func run() error {
 
 	started := time.Now()
 	rep := harness.Report{Machine: machine()}
-	rep.Machine.Runs, rep.Machine.Workers, rep.Machine.IdleWindow = *runs, *workers, *idle
+	rep.Machine.Runs, rep.Machine.IdleWindow = *runs, *idle
 	rep.Machine.CommandLine = "go run ./cmd/bench " + strings.Join(os.Args[1:], " ")
 
-	env := testenv.New(
-		testenv.WithControllerManager{},
+	opts := []testenv.Option{
 		testenv.WithCRDFS(bench.CRDs, "config/crd"),
 		testenv.WithScheme{Scheme: harness.NewScheme()},
-	)
+	}
+	if *gcQPS == 0 {
+		opts = append(opts, testenv.WithControllerManager{})
+	}
+	env := testenv.New(opts...)
 	logf("starting the control plane")
 	if err := env.Start(); err != nil {
 		return err
 	}
 	defer func() { _ = env.Stop() }()
+	rep.Machine.GCQPS = 20
+	if *gcQPS > 0 {
+		stopGC, err := harness.StartGarbageCollector(ctx, env, *gcQPS)
+		if err != nil {
+			return err
+		}
+		defer stopGC()
+		rep.Machine.GCQPS = *gcQPS
+	}
 	if dc, err := discovery.NewDiscoveryClientForConfig(env.Config); err == nil {
 		if v, err := dc.ServerVersion(); err == nil {
 			rep.Machine.APIServer = v.GitVersion
@@ -114,13 +130,20 @@ func run() error {
 			}
 		}
 	}
+	setups := []harness.Setup{}
 	for _, n := range ns {
+		setups = append(setups, harness.Setup{N: n, Workers: *workers})
+	}
+	if *lagN > 0 {
+		setups = append(setups, harness.Setup{N: *lagN, WatchDelay: *lag, Workers: *lagWorkers})
+	}
+	for _, s := range setups {
 		for run := range *runs {
 			order := append(append([]string{}, vs[run%len(vs):]...), vs[:run%len(vs)]...)
 			for _, v := range order {
 				c := cfg
-				c.N, c.Run = n, run
-				if *profileDir != "" && run == 0 {
+				c.N, c.Run, c.WatchDelay, c.Workers = s.N, run, s.WatchDelay, s.Workers
+				if *profileDir != "" && run == 0 && s.WatchDelay == 0 {
 					c.ProfileDir, c.ProfilePhase = *profileDir, *profPhase
 				}
 				res, err := harness.RunVariant(ctx, c, v)
@@ -129,9 +152,22 @@ func run() error {
 				}
 				rep.Results = append(rep.Results, res)
 				for _, p := range res.Phases {
-					logf("  %s n=%d run %d %-8s wall %6.2fs CPU %6.2fs requests %s", v, n, run, p.Phase, p.Wall.Seconds(), p.CPU.Seconds(), p.Counts)
+					logf("  %s %s run %d %-8s wall %6.2fs CPU %6.2fs requests %s", v, s, run, p.Phase, p.Wall.Seconds(), p.CPU.Seconds(), p.Counts)
 				}
 			}
+		}
+	}
+	for run := range *runs {
+		order := append(append([]string{}, vs[run%len(vs):]...), vs[:run%len(vs)]...)
+		for _, v := range order {
+			c := cfg
+			c.Run = 300 + run
+			cost, err := harness.MeasureNoop(ctx, c, v)
+			if err != nil {
+				return err
+			}
+			logf("  %s: one no-op reconcile %.0fµs, %d B, %d allocations, %d requests", v, float64(cost.NsPerOp)/1e3, cost.BytesPerOp, cost.AllocsPerOp, cost.Requests)
+			rep.Noop = append(rep.Noop, cost)
 		}
 	}
 	if *doWeight {
