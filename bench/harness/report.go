@@ -65,7 +65,9 @@ var metrics = []metric{
 	{"GETs (API reader)", func(p PhaseResult) float64 {
 		return float64(p.Counts.Requests(func(k Key) bool { return k.Verb == "GET" }))
 	}, f0, false},
-	{"409 Conflict", func(p PhaseResult) float64 { return float64(p.Counts.Requests(func(k Key) bool { return k.Code == 409 })) }, f0, false},
+	{"409 Conflict", func(p PhaseResult) float64 {
+		return float64(p.Counts.Requests(func(k Key) bool { return k.Code == 409 }))
+	}, f0, false},
 	{"other refusals (4xx, 5xx)", func(p PhaseResult) float64 {
 		return float64(p.Counts.Requests(func(k Key) bool { return notWatch(k) && k.Code >= 400 && k.Code != 409 }))
 	}, f0, false},
