@@ -57,6 +57,7 @@ func notWatch(k Key) bool { return k.Verb != "WATCH" && k.Verb != "DISCOVERY" }
 var metrics = []metric{
 	{"wall time (s)", func(p PhaseResult) float64 { return p.Wall.Seconds() }, f2, true},
 	{"CPU time of the process (s)", func(p PhaseResult) float64 { return p.CPU.Seconds() }, f2, true},
+	{"of which the harness's checks of the cache, wall (s)", func(p PhaseResult) float64 { return p.CheckTime.Seconds() }, f2, false},
 	{"requests (watches aside)", func(p PhaseResult) float64 { return float64(p.Counts.Requests(notWatch)) }, f0, false},
 	{"writes accepted", func(p PhaseResult) float64 {
 		return float64(p.Counts.Requests(func(k Key) bool { return k.Write() && !k.DryRun && k.OK() }))
@@ -65,7 +66,7 @@ var metrics = []metric{
 	{"GETs (API reader)", func(p PhaseResult) float64 {
 		return float64(p.Counts.Requests(func(k Key) bool { return k.Verb == "GET" }))
 	}, f0, false},
-	{"409 Conflict", func(p PhaseResult) float64 {
+	{"409 (Conflict, AlreadyExists)", func(p PhaseResult) float64 {
 		return float64(p.Counts.Requests(func(k Key) bool { return k.Code == 409 }))
 	}, f0, false},
 	{"other refusals (4xx, 5xx)", func(p PhaseResult) float64 {
