@@ -7,7 +7,12 @@ SHELL := /bin/bash
 # Every Go module in the repository: the library, and hack/, examples/, bench/.
 MODULES := $(sort $(patsubst %/go.mod,%,$(shell find . -name go.mod -not -path './.git/*')))
 
-.PHONY: envtest test test-pure test-compat generate demo soak help
+.PHONY: envtest test test-pure test-compat generate demo soak bench help
+
+# make bench: the numbers of Teams, the runs per setup, more flags of bench/cmd/bench.
+BENCH_N ?= 100,1000
+BENCH_RUNS ?= 2
+BENCH_FLAGS ?=
 
 help:
 	@echo "make test     vet and test every module with -race against a real control plane"
@@ -16,6 +21,7 @@ help:
 	@echo "make demo     run the five example operators on a local control plane, show their trees, delete everything (DEMO_KEEP=1: keep it running for kubectl)"
 	@echo "make test-compat  the library's suite on controller-runtime v0.25 / k8s.io v0.37 (make test runs it too)"
 	@echo "make soak     the reliability soak: churn, faults, a lagging cache, another writer, a manager restart (make test runs a smoke of it)"
+	@echo "make bench    the same operator with steady, hand-written controller-runtime and cluster-api's patch helper, measured; regenerates docs/benchmarks.md (BENCH_N=100,1000 BENCH_RUNS=2 BENCH_FLAGS=...)"
 
 envtest:
 	@cd hack && go run ./cmd/envtest-assets
@@ -61,3 +67,8 @@ soak:
 	@assets="$$(cd hack && go run ./cmd/envtest-assets)"; \
 	cd examples && KUBEBUILDER_ASSETS="$$assets" STEADY_TESTENV_REQUIRE=1 STEADY_SOAK=1 \
 		go test -race -count=1 -run '^TestSoak$$' -v -timeout 30m ./usernamespace/
+
+# The benchmark (bench/, its own module): regenerates docs/benchmarks.md.
+bench:
+	@assets="$$(cd hack && go run ./cmd/envtest-assets)"; \
+	cd bench && KUBEBUILDER_ASSETS="$$assets" go run ./cmd/bench -n "$(BENCH_N)" -runs "$(BENCH_RUNS)" -out ../docs/benchmarks.md $(BENCH_FLAGS)

@@ -1,0 +1,82 @@
+package harness
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+)
+
+// NoopCost is what one reconcile of a converged Team costs its variant when
+// nothing changed, through the manager's cached client.
+type NoopCost struct {
+	Variant     string
+	Run         int
+	NsPerOp     int64
+	BytesPerOp  int64
+	AllocsPerOp int64
+	// Requests is how many requests all the reconciles sent (0 expected).
+	Requests int64
+}
+
+// noopFixture starts variant with one converged Team and returns its
+// reconcile and a count of the manager's requests (watches aside).
+func noopFixture(ctx context.Context, cfg Config, variant string) (reconcile func() error, requests func() int64, stop func(), _ error) {
+	cfg.N = 1
+	r, stop, err := start(ctx, cfg, variant)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if err := r.converge(ctx); err != nil {
+		stop()
+		return nil, nil, nil, err
+	}
+	if err := r.waitIdle(ctx); err != nil {
+		stop()
+		return nil, nil, nil, err
+	}
+	req := ctrl.Request{NamespacedName: types.NamespacedName{Namespace: r.ns, Name: r.names[0]}}
+	reconcile = func() error {
+		res, err := r.tally.inner.Reconcile(ctx, req)
+		if err == nil && res != (ctrl.Result{}) {
+			err = fmt.Errorf("reconcile returned %+v", res)
+		}
+		return err
+	}
+	return reconcile, r.counter.requests.Load, stop, nil
+}
+
+// MeasureNoop benchmarks (testing.Benchmark) one reconcile of a converged
+// Team of variant when nothing changed.
+func MeasureNoop(ctx context.Context, cfg Config, variant string) (NoopCost, error) {
+	reconcile, requests, stop, err := noopFixture(ctx, cfg, variant)
+	if err != nil {
+		return NoopCost{}, err
+	}
+	defer stop()
+	before := requests()
+	var failed error
+	res := testing.Benchmark(func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if err := reconcile(); err != nil {
+				failed = err
+				return
+			}
+		}
+	})
+	if failed != nil {
+		return NoopCost{}, fmt.Errorf("%s: %w", variant, failed)
+	}
+	if res.N == 0 {
+		return NoopCost{}, errors.New(variant + ": the benchmark did not run")
+	}
+	return NoopCost{
+		Variant: variant, Run: cfg.Run,
+		NsPerOp: res.NsPerOp(), BytesPerOp: res.AllocedBytesPerOp(), AllocsPerOp: res.AllocsPerOp(),
+		Requests: requests() - before,
+	}, nil
+}

@@ -1,0 +1,553 @@
+package harness
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/steadyk8s/steady/bench/operator"
+	"github.com/steadyk8s/steady/bench/weight"
+)
+
+// Machine describes where the benchmark ran.
+type Machine struct {
+	CPUModel    string
+	CPUs        int
+	GoVersion   string
+	OS          string
+	LoadBefore  string // /proc/loadavg at the start
+	LoadAfter   string // and at the end
+	Date        time.Time
+	Duration    time.Duration
+	Versions    [][2]string // module, version
+	APIServer   string
+	Runs        int
+	IdleWindow  time.Duration
+	GCQPS       int // the garbage collector's client rate limit
+	CommandLine string
+}
+
+// Report is everything docs/benchmarks.md shows.
+type Report struct {
+	Machine Machine
+	Results []Result
+	Noop    []NoopCost
+	Weight  []weight.Row
+	// WeightErr is why the weight was not measured, if it was not.
+	WeightErr string
+}
+
+// metric is one row of a phase table.
+type metric struct {
+	name string
+	// value of one result's phase.
+	value func(PhaseResult) float64
+	// format of an averaged value.
+	format func(float64) string
+	// spread shows min–max across runs.
+	spread bool
+}
+
+func notWatch(k Key) bool { return k.Verb != "WATCH" && k.Verb != "DISCOVERY" }
+
+var metrics = []metric{
+	{"wall time (s)", func(p PhaseResult) float64 { return p.Wall.Seconds() }, f2, true},
+	{"CPU time of the process (s)", func(p PhaseResult) float64 { return p.CPU.Seconds() }, f2, true},
+	{"of which the harness's checks of the cache, wall (s)", func(p PhaseResult) float64 { return p.CheckTime.Seconds() }, f2, false},
+	{"requests (watches aside)", func(p PhaseResult) float64 { return float64(p.Counts.Requests(notWatch)) }, f0, false},
+	{"writes accepted", func(p PhaseResult) float64 {
+		return float64(p.Counts.Requests(func(k Key) bool { return k.Write() && !k.DryRun && k.OK() }))
+	}, f0, false},
+	{"dry runs", func(p PhaseResult) float64 { return float64(p.Counts.Requests(func(k Key) bool { return k.DryRun })) }, f0, false},
+	{"GETs (API reader)", func(p PhaseResult) float64 {
+		return float64(p.Counts.Requests(func(k Key) bool { return k.Verb == "GET" }))
+	}, f0, false},
+	{"409 (Conflict, AlreadyExists)", func(p PhaseResult) float64 {
+		return float64(p.Counts.Requests(func(k Key) bool { return k.Code == 409 }))
+	}, f0, false},
+	{"other refusals (4xx, 5xx)", func(p PhaseResult) float64 {
+		return float64(p.Counts.Requests(func(k Key) bool { return notWatch(k) && k.Code >= 400 && k.Code != 409 }))
+	}, f0, false},
+	{"reconciles", func(p PhaseResult) float64 { return float64(p.Reconciles.Total) }, f0, false},
+	{"reconcile errors", func(p PhaseResult) float64 { return float64(p.Reconciles.Errors) }, f0, false},
+	{"requeues (no error)", func(p PhaseResult) float64 { return float64(p.Reconciles.Requeues) }, f0, false},
+	{"request bytes (KiB)", func(p PhaseResult) float64 { return float64(p.Counts.Sum(nil).ReqBytes) / 1024 }, f0, false},
+	{"response bytes, watches included (KiB)", func(p PhaseResult) float64 { return float64(p.Counts.Sum(nil).RespBytes) / 1024 }, f0, false},
+	{"peak heap (MiB)", func(p PhaseResult) float64 { return float64(p.PeakHeap) / (1 << 20) }, f1, false},
+	{"live heap after the phase (MiB)", func(p PhaseResult) float64 { return float64(p.LiveHeap) / (1 << 20) }, f1, false},
+}
+
+func f0(v float64) string { return fmt.Sprintf("%.0f", v) }
+func f1(v float64) string { return fmt.Sprintf("%.1f", v) }
+func f2(v float64) string { return fmt.Sprintf("%.2f", v) }
+
+// cell is the mean of a metric over the runs, with its range.
+type cell struct {
+	mean, min, max float64
+	n              int
+}
+
+func (r Report) cell(n Setup, variant, phase string, m metric) cell {
+	c := cell{min: math.Inf(1), max: math.Inf(-1)}
+	sum := 0.0
+	for _, res := range r.Results {
+		if res.Setup != n || res.Variant != variant {
+			continue
+		}
+		p := res.Phase(phase)
+		v := m.value(p)
+		sum += v
+		c.min, c.max = math.Min(c.min, v), math.Max(c.max, v)
+		c.n++
+	}
+	if c.n > 0 {
+		c.mean = sum / float64(c.n)
+	}
+	return c
+}
+
+func (c cell) String(m metric) string {
+	if c.n == 0 {
+		return "—"
+	}
+	s := m.format(c.mean)
+	if c.n > 1 && (m.spread || m.format(c.min) != m.format(c.max)) {
+		s += " (" + m.format(c.min) + "–" + m.format(c.max) + ")"
+	}
+	return s
+}
+
+func ratio(a, b cell) string {
+	switch {
+	case a.n == 0 || b.n == 0:
+		return "—"
+	case a.mean == 0 && b.mean == 0:
+		return "="
+	case b.mean == 0:
+		return "∞"
+	}
+	return fmt.Sprintf("%.2f", a.mean/b.mean)
+}
+
+// setups lists the setups run: by lag, workers and N.
+func (r Report) setups() []Setup {
+	var ss []Setup
+	for _, res := range r.Results {
+		if !slices.Contains(ss, res.Setup) {
+			ss = append(ss, res.Setup)
+		}
+	}
+	sort.Slice(ss, func(i, j int) bool {
+		a, b := ss[i], ss[j]
+		if a.WatchDelay != b.WatchDelay {
+			return a.WatchDelay < b.WatchDelay
+		}
+		if a.Workers != b.Workers {
+			return a.Workers < b.Workers
+		}
+		return a.N < b.N
+	})
+	return ss
+}
+
+func (r Report) variants() []string {
+	var vs []string
+	for _, v := range operator.Variants {
+		for _, res := range r.Results {
+			if res.Variant == v {
+				vs = append(vs, v)
+				break
+			}
+		}
+	}
+	return vs
+}
+
+// Write writes docs/benchmarks.md.
+func (r Report) Write(w io.Writer) error {
+	var b strings.Builder
+	p := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
+	p("# Benchmarks: steady, hand-written controller-runtime and cluster-api's patch helper\n\n")
+	p("<!-- Generated by `make bench` (bench/cmd/bench). Edit bench/harness/report.go, not this file. -->\n\n")
+	p("%s", intro)
+	r.writeMachine(p)
+	for _, n := range r.setups() {
+		r.writeSetup(p, n)
+	}
+	r.writeNoop(p)
+	r.writeLosses(p)
+	r.writeWeight(p)
+	p("%s", method)
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+const intro = `One operator, written three times, run one variant after the other in one process on one
+control plane (etcd, kube-apiserver and kube-controller-manager with its garbage collector, from
+[testenv](testing.md)), and measured phase by phase. The code is in [bench/](../bench/):
+
+- a namespaced ` + "`Team`" + ` ([bench/api/v1alpha1](../bench/api/v1alpha1/types.go),
+  [CRD](../bench/config/crd/bench.steady.dev_teams.yaml)) whose reconciler keeps a ConfigMap, a
+  ServiceAccount and a RoleBinding per Team, two conditions (` + "`ChildrenReady`" + `, ` + "`Ready`" + `),
+  ` + "`status.observedGeneration`" + ` and a finalizer;
+- **steady** ([steady.go](../bench/operator/steady.go)): ` + "`reconcile.For`" + ` with ` + "`WithFinalizer`" + `,
+  ` + "`WithReadySummary`" + `, ` + "`WithObservedGeneration`" + ` and ` + "`WithAPIReader{mgr.GetAPIReader()}`" + `,
+  ` + "`conditions.MarkTrue`" + `, children with ` + "`ownership.CreateOrUpdate`" + `;
+- **hand-written** ([handwritten.go](../bench/operator/handwritten.go)): careful controller-runtime
+  code: ` + "`controllerutil.AddFinalizer`" + ` + ` + "`Update`" + `, ` + "`controllerutil.CreateOrUpdate`" + ` +
+  ` + "`SetControllerReference`" + `, ` + "`meta.SetStatusCondition`" + `, ` + "`Status().Update`" + ` only when the
+  status changed (typed equality), a conflict is a requeue;
+- **cluster-api** ([clusterapi.go](../bench/operator/clusterapi.go)): as cluster-api's own
+  controllers: ` + "`finalizers.EnsureFinalizer`" + `, then ` + "`patch.Helper`" + ` in a defer with
+  ` + "`WithOwnedConditions`" + ` and ` + "`WithStatusObservedGeneration`" + `, children with ` + "`controllerutil`" + `.
+
+The three write the same children and the same status, and are wired the same way (` + "`For`" + ` Team,
+` + "`Owns`" + ` the three kinds, no predicate, one worker). Phases, per variant:
+
+| phase | what the harness does | done when |
+|---|---|---|
+| converge | creates N Teams | every Team Ready with ` + "`observedGeneration`" + ` = ` + "`generation`" + `, finalizer set, its three children as wanted |
+| touch | sets an annotation on every Team (nothing to do) and a wrong ` + "`bench.steady.dev/team`" + ` label on every child (a repair each) | every child written again after its tampering, and converged |
+| no-op | sends 2N events through a channel source (two rounds of one per Team) while nothing changed | 2N reconciles done |
+| delete | deletes every Team | every Team gone (finalizer removed) and every child collected by the garbage collector |
+
+Setups: N = 100 and N = 1000 Teams with one worker per controller and a cache that follows the API
+server at once (a local control plane), and N = 100 with every watch event held back 200ms and two
+workers, as on a loaded cluster: reconciles then read stale objects, and the variants' handling of
+conflicts shows.
+
+Request counts are exact where the code makes them so, and ` + "`make test`" + ` asserts them with N = 20
+([smoke_test.go](../bench/harness/smoke_test.go)): each child created once; the Team written twice
+in converge by steady and the hand-written code (finalizer, status); every tampered child
+repaired by one update (steady: after one dry run each); **no request at all** in the no-op phase;
+the finalizer removed once per Team. Times, CPU and heap are reported, never asserted; they come
+from a shared machine (see the load average below) and vary from run to run (the ranges show by
+how much).
+
+`
+
+const method = `## How it is measured
+
+- **Isolation.** One CRD; each variant and run gets a namespace of its own and a manager of its own
+  whose cache is restricted to that namespace (` + "`cache.Options.DefaultNamespaces`" + `), started
+  before its phases and stopped after them. Variants run one after the other, never at the same
+  time, so each one's CPU and heap are the process's; the order rotates between runs, and an
+  unmeasured warm-up run (N = 20 of each variant) comes first.
+- **Requests** are counted by a wrapping transport on the manager's ` + "`rest.Config`" + ` (its cache's
+  LISTs and WATCHes included), by verb, resource, subresource, dry run and status code, with the
+  bytes sent and received (a watch's bytes as its events arrive). The harness's own requests go
+  through another client and are not counted.
+- **Reconciles** are counted by a wrapper around each variant's reconciler: every reconcile, those
+  that returned an error (steady's and cluster-api's code return a stale read as an error, as their
+  guides say; the hand-written code returns a requeue instead: both are retried by
+  controller-runtime with the same backoff).
+- **Wall time** runs from the phase's first action to the state being visible in the manager's
+  cache, checked every 20ms + 50µs per Team. The phase then ends once the controller has been
+  idle (nothing running, no reconcile and no request) for the idle window; requests, reconciles
+  and CPU are counted until then.
+- **CPU** is the process's user + system time (` + "`getrusage`" + `) over the phase: the manager, and the
+  harness's writes (creating, patching, deleting Teams) and checks (reading the manager's cache),
+  the same work for every variant. The API server, etcd and the controller manager are other
+  processes and not included.
+- **Heap**: the largest ` + "`HeapAlloc`" + ` sampled every 50ms (garbage included), and ` + "`HeapAlloc`" + ` after a
+  GC at the end of the phase (mostly the manager's cache).
+- The rate limits are envtest's (QPS 1000, burst 2000): the client never throttles at these sizes.
+- The garbage collector runs in a kube-controller-manager started with ` + "`--kube-api-qps`" + ` as the
+  table above says (` + "`-gc-qps`" + `): at its default of 20 requests a second, collecting the 3,000
+  children of 1,000 Teams takes about 150 seconds, which would measure the collector's rate limit,
+  not the operator. The smoke test uses testenv's controller manager as it is.
+- The cache lag (` + "`-lag`" + `) holds back every chunk of the manager's watch streams by a fixed delay
+  (a wrapping transport); requests and their answers are not delayed.
+
+## Run it
+
+` + "```sh" + `
+make bench                                  # N = 100 and 1000, 2 runs each; regenerates this file
+make bench BENCH_N=100,1000,10000           # with 10,000 Teams (long)
+cd bench && go run ./cmd/bench -h           # every flag: runs, variants, workers, CPU profiles, JSON
+cd bench && go run ./cmd/bench -n 100 -runs 1 -weight=false -out - -cpuprofile-dir /tmp/prof -cpuprofile-phase no-op
+` + "```" + `
+
+` + "`make test`" + ` runs the N = 20 smoke test of every variant with its exact request counts. ` + "`make bench`" + `
+needs the envtest assets (` + "`make envtest`" + `) and takes about 10 minutes on 2 cores.
+`
+
+func (r Report) writeMachine(p func(string, ...any)) {
+	m := r.Machine
+	p("## Machine and versions\n\n")
+	p("| | |\n|---|---|\n")
+	p("| CPU | %s, %d logical CPUs |\n", m.CPUModel, m.CPUs)
+	p("| load average (1, 5, 15 min) | %s at the start, %s at the end |\n", m.LoadBefore, m.LoadAfter)
+	p("| OS, Go | %s, %s |\n", m.OS, m.GoVersion)
+	p("| kube-apiserver | %s; kube-controller-manager (garbage collector, namespace controller) with --kube-api-qps %d |\n", m.APIServer, m.GCQPS)
+	for _, v := range m.Versions {
+		p("| %s | %s |\n", v[0], v[1])
+	}
+	p("| runs | %d per setup, the variants' order rotated between runs; idle window %s |\n", m.Runs, m.IdleWindow)
+	p("| date, duration | %s, %s |\n", m.Date.UTC().Format("2006-01-02 15:04 UTC"), m.Duration.Round(time.Second))
+	p("| command | `%s` |\n\n", m.CommandLine)
+	p("Figures are the mean of the runs, with the range (min–max) where runs differ.\n\n")
+}
+
+func (r Report) writeSetup(p func(string, ...any), n Setup) {
+	vs := r.variants()
+	p("## %s\n\n", n)
+	for _, phase := range Phases {
+		p("### %s, %s\n\n", phase, n)
+		p("| |")
+		for _, v := range vs {
+			p(" %s |", v)
+		}
+		ratios := slices.Contains(vs, operator.Steady)
+		var others []string
+		if ratios {
+			for _, v := range vs {
+				if v != operator.Steady {
+					others = append(others, v)
+					p(" steady / %s |", v)
+				}
+			}
+		}
+		p("\n|---|")
+		for range len(vs) + len(others) {
+			p("---:|")
+		}
+		p("\n")
+		for _, m := range metrics {
+			p("| %s |", m.name)
+			for _, v := range vs {
+				p(" %s |", r.cell(n, v, phase, m).String(m))
+			}
+			for _, o := range others {
+				p(" %s |", ratio(r.cell(n, operator.Steady, phase, m), r.cell(n, o, phase, m)))
+			}
+			p("\n")
+		}
+		p("\n")
+	}
+	p("### Requests by verb, %s\n\n", n)
+	p("Accepted and refused requests by verb, resource and status code, watches aside (first run).\n\n")
+	p("| phase | variant | requests |\n|---|---|---|\n")
+	for _, phase := range Phases {
+		for _, v := range vs {
+			for _, res := range r.Results {
+				if res.Setup == n && res.Variant == v {
+					s := res.Phase(phase).Counts.String()
+					if s == "" {
+						s = "none"
+					}
+					p("| %s | %s | %s |\n", phase, v, s)
+					break
+				}
+			}
+		}
+	}
+	p("\n")
+}
+
+// writeLosses lists every figure where steady costs more than another
+// variant, by more than 10%.
+func (r Report) writeLosses(p func(string, ...any)) {
+	vs := r.variants()
+	if !slices.Contains(vs, operator.Steady) {
+		return
+	}
+	p("## Where steady costs more\n\n")
+	p("Every figure above where steady is more than 10%% above another variant (times and heap are\n")
+	p("noisy on a shared machine: compare them with the ranges).\n\n")
+	any := false
+	for _, n := range r.setups() {
+		for _, phase := range Phases {
+			for _, m := range metrics {
+				if m.name == "reconciles" {
+					continue // how many events a variant's own writes cause, read with the rest
+				}
+				s := r.cell(n, operator.Steady, phase, m)
+				for _, o := range vs {
+					if o == operator.Steady {
+						continue
+					}
+					c := r.cell(n, o, phase, m)
+					if s.n == 0 || c.n == 0 || s.mean <= c.mean*1.1 || s.mean-c.mean < minDiff(m) {
+						continue
+					}
+					any = true
+					p("- %s, %s, %s: steady %s, %s %s (%s×)\n", n, phase, m.name, s.String(m), o, c.String(m), ratio(s, c))
+				}
+			}
+		}
+	}
+	if !any {
+		p("Nothing.\n")
+	}
+	p("\n%s", causes)
+}
+
+// minDiff is the smallest difference worth listing.
+func minDiff(m metric) float64 {
+	if strings.Contains(m.name, "(s)") {
+		return 0.05
+	}
+	if strings.Contains(m.name, "MiB") || strings.Contains(m.name, "KiB") {
+		return 1
+	}
+	return 0.5
+}
+
+const causes = `What causes it, as far as the counters and the CPU profile tell:
+
+- **A dry run before each change of a child.** ` + "`ownership.CreateOrUpdate`" + ` asks the API server (a
+  server-side dry run) before it writes a child that differs, so that a difference that is only
+  server defaults is never written (controller-runtime #2733): a repaired child costs 2 requests
+  instead of 1 (touch phase), and with a lagging cache both can be refused. Where the mutate sets
+  only what it owns, as here, controllerutil writes the same thing without the dry run.
+- **CPU per reconcile.** steady compares objects as JSON maps. In the profile of the no-op reconcile
+  (` + "`BenchmarkNoopReconcile`" + `), ` + "`ownership.CreateOrUpdate`" + ` takes about 60% of steady's time:
+  the live and the mutated child converted to maps (` + "`runtime.DefaultUnstructuredConverter`" + `),
+  copied (` + "`DeepCopyJSON`" + `) and compared with ` + "`reflect.DeepEqual`" + `, for each of the three children,
+  even when nothing changed; ` + "`Patcher.Patch`" + ` takes about 30% (snapshot and object to maps, the
+  condition list normalised through JSON, a merge diff). controllerutil and the hand-written status
+  check compare Go structs (` + "`equality.Semantic.DeepEqual`" + `); cluster-api's helper returns at once
+  when ` + "`reflect.DeepEqual`" + ` finds the object unchanged. That CPU is the no-op phase's, and part of
+  every other phase's.
+- **A stale Ready summary written over a fresh one (cache behind).** ` + "`reconcile.For`" + ` sets the
+  Ready summary after the body even when the body failed. A reconcile that reads a stale Team (no
+  conditions yet) and whose child create is refused (409 AlreadyExists: the cache did not show the
+  child yet) leaves ` + "`ChildrenReady`" + ` alone, so the summary says Ready=Unknown
+  (ConditionMissing); its status patch is refused (409), re-read through the API reader, rebased,
+  and, as this reconcile changed Ready, written over the live Ready=True. The next reconcile sets
+  it back: Ready flaps True → Unknown → True, two more status writes each time (the converge rows
+  of the lagging setup). The hand-written code requeues without writing; cluster-api's variant sets
+  no condition on a failed reconcile.
+- **Writes per owner.** steady and the hand-written code write a new Team twice (finalizer,
+  status); cluster-api's helper writes the conditions and the rest of the status
+  (observedGeneration) in two status patches (3 writes), and in the delete phase sends a status
+  patch after the finalizer removal that answers 404.
+
+`
+
+func (r Report) writeWeight(p func(string, ...any)) {
+	p("## Weight\n\n")
+	if r.WeightErr != "" {
+		p("Not measured: %s\n\n", r.WeightErr)
+		return
+	}
+	if len(r.Weight) == 0 {
+		p("Not measured in this run (`-weight=false`).\n\n")
+		return
+	}
+	p("A tiny operator main ([bench/weight/base](../bench/weight/base/base.go): a manager and one\n")
+	p("controller) importing one package each ([bench/weight/mains](../bench/weight/mains/)): the modules\n")
+	p("its packages come from and the packages (`go list -deps`, the main module and the standard\n")
+	p("library aside), and the binary built with `go build -trimpath -ldflags='-s -w'`.\n\n")
+	p("| main | modules | packages | modules added to controller-runtime's | binary (MiB) | added (MiB) |\n|---|---:|---:|---|---:|---:|\n")
+	base := r.Weight[0]
+	for _, row := range r.Weight {
+		added := strings.Join(row.Added, ", ")
+		if added == "" {
+			added = "none"
+		}
+		if row.Main == base.Main {
+			added = "(baseline)"
+		}
+		p("| %s | %d | %d | %s | %.1f | %+.1f |\n", row.Main, len(row.Modules), row.Packages, added,
+			float64(row.Bytes)/(1<<20), float64(row.Bytes-base.Bytes)/(1<<20))
+	}
+	p("\n%s", weightNotes)
+}
+
+const weightNotes = `- ` + "`conditions`" + ` (and ` + "`reconcile`" + `, which imports it) bring cluster-api: steady's setter is
+  cluster-api's ` + "`util/conditions`" + `, which imports ` + "`sigs.k8s.io/cluster-api/util`" + ` (blang/semver,
+  pkg/errors), ` + "`cluster-api/api/core/v1beta2`" + `, gobuffalo/flect, and gomega with go-cmp: its
+  ` + "`matcher.go`" + ` (gomega matchers for conditions) is in the package itself, not in a test file.
+- ` + "`finalizer`" + ` and ` + "`ownership`" + ` add no module to controller-runtime's.
+- zap and kubectl are in no binary here: zap comes only with ` + "`testenv`" + ` (its test logger), kubectl
+  only into the module graph (go.mod), through cli-utils' tests, never into a binary; cli-runtime
+  and kustomize come only with ` + "`applyset/cliutils`" + `.
+
+`
+
+func (r Report) writeNoop(p func(string, ...any)) {
+	if len(r.Noop) == 0 {
+		return
+	}
+	p("## One reconcile when nothing changed\n\n")
+	p("One converged Team, its reconcile called in a loop (`testing.Benchmark`) through the manager's\n")
+	p("cached client: what each variant spends to find out there is nothing to write. No variant sends\n")
+	p("a request. `go test -run '^$' -bench NoopReconcile -cpuprofile cpu.out ./harness/` in bench/\n")
+	p("profiles it.\n\n")
+	vs := r.variants()
+	type agg struct{ ns, bytes, allocs, req []float64 }
+	by := map[string]*agg{}
+	for _, c := range r.Noop {
+		a := by[c.Variant]
+		if a == nil {
+			a = &agg{}
+			by[c.Variant] = a
+		}
+		a.ns = append(a.ns, float64(c.NsPerOp)/1e3)
+		a.bytes = append(a.bytes, float64(c.BytesPerOp)/1024)
+		a.allocs = append(a.allocs, float64(c.AllocsPerOp))
+		a.req = append(a.req, float64(c.Requests))
+	}
+	mk := func(vals []float64) cell {
+		c := cell{min: math.Inf(1), max: math.Inf(-1)}
+		sum := 0.0
+		for _, v := range vals {
+			sum += v
+			c.min, c.max = math.Min(c.min, v), math.Max(c.max, v)
+			c.n++
+		}
+		if c.n > 0 {
+			c.mean = sum / float64(c.n)
+		}
+		return c
+	}
+	p("| |")
+	for _, v := range vs {
+		p(" %s |", v)
+	}
+	var others []string
+	if slices.Contains(vs, operator.Steady) {
+		for _, v := range vs {
+			if v != operator.Steady {
+				others = append(others, v)
+				p(" steady / %s |", v)
+			}
+		}
+	}
+	p("\n|---|")
+	for range len(vs) + len(others) {
+		p("---:|")
+	}
+	p("\n")
+	rows := []struct {
+		name string
+		get  func(*agg) []float64
+		m    metric
+	}{
+		{"time per reconcile (µs)", func(a *agg) []float64 { return a.ns }, metric{format: f0, spread: true}},
+		{"allocated per reconcile (KiB)", func(a *agg) []float64 { return a.bytes }, metric{format: f1}},
+		{"allocations per reconcile", func(a *agg) []float64 { return a.allocs }, metric{format: f0}},
+		{"requests, all reconciles", func(a *agg) []float64 { return a.req }, metric{format: f0}},
+	}
+	for _, row := range rows {
+		p("| %s |", row.name)
+		cells := map[string]cell{}
+		for _, v := range vs {
+			if a := by[v]; a != nil {
+				cells[v] = mk(row.get(a))
+			}
+			p(" %s |", cells[v].String(row.m))
+		}
+		for _, o := range others {
+			p(" %s |", ratio(cells[operator.Steady], cells[o]))
+		}
+		p("\n")
+	}
+	p("\n")
+}

@@ -1,0 +1,583 @@
+// Package harness runs the benchmark's Team operator variants against a
+// control plane, one after the other, phase by phase, and measures each
+// phase: requests by verb, resource and status code (with their bytes),
+// conflicts, controller-runtime's reconcile counters, wall time, the
+// process's CPU time and its heap.
+package harness
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"runtime"
+	"runtime/pprof"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	crreconcile "sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	benchv1 "github.com/steadyk8s/steady/bench/api/v1alpha1"
+	"github.com/steadyk8s/steady/bench/operator"
+)
+
+// The phases, in the order they run.
+const (
+	// PhaseConverge creates N Teams and waits until every one is Ready with
+	// observedGeneration = generation and its three children as wanted.
+	PhaseConverge = "converge"
+	// PhaseTouch touches every owner (an annotation the operator does not
+	// own) and every child (its bench.steady.dev/team label set to a wrong
+	// value) and waits until every child is repaired.
+	PhaseTouch = "touch"
+	// PhaseNoop triggers 2N reconciles (two rounds of one event per Team,
+	// through a channel source) while nothing changed.
+	PhaseNoop = "no-op"
+	// PhaseDelete deletes every Team and waits until the Teams and their
+	// children (collected by the garbage collector) are gone.
+	PhaseDelete = "delete"
+)
+
+// Phases lists the phases in order.
+var Phases = []string{PhaseConverge, PhaseTouch, PhaseNoop, PhaseDelete}
+
+// TouchedAnnotation is the annotation PhaseTouch sets on every Team.
+const TouchedAnnotation = "bench.steady.dev/touched"
+
+// TamperedValue is the value PhaseTouch sets the team label of every child to.
+const TamperedValue = "tampered"
+
+// Config configures one run of one variant.
+type Config struct {
+	// RESTConfig reaches the API server (an admin of the control plane).
+	RESTConfig *rest.Config
+	// N is the number of Teams.
+	N int
+	// Run numbers the run, for names.
+	Run int
+	// Workers is each controller's MaxConcurrentReconciles; 0 means 1.
+	Workers int
+	// IdleWindow is how long a controller must stay idle (nothing running
+	// or queued, no reconcile and no request) for a phase to end; 0 means
+	// 500ms.
+	IdleWindow time.Duration
+	// Timeout bounds each phase; 0 means 60s + 150ms per Team.
+	Timeout time.Duration
+	// WatchDelay holds back every watch event of the manager by this long:
+	// its cache lags behind the API server, as on a loaded cluster.
+	WatchDelay time.Duration
+	// ProfileDir, when set, receives a CPU profile of each variant's
+	// ProfilePhase, as <variant>-<phase>-n<N>.pprof.
+	ProfileDir   string
+	ProfilePhase string
+	// Logf, when set, reports progress.
+	Logf func(format string, args ...any)
+}
+
+// PhaseResult is what one phase of one variant cost.
+type PhaseResult struct {
+	Phase string
+	// Wall is the time from the phase's first action until the state was
+	// reached (as the manager's cache shows it).
+	Wall time.Duration
+	// Settle is the time from the phase's first action until the
+	// controller was idle again; the counts and CPU are taken then.
+	Settle time.Duration
+	// CPU is the process's user and system CPU time over Settle: the
+	// manager, and the harness's own writes and checks.
+	CPU time.Duration
+	// CheckTime is the wall time of the harness's convergence checks
+	// (reads of the manager's cache), a bound on their share of CPU.
+	CheckTime time.Duration
+	// Counts are the manager's requests.
+	Counts Counts
+	// Reconciles are controller-runtime's reconcile counters.
+	Reconciles Reconciles
+	// PeakHeap is the largest heap (HeapAlloc, live and garbage) sampled
+	// every 50ms; LiveHeap the heap after a GC at the end of the phase.
+	PeakHeap, LiveHeap uint64
+}
+
+// Result is one run of one variant.
+type Result struct {
+	Variant string
+	Setup
+	Run    int
+	Phases []PhaseResult
+}
+
+// Setup is what a run was run with: the number of Teams, the lag of the
+// manager's cache and the controller's workers.
+type Setup struct {
+	N          int
+	WatchDelay time.Duration
+	Workers    int
+}
+
+// String is "N = 100", or "N = 100, cache 200ms behind, 2 workers".
+func (s Setup) String() string {
+	out := fmt.Sprintf("N = %d", s.N)
+	if s.WatchDelay > 0 {
+		out += fmt.Sprintf(", cache %s behind", s.WatchDelay)
+	}
+	if s.Workers > 1 {
+		out += fmt.Sprintf(", %d workers", s.Workers)
+	}
+	return out
+}
+
+// Phase returns the result of the phase named name.
+func (r Result) Phase(name string) PhaseResult {
+	for _, p := range r.Phases {
+		if p.Phase == name {
+			return p
+		}
+	}
+	return PhaseResult{Phase: name}
+}
+
+// NewScheme returns a scheme with client-go's types and the Team.
+func NewScheme() *kruntime.Scheme {
+	s := kruntime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(s))
+	utilruntime.Must(benchv1.AddToScheme(s))
+	return s
+}
+
+// runner is one run of one variant.
+type runner struct {
+	cfg      Config
+	variant  string
+	name     string // controller name
+	ns       string
+	scheme   *kruntime.Scheme
+	driver   client.Client // direct, not counted
+	mgr      ctrl.Manager
+	counter  *Counter
+	tally    *tally
+	trigger  chan event.GenericEvent
+	names    []string
+	tampered map[types.NamespacedName]uint64 // child (kind-less key by kind prefix) -> resourceVersion of the tampering
+	checkDur time.Duration
+}
+
+// RunVariant runs the phases of variant on a manager of its own, in a
+// namespace of its own, and stops the manager again.
+func RunVariant(ctx context.Context, cfg Config, variant string) (Result, error) {
+	res := Result{Variant: variant, Setup: Setup{N: cfg.N, WatchDelay: cfg.WatchDelay, Workers: max(cfg.Workers, 1)}, Run: cfg.Run}
+	r, stop, err := start(ctx, cfg, variant)
+	if err != nil {
+		return res, err
+	}
+	defer stop()
+	for _, phase := range Phases {
+		r.cfg.Logf("%s n=%d run %d: %s", variant, cfg.N, cfg.Run, phase)
+		pr, err := r.phase(ctx, phase)
+		res.Phases = append(res.Phases, pr)
+		if err != nil {
+			return res, fmt.Errorf("%s n=%d run %d, phase %s: %w", variant, cfg.N, cfg.Run, phase, err)
+		}
+	}
+	return res, nil
+}
+
+// start makes the namespace and starts the manager of variant; stop stops
+// the manager and deletes the namespace (without waiting).
+func start(ctx context.Context, cfg Config, variant string) (_ *runner, stop func(), _ error) {
+	if cfg.Workers == 0 {
+		cfg.Workers = 1
+	}
+	if cfg.IdleWindow == 0 {
+		cfg.IdleWindow = 500 * time.Millisecond
+	}
+	if cfg.Timeout == 0 {
+		cfg.Timeout = 60*time.Second + time.Duration(cfg.N)*150*time.Millisecond
+	}
+	if cfg.Logf == nil {
+		cfg.Logf = func(string, ...any) {}
+	}
+	r := &runner{
+		cfg:      cfg,
+		variant:  variant,
+		name:     fmt.Sprintf("team-%s-n%d-w%d-l%d-r%d", variant, cfg.N, cfg.Workers, cfg.WatchDelay.Milliseconds(), cfg.Run),
+		scheme:   NewScheme(),
+		counter:  &Counter{},
+		tally:    &tally{},
+		trigger:  make(chan event.GenericEvent),
+		tampered: map[types.NamespacedName]uint64{},
+	}
+	r.ns = r.name
+	var err error
+	if r.driver, err = client.New(rest.CopyConfig(cfg.RESTConfig), client.Options{Scheme: r.scheme}); err != nil {
+		return nil, nil, err
+	}
+	if err := r.driver.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: r.ns}}); err != nil {
+		return nil, nil, fmt.Errorf("creating namespace %s: %w", r.ns, err)
+	}
+	deleteNamespace := func() {
+		// Not waited for: the namespace controller empties it later.
+		_ = r.driver.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: r.ns}})
+	}
+	for i := range cfg.N {
+		r.names = append(r.names, fmt.Sprintf("team-%04d", i))
+	}
+	stopManager, err := r.startManager(ctx)
+	if err != nil {
+		deleteNamespace()
+		return nil, nil, err
+	}
+	return r, func() { stopManager(); deleteNamespace() }, nil
+}
+
+func (r *runner) startManager(ctx context.Context) (func(), error) {
+	rc := rest.CopyConfig(r.cfg.RESTConfig)
+	rc.Wrap(r.counter.Wrap)
+	if d := r.cfg.WatchDelay; d > 0 {
+		rc.Wrap(func(rt http.RoundTripper) http.RoundTripper { return delayWatches(rt, d) })
+	}
+	mgr, err := ctrl.NewManager(rc, ctrl.Options{
+		Scheme:  r.scheme,
+		Cache:   cache.Options{DefaultNamespaces: map[string]cache.Config{r.ns: {}}},
+		Metrics: metricsserver.Options{BindAddress: "0"},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("creating the manager: %w", err)
+	}
+	if err := operator.Setup(mgr, r.variant, operator.Options{
+		Name: r.name, Trigger: r.trigger, MaxConcurrentReconciles: r.cfg.Workers,
+		Wrap: func(rec crreconcile.Reconciler) crreconcile.Reconciler { r.tally.inner = rec; return r.tally },
+	}); err != nil {
+		return nil, err
+	}
+	r.mgr = mgr
+	mctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(mctx) }()
+	stop := func() {
+		cancel()
+		<-done
+	}
+	for _, obj := range []client.Object{&benchv1.Team{}, &corev1.ConfigMap{}, &corev1.ServiceAccount{}, &rbacv1.RoleBinding{}} {
+		if _, err := mgr.GetCache().GetInformer(mctx, obj); err != nil {
+			stop()
+			return nil, fmt.Errorf("starting the informer of %T: %w", obj, err)
+		}
+	}
+	if !mgr.GetCache().WaitForCacheSync(mctx) {
+		stop()
+		return nil, errors.New("the manager's cache did not sync")
+	}
+	if err := r.waitIdle(ctx); err != nil {
+		stop()
+		return nil, err
+	}
+	return stop, nil
+}
+
+// measurement is the state at the start of a phase.
+type measurement struct {
+	start      time.Time
+	cpu        time.Duration
+	counts     Counts
+	reconciles Reconciles
+	peak       uint64
+	stopHeap   func() uint64
+}
+
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// sampleHeap samples HeapAlloc every 50ms until the returned function is
+// called, which returns the largest sample.
+func sampleHeap() func() uint64 {
+	var (
+		mu   sync.Mutex
+		peak uint64
+	)
+	sample := func() {
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		mu.Lock()
+		peak = max(peak, ms.HeapAlloc)
+		mu.Unlock()
+	}
+	sample()
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(50 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+				sample()
+			}
+		}
+	}()
+	return func() uint64 {
+		close(stop)
+		<-done
+		sample()
+		mu.Lock()
+		defer mu.Unlock()
+		return peak
+	}
+}
+
+func (r *runner) phase(ctx context.Context, phase string) (PhaseResult, error) {
+	pr := PhaseResult{Phase: phase}
+	runtime.GC()
+	var stopProfile func()
+	if r.cfg.ProfileDir != "" && r.cfg.ProfilePhase == phase {
+		f, err := os.Create(filepath.Join(r.cfg.ProfileDir, fmt.Sprintf("%s-%s-n%d.pprof", r.variant, phase, r.cfg.N)))
+		if err != nil {
+			return pr, err
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			f.Close()
+			return pr, err
+		}
+		stopProfile = func() { pprof.StopCPUProfile(); f.Close() }
+	}
+	m := measurement{start: time.Now(), cpu: cpuTime(), counts: r.counter.Snapshot(), reconciles: r.tally.read(), stopHeap: sampleHeap()}
+	r.checkDur = 0
+
+	var act error
+	switch phase {
+	case PhaseConverge:
+		act = r.converge(ctx)
+	case PhaseTouch:
+		act = r.touch(ctx)
+	case PhaseNoop:
+		act = r.noop(ctx)
+	case PhaseDelete:
+		act = r.delete(ctx)
+	}
+	pr.Wall = time.Since(m.start)
+	idleErr := r.waitIdle(ctx)
+	pr.Settle = time.Since(m.start)
+	pr.CPU = cpuTime() - m.cpu
+	pr.PeakHeap = m.stopHeap()
+	if stopProfile != nil {
+		stopProfile()
+	}
+	pr.Counts = r.counter.Snapshot().Sub(m.counts)
+	pr.Reconciles = r.tally.read().Sub(m.reconciles)
+	pr.CheckTime = r.checkDur
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	pr.LiveHeap = ms.HeapAlloc
+	if act != nil || idleErr != nil {
+		return pr, errors.Join(act, idleErr)
+	}
+	return pr, r.verify(ctx, phase)
+}
+
+// waitIdle waits until the controller has had no reconcile running, none
+// started or finished and no request sent (watches aside) for IdleWindow:
+// an idle worker takes a queued item at once, so nothing is queued either
+// (but for a retry whose backoff outlasts the window).
+func (r *runner) waitIdle(ctx context.Context) error {
+	deadline := time.Now().Add(r.cfg.Timeout)
+	for {
+		last := max(r.tally.last.Load(), r.counter.last.Load())
+		now := time.Now()
+		if r.tally.inflight.Load() == 0 && now.Sub(time.Unix(0, last)) >= r.cfg.IdleWindow {
+			return nil
+		}
+		if now.After(deadline) {
+			return fmt.Errorf("controller %s not idle after %s", r.name, r.cfg.Timeout)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// waitFor calls check every interval until it returns "" (done), and
+// fails with its last answer after the timeout.
+func (r *runner) waitFor(ctx context.Context, interval time.Duration, check func(context.Context) (string, error)) error {
+	deadline := time.Now().Add(r.cfg.Timeout)
+	for {
+		t0 := time.Now()
+		why, err := check(ctx)
+		r.checkDur += time.Since(t0)
+		if err != nil {
+			return err
+		}
+		if why == "" {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("not after %s: %s", r.cfg.Timeout, why)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(interval):
+		}
+	}
+}
+
+// checkInterval is how often the state is checked in the manager's cache:
+// 20ms, and 50µs more per Team (a check reads every Team and child).
+func (r *runner) checkInterval() time.Duration {
+	return 20*time.Millisecond + time.Duration(len(r.names))*50*time.Microsecond
+}
+
+// parallel runs f for every Team name on 16 goroutines.
+func (r *runner) parallel(ctx context.Context, f func(ctx context.Context, name string) error) error {
+	work := make(chan string)
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		errs []error
+	)
+	for range 16 {
+		wg.Go(func() {
+			for name := range work {
+				if err := f(ctx, name); err != nil {
+					mu.Lock()
+					errs = append(errs, err)
+					mu.Unlock()
+				}
+			}
+		})
+	}
+	for _, n := range r.names {
+		work <- n
+	}
+	close(work)
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+func (r *runner) newTeam(name string) *benchv1.Team {
+	return &benchv1.Team{
+		ObjectMeta: metav1.ObjectMeta{Namespace: r.ns, Name: name, Labels: map[string]string{benchv1.VariantLabel: r.variant}},
+		Spec:       benchv1.TeamSpec{Members: []string{name + "-lead", name + "-dev", name + "-ops"}},
+	}
+}
+
+func (r *runner) converge(ctx context.Context) error {
+	if err := r.parallel(ctx, func(ctx context.Context, name string) error {
+		return r.driver.Create(ctx, r.newTeam(name))
+	}); err != nil {
+		return err
+	}
+	return r.waitFor(ctx, r.checkInterval(), func(ctx context.Context) (string, error) { return r.converged(ctx, r.mgr.GetCache(), false) })
+}
+
+func rv(obj client.Object) uint64 {
+	v, _ := strconv.ParseUint(obj.GetResourceVersion(), 10, 64)
+	return v
+}
+
+func childKey(kind, name string) types.NamespacedName {
+	return types.NamespacedName{Namespace: kind, Name: name}
+}
+
+func (r *runner) touch(ctx context.Context) error {
+	var mu sync.Mutex
+	annotate := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"annotations":{"`+TouchedAnnotation+`":"1"}}}`))
+	tamper := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"labels":{"`+benchv1.TeamLabel+`":"`+TamperedValue+`"}}}`))
+	if err := r.parallel(ctx, func(ctx context.Context, name string) error {
+		key := client.ObjectKey{Namespace: r.ns, Name: name}
+		if err := r.driver.Patch(ctx, &benchv1.Team{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}, annotate); err != nil {
+			return err
+		}
+		for kind, obj := range map[string]client.Object{
+			"ConfigMap":      &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}},
+			"ServiceAccount": &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}},
+			"RoleBinding":    &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}},
+		} {
+			if err := r.driver.Patch(ctx, obj, tamper); err != nil {
+				return err
+			}
+			mu.Lock()
+			r.tampered[childKey(kind, name)] = rv(obj)
+			mu.Unlock()
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	return r.waitFor(ctx, r.checkInterval(), func(ctx context.Context) (string, error) { return r.converged(ctx, r.mgr.GetCache(), true) })
+}
+
+// noop sends one event per Team, twice, each round once the controller is
+// idle, so that every event is a reconcile of its own.
+func (r *runner) noop(ctx context.Context) error {
+	before := r.tally.read().Total
+	for round := 1; round <= 2; round++ {
+		for _, name := range r.names {
+			select {
+			case r.trigger <- event.GenericEvent{Object: &benchv1.Team{ObjectMeta: metav1.ObjectMeta{Namespace: r.ns, Name: name}}}:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		want := int64(round * len(r.names))
+		if err := r.waitFor(ctx, 2*time.Millisecond, func(context.Context) (string, error) {
+			if done := r.tally.total.Load() - before; done < want || r.tally.inflight.Load() > 0 {
+				return fmt.Sprintf("%d of %d reconciles done", done, want), nil
+			}
+			return "", nil
+		}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (r *runner) delete(ctx context.Context) error {
+	if err := r.parallel(ctx, func(ctx context.Context, name string) error {
+		return client.IgnoreNotFound(r.driver.Delete(ctx, &benchv1.Team{ObjectMeta: metav1.ObjectMeta{Namespace: r.ns, Name: name}}))
+	}); err != nil {
+		return err
+	}
+	return r.waitFor(ctx, r.checkInterval(), func(ctx context.Context) (string, error) { return r.gone(ctx, r.mgr.GetCache()) })
+}
+
+// verify checks, through the API server, the state a phase reached.
+func (r *runner) verify(ctx context.Context, phase string) error {
+	var why string
+	var err error
+	if phase == PhaseDelete {
+		why, err = r.gone(ctx, r.driver)
+	} else {
+		why, err = r.converged(ctx, r.driver, phase != PhaseConverge)
+	}
+	if err == nil && why != "" {
+		err = fmt.Errorf("the API server does not hold the state the cache showed: %s", why)
+	}
+	return err
+}
