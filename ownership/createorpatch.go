@@ -41,9 +41,10 @@ import (
 // writer added since, where the child's Go type says it is a map (for a
 // kind without a Go type in the scheme, the labels and annotations); a
 // patch that removes another object whole (a struct, a map of a custom
-// resource) or changes the owner references or finalizers (lists a merge
-// patch replaces whole) carries the resourceVersion that was read and fails
-// with a conflict if another writer changed the child since. The status
+// resource) or sets or removes a list (which a merge patch replaces whole:
+// the owner references, the finalizers, a container's env) carries the
+// resourceVersion that was read and fails with a conflict if another
+// writer changed the child since. The status
 // patch follows the same rules. Every patch carries the UID read, and a
 // status-only patch on a status subresource (which ignores the UID) the
 // resourceVersion read: a patch never lands on a child deleted and created
@@ -129,7 +130,7 @@ func patchChild(ctx context.Context, c client.Client, live, child client.Object,
 
 	result := controllerutil.OperationResultNone
 	if mainPatch != nil {
-		if dropsWhole || locks(mainPatch) {
+		if dropsWhole || locks(mainPatch, withoutStatus(liveMap)) {
 			if mainPatch, err = withMetadata(mainPatch, "resourceVersion", live.GetResourceVersion()); err != nil {
 				return controllerutil.OperationResultNone, fmt.Errorf("ownership: %s: %w", name, err)
 			}
@@ -202,17 +203,16 @@ func patchChild(ctx context.Context, c client.Client, live, child client.Object,
 	return result, nil
 }
 
-// locks reports whether a merge patch replaces a list another writer may
-// have added to since the read: the owner references or the finalizers.
-func locks(patch []byte) bool {
+// locks reports whether a merge patch made from live replaces a list
+// (which a merge patch replaces whole): another writer may have added to it
+// since the read (a container's env var, an owner reference, a finalizer),
+// so the patch must carry the resourceVersion read.
+func locks(patch []byte, live map[string]any) bool {
 	var p map[string]any
 	if json.Unmarshal(patch, &p) != nil {
 		return true
 	}
-	md, _ := p["metadata"].(map[string]any)
-	_, refs := md["ownerReferences"]
-	_, fins := md["finalizers"]
-	return refs || fins
+	return replacesList(p, live)
 }
 
 // withMetadata sets metadata.<field> in a merge patch.
