@@ -408,7 +408,7 @@ func (s *state) markOwner(ctx context.Context, k kind, key types.NamespacedName)
 		if err := s.c.Status().Update(ctx, u); err != nil {
 			return err
 		}
-		s.marked.Store(u.GetUID(), fmt.Sprintf("%s %s", u.GetKind(), key))
+		s.marked.Store(u.GetUID(), fmt.Sprintf("%s %s", u.GetKind(), keyString(key)))
 		return nil
 	})
 }
@@ -432,7 +432,7 @@ func (s *state) markChild(ctx context.Context, k kind, key types.NamespacedName)
 		if err := s.c.Update(ctx, u); err != nil {
 			return err
 		}
-		s.marked.Store(u.GetUID(), fmt.Sprintf("%s %s", u.GetKind(), childKey))
+		s.marked.Store(u.GetUID(), fmt.Sprintf("%s %s", u.GetKind(), keyString(childKey)))
 		return nil
 	})
 }
@@ -487,7 +487,7 @@ func (s *state) violations(ctx context.Context, kinds []kind, cfg Config) []stri
 		for i := range cfg.Owners {
 			key := s.key(k, i)
 			bad := func(format string, args ...any) {
-				out = append(out, fmt.Sprintf("%s %s: %s", k.name, key, fmt.Sprintf(format, args...)))
+				out = append(out, fmt.Sprintf("%s %s: %s", k.name, keyString(key), fmt.Sprintf(format, args...)))
 			}
 			obj := k.newObject()
 			err := s.c.Get(ctx, key, obj)
@@ -577,13 +577,13 @@ func (s *state) orphansAndDuplicates(ctx context.Context, kinds []kind) []string
 			err := s.c.Get(ctx, key, owner)
 			if err != nil || owner.GetUID() != ref.UID {
 				if item.GetDeletionTimestamp().IsZero() || err != nil {
-					out = append(out, fmt.Sprintf("orphan: %s controlled by %s %s (uid %s), which is gone (%v)", what, ref.Kind, key, ref.UID, err))
+					out = append(out, fmt.Sprintf("orphan: %s controlled by %s %s (uid %s), which is gone (%v)", what, ref.Kind, keyString(key), ref.UID, err))
 				}
 				continue
 			}
 			dup := fmt.Sprintf("%s %s %T", ref.UID, item.GetNamespace(), item)
 			if other, ok := seen[dup]; ok {
-				out = append(out, fmt.Sprintf("duplicate child: %s and %s both controlled by %s %s", other, what, ref.Kind, key))
+				out = append(out, fmt.Sprintf("duplicate child: %s and %s both controlled by %s %s", other, what, ref.Kind, keyString(key)))
 			}
 			seen[dup] = what
 		}
@@ -643,4 +643,12 @@ func (s *state) checkMarked(ctx context.Context, kinds []kind, uid types.UID, wh
 		}
 	}
 	return out
+}
+
+// keyString is namespace/name, or name for a cluster-scoped object.
+func keyString(key types.NamespacedName) string {
+	if key.Namespace == "" {
+		return key.Name
+	}
+	return key.String()
 }

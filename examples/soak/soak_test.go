@@ -1,11 +1,10 @@
-package soak_test
+package soak
 
 import (
 	"fmt"
 	"os"
 	"testing"
 
-	"github.com/steadyk8s/steady/examples/soak"
 	"github.com/steadyk8s/steady/testenv"
 )
 
@@ -13,7 +12,7 @@ var env *testenv.Environment
 
 func TestMain(m *testing.M) {
 	var err error
-	if env, err = soak.NewEnvironment(); err != nil {
+	if env, err = NewEnvironment(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
@@ -30,5 +29,5 @@ func TestSoakSmoke(t *testing.T) {
 		t.Skip("starts a control plane and runs for about a minute")
 	}
 	env.Require(t)
-	soak.Run(t, env, soak.Smoke)
+	Run(t, env, Smoke)
 }
