@@ -17,10 +17,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+
 	"github.com/steadyk8s/steady/examples/soak"
 )
 
 func main() {
+	ctrl.SetLogger(logr.Discard())
+	klog.SetLogger(logr.Discard())
 	cfg := soak.Long
 	if os.Getenv("SOAK_SMOKE") == "1" {
 		cfg = soak.Smoke
