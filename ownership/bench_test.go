@@ -99,7 +99,8 @@ func BenchmarkCreateOrUpdateUnchanged(b *testing.B) {
 // runs it, through a manager's cached client, on a Deployment that has
 // converged: its live copy differs from the wholesale desired spec only by
 // the API server's defaults. It reports API requests per call (the cached
-// GET is none; the remembered dry-run verdict makes the dry run none) and,
+// GET is none; the remembered verdict "only defaults differ" makes the
+// write none) and,
 // with -benchmem, the allocations of the comparison.
 func BenchmarkCreateOrUpdateConverged(b *testing.B) {
 	ctx := context.Background()
@@ -117,7 +118,8 @@ func BenchmarkCreateOrUpdateConverged(b *testing.B) {
 		}
 		return op
 	}
-	// Create, wait for the cache to show it, converge (one dry run).
+	// Create, wait for the cache to show it, converge (one write the server
+	// finds nothing in).
 	call()
 	deadline := time.Now().Add(10 * time.Second)
 	for {

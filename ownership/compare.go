@@ -16,6 +16,14 @@ import (
 var serverMetadata = []string{"resourceVersion", "managedFields", "generation", "uid", "creationTimestamp",
 	"selfLink", "deletionTimestamp", "deletionGracePeriodSeconds"}
 
+// equalValues reports whether a and b hold the same Go values, field for
+// field: the cheap check before any conversion to JSON. Equal values are
+// equal JSON; unequal values may still be (a nil and an empty list), which
+// the comparison of maps tells.
+func equalValues(a, b client.Object) bool {
+	return reflect.TypeOf(a) == reflect.TypeOf(b) && reflect.DeepEqual(a, b)
+}
+
 // maps converts both objects to maps (copies) without the metadata the
 // API server owns.
 func maps(a, b client.Object) (map[string]any, map[string]any, error) {
@@ -83,6 +91,29 @@ func empty(v any) bool {
 		return len(v) == 0
 	case []any:
 		return len(v) == 0
+	}
+	return false
+}
+
+// changedAt reports whether answer differs from live at a field that the
+// merge patch p sets or removes (maps in p walked into where both have a
+// map).
+func changedAt(p, live, answer map[string]any) bool {
+	for k, pv := range p {
+		lv, av := live[k], answer[k]
+		if pm, ok := pv.(map[string]any); ok {
+			lm, lok := lv.(map[string]any)
+			am, aok := av.(map[string]any)
+			if lok && aok {
+				if changedAt(pm, lm, am) {
+					return true
+				}
+				continue
+			}
+		}
+		if !equalStatus(lv, av) { // absent and empty alike
+			return true
+		}
 	}
 	return false
 }

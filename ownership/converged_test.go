@@ -28,7 +28,7 @@ var allFns = append(append([]fnCase{}, fns...), fnCase{"Apply", applyFn})
 // TestAConvergedChildCostsNoRequest: through a manager's cached client, a
 // child whose live copy differs from the desired one only by the API
 // server's defaults (a wholesale Deployment spec) costs no request once it
-// converged: no dry run for CreateOrUpdate and CreateOrPatch (the verdict
+// converged: no write for CreateOrUpdate and CreateOrPatch (the verdict
 // "only defaults differ" is remembered for the child's UID and
 // resourceVersion and the desired state), no apply PATCH for Apply (its
 // last answer is remembered). A change of the desired state, or of the
@@ -59,7 +59,7 @@ func TestAConvergedChildCostsNoRequest(t *testing.T) {
 				t.Fatalf("create: %s (%s)", op, n)
 			}
 			wait()
-			call("nginx:1") // converges: one dry run at most
+			call("nginx:1") // converges: one write the server finds nothing in, at most
 			for i := 0; i < 10; i++ {
 				if op, n := call("nginx:1"); op != controllerutil.OperationResultNone || n != "" {
 					t.Errorf("converged call %d: %s, requests %q; want unchanged, none", i, op, n)

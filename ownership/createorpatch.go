@@ -24,14 +24,15 @@ import (
 // created, updated (status unchanged), updatedStatusOnly, updatedStatus
 // (both) or unchanged, as controllerutil.CreateOrPatch does.
 //
-// Everything but status is compared exactly and, when it differs, dry-run
-// patched first: a patch is written only when the dry run's answer differs
-// from the live object, not when the difference is only server defaults
-// (a verdict remembered as CreateOrUpdate's is).
+// Everything but status is compared exactly (the Go values first, then as
+// JSON maps) and, when it differs, patched: a patch whose only difference
+// is fields the API server defaults changes nothing there and keeps the
+// resourceVersion read, and the result is then unchanged (a verdict
+// remembered as CreateOrUpdate's is, so it is not sent again).
 // Status is compared exactly and patched on the status subresource (on the
 // object itself for kinds without one: the first status write of such a
 // kind finds that out, with a request to the status subresource, and later
-// ones write the object at once), with no dry run; its patch, too,
+// ones write the object at once); its patch, too,
 // holds only what mutate changed, and one that replaces or removes a list
 // (conditions, say) is a conflict error if another writer changed the
 // child since the read. Fields mutate did
@@ -106,9 +107,12 @@ func createWithStatus(ctx context.Context, c client.Client, child client.Object,
 	return controllerutil.OperationResultCreated, nil
 }
 
-// patchChild is CreateOrPatch's write of an existing child: compare, dry
-// run, patch, then status.
+// patchChild is CreateOrPatch's write of an existing child: compare,
+// patch, then status.
 func patchChild(ctx context.Context, c client.Client, live, child client.Object, name string) (controllerutil.OperationResult, error) {
+	if equalValues(live, child) {
+		return controllerutil.OperationResultNone, nil // mutate changed nothing
+	}
 	liveMap, wantMap, err := maps(live, child)
 	if err != nil {
 		return controllerutil.OperationResultNone, fmt.Errorf("ownership: %s: %w", name, err)
@@ -130,7 +134,12 @@ func patchChild(ctx context.Context, c client.Client, live, child client.Object,
 
 	result := controllerutil.OperationResultNone
 	if mainPatch != nil {
-		if dropsWhole || locks(mainPatch, withoutStatus(liveMap)) {
+		var diff map[string]any // the patch's fields, before the preconditions
+		if err := json.Unmarshal(mainPatch, &diff); err != nil {
+			return controllerutil.OperationResultNone, fmt.Errorf("ownership: %s: %w", name, err)
+		}
+		locked := dropsWhole || replacesList(diff, withoutStatus(liveMap))
+		if locked {
 			if mainPatch, err = withMetadata(mainPatch, "resourceVersion", live.GetResourceVersion()); err != nil {
 				return controllerutil.OperationResultNone, fmt.Errorf("ownership: %s: %w", name, err)
 			}
@@ -144,39 +153,36 @@ func patchChild(ctx context.Context, c client.Client, live, child client.Object,
 			}
 		}
 		patch := client.RawPatch(types.MergePatchType, mainPatch)
-		// A dry run of this desired object on this live child found only
-		// defaults to differ before: not asked again.
+		// A patch of this desired object on this live child found only
+		// defaults to differ before: not sent again.
 		gvk, sumErr := object.GVK(child, c.Scheme())
 		key, desired := "patch|"+childKey(gvk, child), [32]byte{}
 		if sumErr == nil {
 			desired, sumErr = sum(withoutStatus(wantMap))
 		}
-		var dry client.Object
 		if sumErr == nil && onlyDefaults(key, live, desired) {
 			object.Copy(child, live)
 		} else {
-			dry = child.DeepCopyObject().(client.Object)
-			if err := c.Patch(ctx, dry, patch, client.DryRunAll); err != nil {
-				return controllerutil.OperationResultNone, fmt.Errorf("ownership: patching %s (dry run, nothing written): %w", name, recreated(c, child, err))
-			}
-			dryMap, err := object.ToMap(dry)
-			if err != nil {
-				return controllerutil.OperationResultNone, fmt.Errorf("ownership: %s: %w", name, err)
-			}
-			if sameObject(withoutStatus(liveMap), withoutStatus(dryMap)) {
-				if sumErr == nil {
-					rememberOnlyDefaults(key, live, desired)
-				}
-				object.Copy(child, live) // only the server's defaults differed
-				dry = nil
-			}
-		}
-		if dry != nil {
 			if err := c.Patch(ctx, child, patch); err != nil {
 				return controllerutil.OperationResultNone, fmt.Errorf("ownership: patching %s: %w", name, recreated(c, child, err))
 			}
-			if child.GetResourceVersion() != dry.GetResourceVersion() {
-				result = controllerutil.OperationResultUpdated
+			switch {
+			case child.GetResourceVersion() == live.GetResourceVersion():
+				// Nothing changed on the server: only its defaults differed.
+				if sumErr == nil {
+					rememberOnlyDefaults(key, live, desired)
+				}
+			case locked:
+				result = controllerutil.OperationResultUpdated // applied to the object as read
+			default:
+				// Unlocked, the patch applied to the object as it was then,
+				// which another writer may have changed since the read: it
+				// changed something if the answer differs from the read at
+				// a field it sets.
+				answer, err := object.ToMap(child)
+				if err != nil || changedAt(diff, liveMap, answer) {
+					result = controllerutil.OperationResultUpdated
+				}
 			}
 		}
 	} else {
@@ -201,18 +207,6 @@ func patchChild(ctx context.Context, c client.Client, live, child client.Object,
 		}
 	}
 	return result, nil
-}
-
-// locks reports whether a merge patch made from live replaces a list
-// (which a merge patch replaces whole): another writer may have added to it
-// since the read (a container's env var, an owner reference, a finalizer),
-// so the patch must carry the resourceVersion read.
-func locks(patch []byte, live map[string]any) bool {
-	var p map[string]any
-	if json.Unmarshal(patch, &p) != nil {
-		return true
-	}
-	return replacesList(p, live)
 }
 
 // withMetadata sets metadata.<field> in a merge patch.

@@ -17,22 +17,26 @@ import (
 // unchanged.
 //
 // The mutated child is compared with the live object exactly, so a removal
-// (a dropped label, a bool set to false, an emptied list) is a change. When
-// they differ, a server-side dry run of the update tells a real change from
-// fields the API server defaults (a wholesale deploy.Spec = desired drops
-// them): only a real change is written. That costs one GET when nothing
-// differs (a cache read through a manager's client: no request), one GET
-// and one dry run when only defaults differ, and one more request, the
-// update, for a real change. The verdict "only defaults differ" is
+// (a dropped label, a bool set to false, an emptied list) is a change: first
+// field for field on the Go values (no JSON work when nothing changed, the
+// common reconcile), then, when they differ there, as JSON maps (a nil and an
+// empty list are the same to the API server). When they differ, the update
+// is sent; it carries the resourceVersion read, so the API server either
+// refuses it (a conflict) or applies it, and an update whose only difference
+// is fields the API server defaults (a wholesale deploy.Spec = desired drops
+// them) changes nothing there: the answer keeps the resourceVersion read, no
+// watch event fires, and the result is unchanged. That costs no request
+// when nothing differs (a cache read through a manager's client) and one,
+// the update, when something does. The verdict "only defaults differ" is
 // remembered for the child's UID and resourceVersion and a digest of the
-// desired object: a converged child nobody changed costs no dry run on
+// desired object: a converged child nobody changed costs no request on
 // later calls (a bounded memory, per process: see docs/ownership.md).
 //
 // CreateOrUpdate does not write status: the API server ignores the status
 // of an update for kinds with a status subresource (use [CreateOrPatch] to
 // write status). Status set by mutate is therefore not compared for such a
-// kind, and costs no dry run, once the kind is known to have one (the first
-// dry run that shows the server keeping the live status, or a status write
+// kind, and costs no request, once the kind is known to have one (the first
+// update that shows the server keeping the live status, or a status write
 // of CreateOrPatch, tells, once per kind and process). For kinds without a
 // status subresource, status is part of the object and written with it.
 //
@@ -75,15 +79,18 @@ func CreateOrUpdate(ctx context.Context, c client.Client, owner, child client.Ob
 }
 
 // updateChild is CreateOrUpdate's write of an existing child: compare,
-// dry run, update.
+// then update.
 func updateChild(ctx context.Context, c client.Client, live, child client.Object, name string) (controllerutil.OperationResult, error) {
+	if equalValues(live, child) {
+		return controllerutil.OperationResultNone, nil // mutate changed nothing
+	}
 	liveMap, wantMap, err := maps(live, child)
 	if err != nil {
 		return controllerutil.OperationResultNone, fmt.Errorf("ownership: %s: %w", name, err)
 	}
 	gvk, gvkErr := object.GVK(child, c.Scheme())
 	// The update of a kind with a status subresource cannot write status:
-	// a difference there is not compared, nor paid for with a dry run.
+	// a difference there is not compared, nor paid for with an update.
 	compared := func(m map[string]any) map[string]any { return m }
 	if has, _ := statusSubresource(gvk); has && gvkErr == nil {
 		compared = withoutStatus
@@ -92,8 +99,8 @@ func updateChild(ctx context.Context, c client.Client, live, child client.Object
 		object.Copy(child, live) // show the live state
 		return controllerutil.OperationResultNone, nil
 	}
-	// A dry run of this desired object on this live child found only
-	// defaults to differ before: not asked again.
+	// An update of this desired object on this live child found only
+	// defaults to differ before: not sent again.
 	key, desired, sumErr := "update|"+childKey(gvk, child), [32]byte{}, gvkErr
 	if sumErr == nil {
 		desired, sumErr = sum(compared(wantMap))
@@ -102,24 +109,10 @@ func updateChild(ctx context.Context, c client.Client, live, child client.Object
 		object.Copy(child, live)
 		return controllerutil.OperationResultNone, nil
 	}
-	dry := child.DeepCopyObject().(client.Object)
-	if err := c.Update(ctx, dry, client.DryRunAll); err != nil {
-		return controllerutil.OperationResultNone, fmt.Errorf("ownership: updating %s (dry run, nothing written): %w", name, err)
-	}
-	dryMap, err := object.ToMap(dry)
-	if err != nil {
-		return controllerutil.OperationResultNone, fmt.Errorf("ownership: %s: %w", name, err)
-	}
-	if gvkErr == nil {
-		learnStatusSubresource(c, gvk, liveMap, wantMap, dryMap)
-	}
-	if sameObject(liveMap, dryMap) {
-		if sumErr == nil {
-			rememberOnlyDefaults(key, live, desired)
-		}
-		object.Copy(child, live) // only the server's defaults differed
-		return controllerutil.OperationResultNone, nil
-	}
+	// The update carries the resourceVersion read: it is refused, or
+	// applied to the live object as read. One whose difference is only
+	// fields the API server defaults changes nothing there and keeps that
+	// resourceVersion (no write to etcd, no watch event).
 	if err := c.Update(ctx, child); err != nil {
 		return controllerutil.OperationResultNone, fmt.Errorf("ownership: updating %s: %w", name, err)
 	}
@@ -127,7 +120,10 @@ func updateChild(ctx context.Context, c client.Client, live, child client.Object
 		learnStatusSubresource(c, gvk, liveMap, wantMap, answer)
 	}
 	if child.GetResourceVersion() == live.GetResourceVersion() {
-		return controllerutil.OperationResultNone, nil // the server found nothing to change
+		if sumErr == nil {
+			rememberOnlyDefaults(key, live, desired)
+		}
+		return controllerutil.OperationResultNone, nil // only the server's defaults differed
 	}
 	return controllerutil.OperationResultUpdated, nil
 }

@@ -20,15 +20,17 @@
 // A wholesale assignment such as deploy.Spec = desired drops the fields the
 // API server defaulted, so the mutated child differs from the live one
 // every time although nothing the caller wants is missing
-// (controller-runtime #2733: controllerutil writes on every reconcile). So
-// when the two differ, a server-side dry run of the candidate write
-// (client.DryRunAll) asks the API server what it would store, and the
-// write happens only when that differs from the live object. Cost per call:
-// one GET when nothing differs; one GET and one dry run when only defaults
-// differ; one more request, the write, for a real change. Through a
-// manager's cached client the GET is a cache read. The dry run's verdict
-// "only defaults differ" is remembered per child (UID and resourceVersion)
-// and desired object (a digest), so a converged child that nobody changed
+// (controller-runtime #2733: controllerutil writes on every reconcile). The
+// write is sent then (it carries the resourceVersion read, or for a
+// CreateOrPatch the UID read), and the API server, which defaults the
+// missing fields again, finds nothing to change: it stores nothing, keeps
+// the resourceVersion and fires no watch event, and the result is
+// unchanged. Cost per call: one GET when nothing differs, compared on the
+// Go values first, without JSON work; one more request, the write, when
+// something differs. Through a manager's cached client the GET is a cache
+// read. The verdict "only defaults differ" is remembered per child (UID
+// and resourceVersion) and desired object (a digest), so a converged child
+// that nobody changed
 // costs no request at all through a manager's cached client; any change of
 // the child or of the desired state asks again. [Apply] likewise sends
 // nothing when neither the child nor what it applies changed since its last
@@ -56,7 +58,7 @@
 // which ignores it, the resourceVersion read): a child deleted and created
 // again since the read is a conflict, never written. Status is
 // compared exactly and patched on the status subresource (on the object for
-// kinds without one), without a dry run: only what mutate changed, under the
+// kinds without one): only what mutate changed, under the
 // same lock when the patch replaces a list (conditions). Results are controllerutil's:
 // created, updated, updatedStatusOnly, updatedStatus, unchanged.
 //

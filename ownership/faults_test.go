@@ -30,19 +30,18 @@ func TestFaults(t *testing.T) {
 	internal := apierrors.NewInternalError(errors.New("etcd is sad"))
 	seq := 0
 	for _, tc := range []struct {
-		name          string
-		onlyPatch     bool
-		write, dryRun error // on the real write of the object, on its dry run
-		status        error // on the status patch
-		hang          bool  // the write waits for the context to end
-		want          controllerutil.OperationResult
-		is            func(error) bool
-		mention       string // in the error message
-		storedImage   string
+		name        string
+		onlyPatch   bool
+		write       error // on the write of the object
+		status      error // on the status patch
+		hang        bool  // the write waits for the context to end
+		want        controllerutil.OperationResult
+		is          func(error) bool
+		mention     string // in the error message
+		storedImage string
 	}{
 		{name: "409 on the write", write: conflict, want: "unchanged", is: apierrors.IsConflict, mention: "updating|patching", storedImage: "nginx:1"},
 		{name: "500 on the write", write: internal, want: "unchanged", is: apierrors.IsInternalError, mention: "updating|patching", storedImage: "nginx:1"},
-		{name: "500 on the dry run", dryRun: internal, want: "unchanged", is: apierrors.IsInternalError, mention: "dry run, nothing written", storedImage: "nginx:1"},
 		{name: "timeout on the write", hang: true, want: "unchanged", is: func(err error) bool { return errors.Is(err, context.DeadlineExceeded) }, mention: "updating|patching", storedImage: "nginx:1"},
 		{name: "500 on the status patch after the object was patched", onlyPatch: true, status: internal, want: "updated", is: apierrors.IsInternalError,
 			mention: "patched Deployment", storedImage: "nginx:2"},
@@ -63,8 +62,6 @@ func TestFaults(t *testing.T) {
 					case tc.hang && !dry:
 						<-ctx.Done()
 						return ctx.Err()
-					case dry && tc.dryRun != nil:
-						return tc.dryRun
 					case !dry && tc.write != nil:
 						return tc.write
 					}

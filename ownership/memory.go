@@ -13,8 +13,8 @@ import (
 
 // memorySize bounds each of ownership's two memories (the verdicts of
 // CreateOrUpdate and CreateOrPatch, the answers of Apply): beyond it, the
-// children least recently used are forgotten, and pay a dry run or an apply
-// again. An entry takes about 250 bytes whatever the child's name (keys
+// children least recently used are forgotten, and pay a write or an apply
+// again (one the API server finds nothing to change in). An entry takes about 250 bytes whatever the child's name (keys
 // are kept as digests), so a full memory holds about 2 MB.
 const memorySize = 8192
 
@@ -122,20 +122,20 @@ func sum(parts ...any) ([sha256.Size]byte, error) {
 	return out, nil
 }
 
-// verdicts remembers, per child and call, that a dry run found only the
+// verdicts remembers, per child and call, that a write found only the
 // API server's defaults between the live child (its UID and
 // resourceVersion) and the desired one (a sum of it): the same question is
 // not asked again until either changes.
 var verdicts = newMemory(memorySize)
 
-// onlyDefaults reports whether a dry run found only defaults to differ
+// onlyDefaults reports whether a write found only defaults to differ
 // between live, as it is, and the desired object whose sum is s.
 func onlyDefaults(key string, live client.Object, s [sha256.Size]byte) bool {
 	m, ok := verdicts.get(key)
 	return ok && m.uid == live.GetUID() && m.rv == live.GetResourceVersion() && m.sum == s
 }
 
-// rememberOnlyDefaults remembers that a dry run found only defaults to
+// rememberOnlyDefaults remembers that a write found only defaults to
 // differ between live and the desired object whose sum is s.
 func rememberOnlyDefaults(key string, live client.Object, s [sha256.Size]byte) {
 	if live.GetUID() == "" || live.GetResourceVersion() == "" {

@@ -131,9 +131,9 @@ func statusSubresource(gvk schema.GroupVersionKind) (has, known bool) {
 	return v.(bool), true
 }
 
-// learnStatusSubresource learns from the answer to an update (or its dry
-// run) of an object whose status live was (the update was locked on live's
-// resourceVersion) and want asked for, whether its kind has a status
+// learnStatusSubresource learns from the answer to an update of an object
+// whose status live was (the update was locked on live's resourceVersion)
+// and want asked for, whether its kind has a status
 // subresource: an update that changed the status has none; one that kept
 // the status live had when want asked for another one has one, which
 // holds for a kind known to the scheme (a Go type: no field of want's
