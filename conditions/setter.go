@@ -3,7 +3,6 @@ package conditions
 import (
 	"fmt"
 	"reflect"
-	"regexp"
 	"slices"
 	"sort"
 	"time"
@@ -102,9 +101,27 @@ func FitReason(reason string) string {
 	return string(b)
 }
 
-var reasonPattern = regexp.MustCompile(`^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$`)
-
-func validReason(r string) bool { return len(r) <= MaxReasonLength && reasonPattern.MatchString(r) }
+// validReason reports whether r fits metav1.Condition's reason pattern,
+// ^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$, and length (a loop, not a
+// regular expression: it runs on every mark).
+func validReason(r string) bool {
+	if r == "" || len(r) > MaxReasonLength {
+		return false
+	}
+	letter := func(c byte) bool { return c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' }
+	if !letter(r[0]) {
+		return false
+	}
+	for i := 1; i < len(r); i++ {
+		switch c := r[i]; {
+		case letter(c), c >= '0' && c <= '9', c == '_':
+		case (c == ',' || c == ':') && i < len(r)-1:
+		default:
+			return false
+		}
+	}
+	return true
+}
 
 // MarkTrue sets the condition to True with the given reason and message
 // (a format with args) and reports whether the object changed.

@@ -110,9 +110,6 @@ func createWithStatus(ctx context.Context, c client.Client, child client.Object,
 // patchChild is CreateOrPatch's write of an existing child: compare,
 // patch, then status.
 func patchChild(ctx context.Context, c client.Client, live, child client.Object, name string) (controllerutil.OperationResult, error) {
-	if equalValues(live, child) {
-		return controllerutil.OperationResultNone, nil // mutate changed nothing
-	}
 	liveMap, wantMap, err := maps(live, child)
 	if err != nil {
 		return controllerutil.OperationResultNone, fmt.Errorf("ownership: %s: %w", name, err)

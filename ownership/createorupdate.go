@@ -81,9 +81,6 @@ func CreateOrUpdate(ctx context.Context, c client.Client, owner, child client.Ob
 // updateChild is CreateOrUpdate's write of an existing child: compare,
 // then update.
 func updateChild(ctx context.Context, c client.Client, live, child client.Object, name string) (controllerutil.OperationResult, error) {
-	if equalValues(live, child) {
-		return controllerutil.OperationResultNone, nil // mutate changed nothing
-	}
 	liveMap, wantMap, err := maps(live, child)
 	if err != nil {
 		return controllerutil.OperationResultNone, fmt.Errorf("ownership: %s: %w", name, err)

@@ -71,10 +71,14 @@
 // by another owner is an [*AlreadyOwnedError] naming both, never stolen;
 // [Adopt]{} takes it over explicitly. References the API server or the
 // garbage collector would reject are an [*InvalidOwnerError] before any
-// request: a namespaced owner of a cluster-scoped child, an owner in another
+// write: a namespaced owner of a cluster-scoped child, an owner in another
 // namespace, an owner without a UID (SetControllerReference and
 // SetOwnerReference refuse the last two, and a child without a namespace
-// under a namespaced owner, in memory, as controllerutil does). Options are small types passed to each
+// under a namespaced owner, in memory, as controllerutil does). The last
+// two are refused before any request; the scope of the child's kind, which
+// the REST mapper tells, is asked only when there is something to write (a
+// call that finds the child as mutate wants it asks nothing). Options are
+// small types passed to each
 // call that takes them: [Adopt] (CreateOrUpdate, CreateOrPatch, Apply,
 // SetControllerReference) and [Force] (Apply).
 //

@@ -61,9 +61,11 @@ type writeCall struct {
 	exists error
 }
 
-// newWriteCall validates the reference and starts a call.
+// newWriteCall checks the reference from the objects alone and starts a
+// call; the child's scope, which the REST mapper tells, is checked before
+// the first write (see [writeCall.run]).
 func newWriteCall(c client.Client, apiReader client.Reader, owner, child client.Object, mutate MutateFn, adopt bool) (*writeCall, error) {
-	if err := validate(c, owner, child); err != nil {
+	if err := check(owner, child, c.Scheme()); err != nil {
 		return nil, err
 	}
 	return &writeCall{c: c, apiReader: apiReader, owner: owner, child: child, mutate: mutate, adopt: adopt,
@@ -88,6 +90,9 @@ func (w *writeCall) run(ctx context.Context, create func(context.Context) (contr
 			return controllerutil.OperationResultNone, err
 		}
 		if live == nil {
+			if err := validateScope(w.c, w.owner, w.child); err != nil {
+				return controllerutil.OperationResultNone, err
+			}
 			op, err := create(ctx)
 			if op == controllerutil.OperationResultNone && apierrors.IsAlreadyExists(err) && attempt < maxAttempts {
 				mode, w.exists = readFresh, err
@@ -97,6 +102,15 @@ func (w *writeCall) run(ctx context.Context, create func(context.Context) (contr
 				continue
 			}
 			return op, err
+		}
+		if equalValues(live, w.child) {
+			// mutate changed nothing, field for field: nothing to write,
+			// nor to check (the common reconcile, without JSON work or a
+			// REST mapping).
+			return controllerutil.OperationResultNone, nil
+		}
+		if err := validateScope(w.c, w.owner, w.child); err != nil {
+			return controllerutil.OperationResultNone, err
 		}
 		op, err := update(ctx, live)
 		if op == controllerutil.OperationResultNone && apierrors.IsNotFound(err) && attempt < maxAttempts {

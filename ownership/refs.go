@@ -47,10 +47,19 @@ func check(owner, child client.Object, scheme *runtime.Scheme) error {
 	}
 }
 
-// validate is [check], and asks c whether the child's type is namespaced.
+// validate is [check] and [validateScope].
 func validate(c client.Client, owner, child client.Object) error {
-	if err := check(owner, child, c.Scheme()); err != nil || owner.GetNamespace() == "" {
+	if err := check(owner, child, c.Scheme()); err != nil {
 		return err
+	}
+	return validateScope(c, owner, child)
+}
+
+// validateScope refuses a namespaced owner of a cluster-scoped child: it
+// asks c (its REST mapper) whether the child's type is namespaced.
+func validateScope(c client.Client, owner, child client.Object) error {
+	if owner.GetNamespace() == "" {
+		return nil
 	}
 	namespaced, err := c.IsObjectNamespaced(child)
 	if err != nil {
