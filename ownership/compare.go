@@ -16,14 +16,6 @@ import (
 var serverMetadata = []string{"resourceVersion", "managedFields", "generation", "uid", "creationTimestamp",
 	"selfLink", "deletionTimestamp", "deletionGracePeriodSeconds"}
 
-// equalValues reports whether a and b hold the same Go values, field for
-// field: the cheap check before any conversion to JSON. Equal values are
-// equal JSON; unequal values may still be (a nil and an empty list), which
-// the comparison of maps tells.
-func equalValues(a, b client.Object) bool {
-	return reflect.TypeOf(a) == reflect.TypeOf(b) && reflect.DeepEqual(a, b)
-}
-
 // maps converts both objects to maps (copies) without the metadata the
 // API server owns.
 func maps(a, b client.Object) (map[string]any, map[string]any, error) {

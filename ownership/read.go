@@ -103,7 +103,7 @@ func (w *writeCall) run(ctx context.Context, create func(context.Context) (contr
 			}
 			return op, err
 		}
-		if equalValues(live, w.child) {
+		if object.Equal(live, w.child) {
 			// mutate changed nothing, field for field: nothing to write,
 			// nor to check (the common reconcile, without JSON work or a
 			// REST mapping).

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/scheme"
 )
 
@@ -122,5 +123,34 @@ func TestJSONCopy(t *testing.T) {
 	}
 	if _, err := JSONCopy(map[string]any{"n": uint64(math.MaxUint64)}); err == nil {
 		t.Error("a uint64 past int64 was accepted")
+	}
+}
+
+func TestEqual(t *testing.T) {
+	cm := func(data map[string]string) *corev1.ConfigMap {
+		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a"}, Data: data}
+	}
+	u := func(spec any) *unstructured.Unstructured {
+		return &unstructured.Unstructured{Object: map[string]any{"kind": "Thing", "spec": spec}}
+	}
+	for _, tc := range []struct {
+		name string
+		a, b runtime.Object
+		want bool
+	}{
+		{"same typed values", cm(map[string]string{"k": "v"}), cm(map[string]string{"k": "v"}), true},
+		{"a value changed", cm(map[string]string{"k": "v"}), cm(map[string]string{"k": "w"}), false},
+		{"a key removed", cm(map[string]string{"k": "v"}), cm(map[string]string{}), false},
+		{"nil and empty: equal JSON, unequal values", cm(nil), cm(map[string]string{}), false},
+		{"another Go type", cm(nil), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a"}}, false},
+		{"same unstructured", u(map[string]any{"n": int64(1), "l": []any{"x"}}), u(map[string]any{"n": int64(1), "l": []any{"x"}}), true},
+		{"unstructured number changed", u(map[string]any{"n": int64(1)}), u(map[string]any{"n": int64(2)}), false},
+		{"unstructured bool set to false", u(map[string]any{"b": true}), u(map[string]any{"b": false}), false},
+		{"unstructured list emptied", u(map[string]any{"l": []any{"x"}}), u(map[string]any{"l": []any{}}), false},
+		{"unstructured key removed", u(map[string]any{"a": "x", "b": "y"}), u(map[string]any{"a": "x"}), false},
+	} {
+		if got := Equal(tc.a, tc.b); got != tc.want {
+			t.Errorf("%s: Equal = %v, want %v", tc.name, got, tc.want)
+		}
 	}
 }

@@ -177,14 +177,7 @@ type state struct {
 // already equals the generation. false means "maybe changed": the JSON
 // difference decides.
 func unchanged(before, obj client.Object, o Options) bool {
-	bu, bok := before.(*unstructured.Unstructured)
-	ou, ook := obj.(*unstructured.Unstructured)
-	switch {
-	case bok && ook:
-		if !equalJSON(bu.Object, ou.Object) {
-			return false
-		}
-	case !reflect.DeepEqual(before, obj):
+	if !object.Equal(before, obj) {
 		return false
 	}
 	if !o.ObservedGeneration {
@@ -221,48 +214,4 @@ func observedGeneration(obj client.Object) (int64, bool) {
 		return 0, false
 	}
 	return f.Int(), true
-}
-
-// equalJSON is reflect.DeepEqual for JSON values (maps, lists, strings,
-// numbers, bools, nil), without its bookkeeping: an unstructured object
-// compares in a fraction of the time. Values of other Go types are left to
-// reflect.DeepEqual.
-func equalJSON(a, b any) bool {
-	switch a := a.(type) {
-	case map[string]any:
-		b, ok := b.(map[string]any)
-		if !ok || len(a) != len(b) {
-			return false
-		}
-		for k, av := range a {
-			bv, ok := b[k]
-			if !ok || !equalJSON(av, bv) {
-				return false
-			}
-		}
-		return true
-	case []any:
-		b, ok := b.([]any)
-		if !ok || len(a) != len(b) {
-			return false
-		}
-		for i := range a {
-			if !equalJSON(a[i], b[i]) {
-				return false
-			}
-		}
-		return true
-	case string:
-		b, ok := b.(string)
-		return ok && a == b
-	case int64:
-		b, ok := b.(int64)
-		return ok && a == b
-	case bool:
-		b, ok := b.(bool)
-		return ok && a == b
-	case nil:
-		return b == nil
-	}
-	return reflect.DeepEqual(a, b)
 }
