@@ -165,7 +165,7 @@ func applyConfiguration(c client.Client, owner, child client.Object) (*unstructu
 	if err := object.NormalizeJSON(child); err != nil {
 		return nil, fmt.Errorf("ownership: %s: %w", name, err)
 	}
-	m, err := object.ToMap(child)
+	m, err := object.ToMapWithoutManagedFields(child)
 	if err != nil {
 		return nil, fmt.Errorf("ownership: %w", err)
 	}

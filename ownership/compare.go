@@ -19,11 +19,11 @@ var serverMetadata = []string{"resourceVersion", "managedFields", "generation", 
 // maps converts both objects to maps (copies) without the metadata the
 // API server owns.
 func maps(a, b client.Object) (map[string]any, map[string]any, error) {
-	am, err := object.ToMap(a)
+	am, err := object.ToMapWithoutManagedFields(a)
 	if err != nil {
 		return nil, nil, err
 	}
-	bm, err := object.ToMap(b)
+	bm, err := object.ToMapWithoutManagedFields(b)
 	if err != nil {
 		return nil, nil, err
 	}

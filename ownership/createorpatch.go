@@ -81,14 +81,14 @@ func CreateOrPatch(ctx context.Context, c client.Client, owner, child client.Obj
 // createWithStatus is CreateOrPatch's create: the object, then the status
 // mutate set, by a status patch.
 func createWithStatus(ctx context.Context, c client.Client, child client.Object, name string) (controllerutil.OperationResult, error) {
-	wanted, err := object.ToMap(child)
+	wanted, err := object.ToMapWithoutManagedFields(child)
 	if err != nil {
 		return controllerutil.OperationResultNone, fmt.Errorf("ownership: %s: %w", name, err)
 	}
 	if err := c.Create(ctx, child); err != nil {
 		return controllerutil.OperationResultNone, fmt.Errorf("ownership: creating %s: %w", name, err)
 	}
-	created, err := object.ToMap(child)
+	created, err := object.ToMapWithoutManagedFields(child)
 	if err != nil {
 		return controllerutil.OperationResultCreated, fmt.Errorf("ownership: created %s, but reading its status failed: %w", name, err)
 	}
@@ -176,7 +176,7 @@ func patchChild(ctx context.Context, c client.Client, live, child client.Object,
 				// which another writer may have changed since the read: it
 				// changed something if the answer differs from the read at
 				// a field it sets.
-				answer, err := object.ToMap(child)
+				answer, err := object.ToMapWithoutManagedFields(child)
 				if err != nil || changedAt(diff, liveMap, answer) {
 					result = controllerutil.OperationResultUpdated
 				}

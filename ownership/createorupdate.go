@@ -113,7 +113,7 @@ func updateChild(ctx context.Context, c client.Client, live, child client.Object
 	if err := c.Update(ctx, child); err != nil {
 		return controllerutil.OperationResultNone, fmt.Errorf("ownership: updating %s: %w", name, err)
 	}
-	if answer, err := object.ToMap(child); err == nil && gvkErr == nil {
+	if answer, err := object.ToMapWithoutManagedFields(child); err == nil && gvkErr == nil {
 		learnStatusSubresource(c, gvk, liveMap, wantMap, answer)
 	}
 	if child.GetResourceVersion() == live.GetResourceVersion() {

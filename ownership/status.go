@@ -32,7 +32,7 @@ import (
 // child's resourceVersion. It reports whether the status changed on the
 // server.
 func patchStatus(ctx context.Context, c client.Client, child client.Object, base, want any, lock bool) (bool, error) {
-	have, err := object.ToMap(child)
+	have, err := object.ToMapWithoutManagedFields(child)
 	if err != nil {
 		return false, err
 	}

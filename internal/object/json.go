@@ -201,7 +201,8 @@ func Equal(a, b runtime.Object) bool {
 }
 
 // EqualJSON is reflect.DeepEqual for JSON values (maps, lists, strings,
-// numbers, bools, nil), without its bookkeeping: an unstructured object
+// numbers, bools, nil; an int64 and a float64 of the same value are the
+// same JSON number), without its bookkeeping: an unstructured object
 // compares in a fraction of the time. Values of other Go types are left to
 // reflect.DeepEqual.
 func EqualJSON(a, b any) bool {
@@ -233,8 +234,21 @@ func EqualJSON(a, b any) bool {
 		b, ok := b.(string)
 		return ok && a == b
 	case int64:
-		b, ok := b.(int64)
-		return ok && a == b
+		switch b := b.(type) {
+		case int64:
+			return a == b
+		case float64: // the same JSON number, decoded another way
+			return float64(a) == b
+		}
+		return false
+	case float64:
+		switch b := b.(type) {
+		case float64:
+			return a == b
+		case int64:
+			return a == float64(b)
+		}
+		return false
 	case bool:
 		b, ok := b.(bool)
 		return ok && a == b

@@ -5,8 +5,10 @@ package object
 
 import (
 	"fmt"
+	"maps"
 	"reflect"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -101,6 +103,37 @@ func ToMap(obj runtime.Object) (map[string]any, error) {
 		return nil, fmt.Errorf("converting %T to a map: %w", obj, err)
 	}
 	return m, nil
+}
+
+// ToMapWithoutManagedFields is [ToMap] without metadata.managedFields, which
+// the API server owns and steady never compares or writes: most often the
+// costliest part of an object to convert (each entry's fieldsV1 is parsed).
+// obj is not changed: a typed object is converted through a shallow copy.
+func ToMapWithoutManagedFields(obj runtime.Object) (map[string]any, error) {
+	if u, ok := obj.(*unstructured.Unstructured); ok {
+		md, _ := u.Object["metadata"].(map[string]any)
+		if _, has := md["managedFields"]; !has {
+			return ToMap(obj)
+		}
+		shallow := maps.Clone(u.Object)
+		md = maps.Clone(md)
+		delete(md, "managedFields")
+		shallow["metadata"] = md
+		return ToMap(&unstructured.Unstructured{Object: shallow})
+	}
+	m, ok := obj.(metav1.Object)
+	v := reflect.ValueOf(obj)
+	if !ok || len(m.GetManagedFields()) == 0 || v.Kind() != reflect.Pointer || v.Elem().Kind() != reflect.Struct {
+		return ToMap(obj)
+	}
+	c := reflect.New(v.Elem().Type())
+	c.Elem().Set(v.Elem())
+	shallow, ok := c.Interface().(runtime.Object)
+	if !ok {
+		return ToMap(obj)
+	}
+	shallow.(metav1.Object).SetManagedFields(nil)
+	return ToMap(shallow)
 }
 
 // FromMap replaces the whole content of into with m (a copy of it): no field

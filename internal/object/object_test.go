@@ -154,3 +154,34 @@ func TestEqual(t *testing.T) {
 		}
 	}
 }
+
+func TestToMapWithoutManagedFields(t *testing.T) {
+	mf := []metav1.ManagedFieldsEntry{{Manager: "m", Operation: metav1.ManagedFieldsOperationUpdate, FieldsType: "FieldsV1",
+		FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:data":{"f:k":{}}}`)}}}
+	typed := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a", ManagedFields: mf, Labels: map[string]string{"l": "v"}},
+		Data: map[string]string{"k": "v"}}
+	u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
+		"metadata": map[string]any{"name": "a", "managedFields": []any{map[string]any{"manager": "m"}}}, "data": map[string]any{"k": "v"}}}
+	for _, obj := range []runtime.Object{typed, u} {
+		before := obj.DeepCopyObject()
+		m, err := ToMapWithoutManagedFields(obj)
+		if err != nil {
+			t.Fatal(err)
+		}
+		full, err := ToMap(obj)
+		if err != nil {
+			t.Fatal(err)
+		}
+		delete(full["metadata"].(map[string]any), "managedFields")
+		if !reflect.DeepEqual(m, full) {
+			t.Errorf("%T: %v, want ToMap without managedFields %v", obj, m, full)
+		}
+		if !reflect.DeepEqual(obj, before) {
+			t.Errorf("%T: the object changed: %v", obj, obj)
+		}
+		m["metadata"].(map[string]any)["name"] = "changed"
+		if obj.(metav1.Object).GetName() != "a" {
+			t.Errorf("%T: the map shares the object's metadata", obj)
+		}
+	}
+}

@@ -1,14 +1,14 @@
 package patch
 
 import (
-	"encoding/json"
 	"fmt"
-	"reflect"
 	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/steadyk8s/steady/internal/object"
 )
 
 // body is the merge patch of p on latest; lock is set when it must be
@@ -215,17 +215,10 @@ func dropApplied(body, latest map[string]any) {
 				}
 			}
 		default:
-			if ok && reflect.DeepEqual(normalize(v), normalize(have)) {
+			if ok && object.EqualJSON(v, have) {
 				delete(body, k)
 			}
 		}
 	}
 }
 
-// normalize makes numbers of either decoding comparable.
-func normalize(v any) any {
-	b, _ := json.Marshal(v)
-	var out any
-	_ = json.Unmarshal(b, &out)
-	return out
-}

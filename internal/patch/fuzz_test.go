@@ -308,3 +308,11 @@ func replacedByUs(before, after map[string]any, path []string) bool {
 	}
 	return false
 }
+
+// normalize makes numbers of either decoding comparable.
+func normalize(v any) any {
+	b, _ := json.Marshal(v)
+	var out any
+	_ = json.Unmarshal(b, &out)
+	return out
+}

@@ -119,11 +119,11 @@ func (w *Writer) Patch(ctx context.Context, before, obj client.Object, o Options
 	if unchanged(before, obj, o) {
 		return Result{}, nil // no JSON work for the common reconcile
 	}
-	bm, err := object.ToMap(before)
+	bm, err := object.ToMapWithoutManagedFields(before)
 	if err != nil {
 		return Result{}, err
 	}
-	am, err := object.ToMap(obj)
+	am, err := object.ToMapWithoutManagedFields(obj)
 	if err != nil {
 		return Result{}, err
 	}

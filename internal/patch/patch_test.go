@@ -178,7 +178,8 @@ func TestUnchangedFastPath(t *testing.T) {
 		{"equal, observedGeneration behind", u(int64(1), "x"), u(int64(1), "x"), true, false},
 		{"equal, no observedGeneration", u(nil, "x"), u(nil, "x"), true, false},
 		{"a field differs", u(int64(2), "x"), u(int64(2), "y"), false, false},
-		{"a number of another decoding", u(int64(2), "x"), u(float64(2), "x"), false, false},
+		{"a number of another decoding, the same JSON", u(int64(2), "x"), u(float64(2), "x"), false, true},
+		{"a number of another decoding, another value", u(int64(2), "x"), u(float64(2.5), "x"), false, false},
 		{"typed, current", &typed{Status: status{ObservedGeneration: 0}}, &typed{}, true, true},
 		{"typed, differs", &typed{Status: status{Phase: "a"}}, &typed{}, false, false},
 	} {

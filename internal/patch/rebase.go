@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/steadyk8s/steady/internal/object"
 )
 
 // list is a list a merge patch replaces whole, keyed per entry.
@@ -260,7 +262,7 @@ func sameEntries(a, b []any, key func(any) string) bool {
 	for _, e := range a {
 		k := key(e)
 		c, ok := bi[k]
-		if !ok || !reflect.DeepEqual(normalize(e), normalize(c)) {
+		if !ok || !object.EqualJSON(e, c) {
 			return false
 		}
 		delete(bi, k)
@@ -272,5 +274,5 @@ func equalList(a, b []any) bool {
 	if len(a) == 0 && len(b) == 0 {
 		return true
 	}
-	return reflect.DeepEqual(normalize(a), normalize(b))
+	return object.EqualJSON(a, b)
 }

@@ -79,7 +79,7 @@ func (w *Writer) write(ctx context.Context, obj client.Object, st *state, p *par
 		}
 		if err == nil {
 			recordWrite(target)
-			m, err := object.ToMap(target)
+			m, err := object.ToMapWithoutManagedFields(target)
 			if err != nil {
 				return nil, false, err
 			}
@@ -201,7 +201,7 @@ func (w *Writer) reread(ctx context.Context, obj client.Object, st *state, stale
 				continue
 			}
 		}
-		m, err := object.ToMap(fresh)
+		m, err := object.ToMapWithoutManagedFields(fresh)
 		if err != nil {
 			return false, err
 		}
