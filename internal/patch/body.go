@@ -221,4 +221,3 @@ func dropApplied(body, latest map[string]any) {
 		}
 	}
 }
-
