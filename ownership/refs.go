@@ -126,7 +126,7 @@ func setController(owner, child client.Object, scheme *runtime.Scheme, adopt boo
 // annotation) rather than another owner's that adopt takes over.
 func claim(owner, child client.Object, ref metav1.OwnerReference, scheme *runtime.Scheme, adopt bool) (*metav1.OwnerReference, bool, error) {
 	rec := child.GetAnnotations()[OwnerAnnotation]
-	ours := rec == record(ref, owner.GetNamespace())
+	ours := recordsOwner(rec, ref, owner.GetNamespace())
 	refused := func(controller, recorded string) error {
 		return &AlreadyOwnedError{Child: object.Describe(child, scheme), Owner: object.Describe(owner, scheme),
 			Controller: controller, Recorded: recorded}
@@ -205,7 +205,7 @@ func RemoveOwnerReference(owner, child client.Object) bool {
 		return false
 	}
 	if removed := refs[i]; removed.Controller != nil && *removed.Controller {
-		if a := child.GetAnnotations(); a[OwnerAnnotation] == record(removed, owner.GetNamespace()) {
+		if a := child.GetAnnotations(); recordsOwner(a[OwnerAnnotation], removed, owner.GetNamespace()) {
 			a = cloneAnnotations(a)
 			delete(a, OwnerAnnotation)
 			child.SetAnnotations(a)
@@ -233,6 +233,19 @@ const OwnerAnnotation = "ownership.steady.dev/owner"
 // in namespace ("" for a cluster-scoped owner).
 func record(ref metav1.OwnerReference, namespace string) string {
 	return groupOf(ref.APIVersion) + "/" + ref.Kind + "/" + namespace + "/" + ref.Name
+}
+
+// recordsOwner reports whether rec, an [OwnerAnnotation] value, records
+// the owner that ref references, in namespace. The namespace of a
+// namespaced owner is not compared: it is the child's own (a reference
+// cannot cross namespaces), and a restore that maps namespaces moves the
+// child and its owner to another one.
+func recordsOwner(rec string, ref metav1.OwnerReference, namespace string) bool {
+	parts := strings.Split(rec, "/")
+	if len(parts) != 4 || parts[0] != groupOf(ref.APIVersion) || parts[1] != ref.Kind || parts[3] != ref.Name {
+		return false
+	}
+	return parts[2] == namespace || (parts[2] != "" && namespace != "")
 }
 
 // describeRecord names the owner an [OwnerAnnotation] value records as

@@ -574,6 +574,13 @@ func TestTheRecordInMemory(t *testing.T) {
 	if changed, err := ownership.SetControllerReference(w, child, s); !changed || err != nil || !metav1.IsControlledBy(child, w) || len(child.OwnerReferences) != 1 {
 		t.Errorf("stale reference, recorded: %v, %v, %v", changed, err, child.OwnerReferences)
 	}
+	// A restore into another namespace (Velero's namespace mapping): the
+	// record of a namespaced owner is matched without its namespace, and
+	// rewritten.
+	child = cm(map[string]string{ownership.OwnerAnnotation: "test.steady.dev/Widget/before/app"})
+	if changed, err := ownership.SetControllerReference(w, child, s); !changed || err != nil || child.Annotations[ownership.OwnerAnnotation] != "test.steady.dev/Widget/ns/app" {
+		t.Errorf("restored into another namespace: %v, %v, %v", changed, err, child.Annotations)
+	}
 	// Another kind or group of the same name, recorded as ours (the
 	// record copied by hand): not ours.
 	for _, ref := range []metav1.OwnerReference{
