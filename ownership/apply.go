@@ -34,7 +34,12 @@ const createOnly = "1"
 // child holds the API server's answer. Besides owner's controller
 // reference, the child's non-controller owner references are applied
 // ([SetOwnerReference]); a controller reference of another owner on child
-// is not. A field this manager applied before and child no longer sets is
+// is not. The owner is recorded in the annotation [OwnerAnnotation], and
+// a child is taken or refused by its record as [SetControllerReference]
+// says; a stale controller reference of an earlier owner of owner's kind
+// and name, or the record of another owner (with [Adopt]{}), is replaced
+// by a patch of its own before the apply, as an adopted controller's
+// reference is. A field this manager applied before and child no longer sets is
 // removed by the API server (server-side apply's ownership rules). With
 // [Adopt]{}, the other controller's reference is removed first, by a patch
 // of its own: if the apply then fails, the result is updated and the error

@@ -427,9 +427,10 @@ func TestAChildRecordedForAnotherOwnerIsRefused(t *testing.T) {
 
 // TestRestoreThroughALaggingCache: the restore seen through a manager's
 // client whose cache is held 300ms back. Once the cache shows the restored
-// children, one call per child takes each back; before it does, calls that
-// fail (a conflict on a stale read) are retried as a controller requeues,
-// and end with the children taken back, none created twice.
+// children, one call per child takes each back; before it does, a call
+// may fail (a conflict on a stale read) and is retried as a controller
+// requeues: the calls end with the children taken back, none created
+// twice.
 func TestRestoreThroughALaggingCache(t *testing.T) {
 	env.Require(t)
 	ctx := context.Background()
