@@ -37,9 +37,9 @@ const createOnly = "1"
 // is not. The owner is recorded in the annotation [OwnerAnnotation], and
 // a child is taken or refused by its record as [SetControllerReference]
 // says; a stale controller reference of an earlier owner of owner's kind
-// and name, or the record of another owner (with [Adopt]{}), is replaced
-// by a patch of its own before the apply, as an adopted controller's
-// reference is. A field this manager applied before and child no longer sets is
+// and name, or another owner's record (with [Adopt]{}), is replaced by a
+// patch of its own before the apply, as an adopted controller's reference
+// is. A field this manager applied before and child no longer sets is
 // removed by the API server (server-side apply's ownership rules). With
 // [Adopt]{}, the other controller's reference is removed first, by a patch
 // of its own: if the apply then fails, the result is updated and the error
@@ -144,7 +144,7 @@ func Apply(ctx context.Context, c client.Client, owner, child client.Object, fie
 				if cur != nil {
 					released = fmt.Sprintf("removed the controller reference of %s from %s (it has no controller now)", controllerName(cur), name)
 				} else {
-					released = fmt.Sprintf("recorded %s as the owner of %s (annotation %s), which has no controller", object.Describe(owner, c.Scheme()), name, OwnerAnnotation)
+					released = fmt.Sprintf("recorded %s as the owner of %s (annotation %s), in place of %s", object.Describe(owner, c.Scheme()), name, OwnerAnnotation, describeRecord(rec))
 				}
 			}
 			lock = memo{uid: live.GetUID(), rv: live.GetResourceVersion()}

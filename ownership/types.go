@@ -24,7 +24,7 @@ type AlreadyOwnedError struct {
 
 // Error implements error.
 func (e *AlreadyOwnedError) Error() string {
-	if e.Controller == "" {
+	if e.Controller == "" && e.Recorded != "" {
 		return fmt.Sprintf("ownership: %s has no controller, but its annotation %s records %s as its owner; not taking it over for %s (pass ownership.Adopt{} to do so)",
 			e.Child, OwnerAnnotation, e.Recorded, e.Owner)
 	}
