@@ -34,7 +34,12 @@ const createOnly = "1"
 // child holds the API server's answer. Besides owner's controller
 // reference, the child's non-controller owner references are applied
 // ([SetOwnerReference]); a controller reference of another owner on child
-// is not. A field this manager applied before and child no longer sets is
+// is not. The owner is recorded in the annotation [OwnerAnnotation], and
+// a child is taken or refused by its record as [SetControllerReference]
+// says; a stale controller reference of an earlier owner of owner's kind
+// and name, or another owner's record (with [Adopt]{}), is replaced by a
+// patch of its own before the apply, as an adopted controller's reference
+// is. A field this manager applied before and child no longer sets is
 // removed by the API server (server-side apply's ownership rules). With
 // [Adopt]{}, the other controller's reference is removed first, by a patch
 // of its own: if the apply then fails, the result is updated and the error
@@ -81,6 +86,10 @@ func Apply(ctx context.Context, c client.Client, owner, child client.Object, fie
 	if err != nil {
 		return controllerutil.OperationResultNone, err
 	}
+	ref, err := reference(owner, c.Scheme(), true)
+	if err != nil {
+		return controllerutil.OperationResultNone, err
+	}
 	u.SetGroupVersionKind(gvk)
 	key := childKey(gvk, child) + "|" + string(owner.GetUID())
 	applyOpts := []client.ApplyOption{client.FieldOwner(fieldManager)}
@@ -107,15 +116,36 @@ func Apply(ctx context.Context, c client.Client, owner, child client.Object, fie
 		// one Apply's last answer showed, else none (create only).
 		lock := memo{rv: createOnly}
 		if live != nil {
-			if cur := metav1.GetControllerOfNoCopy(live); cur != nil && cur.UID != owner.GetUID() {
-				if !o.Adopt {
-					return resultAfterRelease(released), &AlreadyOwnedError{Child: name,
-						Owner: object.Describe(owner, c.Scheme()), Controller: controllerName(cur)}
+			cur, stale, err := claim(owner, live, ref, c.Scheme(), o.Adopt)
+			if err != nil {
+				return resultAfterRelease(released), err
+			}
+			if cur != nil && stale {
+				r := o.APIReader
+				if r == nil {
+					r = c
 				}
-				if err := release(ctx, c, live, cur.UID); err != nil {
+				if err := ownerIsCurrent(ctx, r, c, owner, live, cur); err != nil {
 					return resultAfterRelease(released), err
 				}
-				released = controllerName(cur)
+			}
+			// Another controller reference (stale or adopted) and another
+			// owner's record, which other field managers may own, are
+			// replaced by a patch first: the apply would leave the child
+			// two controllers, and conflict on the record.
+			if rec := live.GetAnnotations()[OwnerAnnotation]; cur != nil || (rec != "" && rec != u.GetAnnotations()[OwnerAnnotation]) {
+				var uid types.UID
+				if cur != nil {
+					uid = cur.UID
+				}
+				if err := release(ctx, c, live, uid, u.GetAnnotations()[OwnerAnnotation]); err != nil {
+					return resultAfterRelease(released), err
+				}
+				if cur != nil {
+					released = fmt.Sprintf("removed the controller reference of %s from %s (it has no controller now)", controllerName(cur), name)
+				} else {
+					released = fmt.Sprintf("recorded %s as the owner of %s (annotation %s), in place of %s", object.Describe(owner, c.Scheme()), name, OwnerAnnotation, describeRecord(rec))
+				}
 			}
 			lock = memo{uid: live.GetUID(), rv: live.GetResourceVersion()}
 		} else if m, ok := applied.get(key); ok {
@@ -148,11 +178,10 @@ func Apply(ctx context.Context, c client.Client, owner, child client.Object, fie
 }
 
 // applyFailed is the result and error of an apply that failed with err,
-// after removing the controller reference of released ("" for none).
+// after released, the patch that took the child over ("" for none).
 func applyFailed(released, name string, err error) (controllerutil.OperationResult, error) {
 	if released != "" {
-		return controllerutil.OperationResultUpdated, fmt.Errorf("ownership: removed the controller reference of %s from %s, but applying it failed (it has no controller now): %w",
-			released, name, err)
+		return controllerutil.OperationResultUpdated, fmt.Errorf("ownership: %s, but applying it failed: %w", released, err)
 	}
 	return controllerutil.OperationResultNone, err
 }
@@ -185,6 +214,9 @@ func applyConfiguration(c client.Client, owner, child client.Object) (*unstructu
 		}
 	}
 	u.SetOwnerReferences(refs)
+	a := cloneAnnotations(u.GetAnnotations())
+	a[OwnerAnnotation] = record(ref, owner.GetNamespace())
+	u.SetAnnotations(a)
 	return u, nil
 }
 
@@ -280,10 +312,12 @@ func resultAfterRelease(released string) controllerutil.OperationResult {
 	return controllerutil.OperationResultNone
 }
 
-// release drops the controller reference with the given UID from live, under
-// optimistic locking, so that another owner's reference is only removed by an
-// explicit adoption. live receives the answer.
-func release(ctx context.Context, c client.Client, live client.Object, uid types.UID) error {
+// release drops the controller reference with the given UID ("": none)
+// from live and sets its [OwnerAnnotation] to rec, under optimistic
+// locking, so that another owner's reference or record is only replaced
+// by an explicit adoption (or a stale reference of the owner's own, by a
+// restore). live receives the answer.
+func release(ctx context.Context, c client.Client, live client.Object, uid types.UID, rec string) error {
 	before := live.DeepCopyObject().(client.Object)
 	var kept []metav1.OwnerReference
 	for _, r := range live.GetOwnerReferences() {
@@ -292,6 +326,7 @@ func release(ctx context.Context, c client.Client, live client.Object, uid types
 		}
 	}
 	live.SetOwnerReferences(kept)
+	setRecord(live, rec)
 	if err := c.Patch(ctx, live, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
 		return fmt.Errorf("ownership: adopting %s: %w", object.Describe(live, c.Scheme()), err)
 	}

@@ -12,7 +12,9 @@ import (
 )
 
 // CreateOrUpdate reads child (by its namespace and name), runs mutate on it,
-// makes owner its controller, and creates it, or updates it when it differs
+// makes owner its controller (recording owner in the annotation
+// [OwnerAnnotation]: see [SetControllerReference] for the children it
+// takes and refuses), and creates it, or updates it when it differs
 // from the live object. It reports what it did: created, updated or
 // unchanged.
 //

@@ -78,9 +78,27 @@
 // two are refused before any request; the scope of the child's kind, which
 // the REST mapper tells, is asked only when there is something to write (a
 // call that finds the child as mutate wants it asks nothing). Options are
-// small types passed to each
-// call that takes them: [Adopt] (CreateOrUpdate, CreateOrPatch, Apply,
-// SetControllerReference) and [Force] (Apply).
+// small types passed to each call that takes them: [Adopt] (CreateOrUpdate,
+// CreateOrPatch, Apply, SetControllerReference) and [Force] (Apply).
+//
+// # Backup and restore
+//
+// With the controller reference, each child gets a record of its owner in
+// the annotation [OwnerAnnotation]: "<group>/<Kind>/<namespace>/<name>",
+// not the UID, which a restore from a backup changes. A restored child
+// comes back without owner references (Velero strips them), its owner
+// with a new UID: the next call takes back a child without a controller
+// that records the owner (its controller reference then holds the new
+// UID), and refuses one that records another owner with an
+// [*AlreadyOwnedError] (its Recorded field names that owner) unless
+// [Adopt]{} is given. A child whose controller reference is to an earlier
+// owner of the owner's kind and name (the old UID) and that records the
+// owner is taken back too, once a read of the owner shows that the owner
+// passed is the current one (the garbage collector usually deletes such a
+// child first: see docs/ownership.md). A child without a controller and
+// without a record is taken, as controllerutil does. The record is part
+// of the desired child, so a converged child is not written for it; a
+// child written before the record existed gets it with one write.
 //
 // [Apply] is the server-side-apply variant, idempotent by construction,
 // whose result says what the API server did (its apply is locked on the

@@ -43,6 +43,35 @@ func ExampleSetControllerReference() {
 	// true <nil> true 1
 }
 
+// A restore from a backup brings the owner back with a new UID and its
+// children without owner references. The record in OwnerAnnotation (group,
+// kind, namespace and name: not the UID) tells whose child it is: its owner
+// takes it back, another owner does not take it.
+func ExampleOwnerAnnotation() {
+	web := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web", UID: "uid-web"}}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "settings"}}
+	if _, err := ownership.SetControllerReference(web, cm, scheme.Scheme); err != nil {
+		panic(err)
+	}
+	fmt.Println(cm.Annotations[ownership.OwnerAnnotation])
+
+	// The restore: web has a new UID, the child no owner references.
+	restored := web.DeepCopy()
+	restored.UID = "uid-web-restored"
+	cm.OwnerReferences = nil
+
+	api := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "api", UID: "uid-api"}}
+	_, err := ownership.SetControllerReference(api, cm, scheme.Scheme)
+	fmt.Println(err)
+
+	changed, err := ownership.SetControllerReference(restored, cm, scheme.Scheme)
+	fmt.Println(changed, err, metav1.IsControlledBy(cm, restored))
+	// Output:
+	// apps/Deployment/shop/web
+	// ownership: ConfigMap shop/settings has no controller, but its annotation ownership.steady.dev/owner records Deployment shop/web as its owner; not taking it over for Deployment shop/api (pass ownership.Adopt{} to do so)
+	// true <nil> true
+}
+
 // webDeployment is the desired Deployment of an app: the spec is assigned
 // wholesale, as operators do. The fields the API server defaults (and this
 // assignment drops) do not make CreateOrUpdate write; a field removed from

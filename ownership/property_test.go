@@ -3,6 +3,7 @@ package ownership_test
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math/rand"
 	"os"
 	"reflect"
@@ -233,7 +234,14 @@ func TestPropertyDesiredStateLands(t *testing.T) {
 					t.Fatal(err)
 				}
 				same := reflect.DeepEqual(live.normal(), desired.normal())
-				if got := k.read(stored).normal(); !reflect.DeepEqual(got, desired.normal()) {
+				// The owner's record is there besides what mutate set.
+				got := k.read(stored)
+				if rec := got.Annotations[ownership.OwnerAnnotation]; rec != "test.steady.dev/Widget/"+ns+"/owner" {
+					t.Errorf("%s %s %s: owner record %q", k.name, fn.name, name, rec)
+				}
+				got.Annotations = maps.Clone(got.Annotations)
+				delete(got.Annotations, ownership.OwnerAnnotation)
+				if got := got.normal(); !reflect.DeepEqual(got, desired.normal()) {
 					t.Errorf("%s %s %s: stored %+v, want %+v (from %+v), result %s", k.name, fn.name, name, got, desired.normal(), live.normal(), op)
 				}
 				if want := map[bool]controllerutil.OperationResult{true: "unchanged", false: "updated"}[same]; op != want {

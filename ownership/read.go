@@ -148,14 +148,24 @@ func (w *writeCall) prepare(ctx context.Context, mode readMode) (client.Object, 
 	if live != nil {
 		keepServerMetadata(child, live)
 	}
-	opts := []SetControllerReferenceOption{}
-	if w.adopt {
-		opts = append(opts, Adopt{})
-	}
-	if _, err := SetControllerReference(w.owner, child, c.Scheme(), opts...); err != nil {
+	_, stale, err := setController(w.owner, child, c.Scheme(), w.adopt)
+	if err != nil {
 		return nil, err
 	}
+	if stale != nil {
+		if err := ownerIsCurrent(ctx, w.reader(), c, w.owner, child, stale); err != nil {
+			return nil, err
+		}
+	}
 	return live, nil
+}
+
+// reader is the API reader when given, else the client.
+func (w *writeCall) reader() client.Reader {
+	if w.apiReader != nil {
+		return w.apiReader
+	}
+	return w.c
 }
 
 // read returns the live child as mode says, or nil when there is none. It

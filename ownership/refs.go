@@ -1,11 +1,16 @@
 package ownership
 
 import (
+	"context"
 	"fmt"
 	"slices"
+	"strconv"
+	"strings"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
@@ -72,33 +77,84 @@ func validateScope(c client.Client, owner, child client.Object) error {
 	return nil
 }
 
-// SetControllerReference makes owner the controller of child in memory and
-// reports whether child changed. Another controller is an
-// [*AlreadyOwnedError] unless [Adopt]{} is given. As with controllerutil,
-// an owner without a UID, or a namespaced owner of a child in another
-// namespace or in none, is an [*InvalidOwnerError] and child is left as it
-// was.
+// SetControllerReference makes owner the controller of child in memory,
+// records owner in child's [OwnerAnnotation], and reports whether child
+// changed. Another controller is an [*AlreadyOwnedError] unless [Adopt]{}
+// is given, and so is a child without a controller whose annotation
+// records another owner. A child controlled by an earlier owner of
+// owner's kind and name (deleted and created again since, as a restore
+// from a backup does: the reference holds the old UID) whose annotation
+// records owner is taken back: the stale reference is replaced by owner's.
+// That trusts owner to be the one the API server holds now (read it
+// afresh; CreateOrUpdate, CreateOrPatch and Apply check it). As with
+// controllerutil, an owner without a UID, or a namespaced owner of a child
+// in another namespace or in none, is an [*InvalidOwnerError] and child is
+// left as it was.
 func SetControllerReference(owner, child client.Object, scheme *runtime.Scheme, opts ...SetControllerReferenceOption) (bool, error) {
 	o := SetControllerReferenceOptions{}
 	for _, opt := range opts {
 		opt.ApplyToSetControllerReference(&o)
 	}
+	changed, _, err := setController(owner, child, scheme, o.Adopt)
+	return changed, err
+}
+
+// setController is [SetControllerReference]; it also returns the stale
+// reference it replaced (an earlier owner of owner's kind and name,
+// recorded), if any, which the caller may check against the API server.
+func setController(owner, child client.Object, scheme *runtime.Scheme, adopt bool) (bool, *metav1.OwnerReference, error) {
 	if err := check(owner, child, scheme); err != nil {
-		return false, err
+		return false, nil, err
 	}
 	ref, err := reference(owner, scheme, true)
 	if err != nil {
-		return false, err
+		return false, nil, err
+	}
+	replace, stale, err := claim(owner, child, ref, scheme, adopt)
+	if err != nil {
+		return false, nil, err
 	}
 	refs := child.GetOwnerReferences()
-	if cur := metav1.GetControllerOfNoCopy(child); cur != nil && cur.UID != ref.UID {
-		if !o.Adopt {
-			return false, &AlreadyOwnedError{Child: object.Describe(child, scheme), Owner: object.Describe(owner, scheme),
-				Controller: controllerName(cur)}
-		}
-		refs = slices.DeleteFunc(slices.Clone(refs), func(r metav1.OwnerReference) bool { return r.UID == cur.UID })
+	if replace != nil {
+		refs = slices.DeleteFunc(slices.Clone(refs), func(r metav1.OwnerReference) bool { return r.UID == replace.UID })
 	}
-	return setReference(child, refs, ref), nil
+	changed := setReference(child, refs, ref)
+	if setRecord(child, record(ref, owner.GetNamespace())) {
+		changed = true
+	}
+	if !stale {
+		replace = nil
+	}
+	return changed, replace, nil
+}
+
+// claim decides, from the objects alone, whether owner (whose controller
+// reference is ref) may become the controller of child, and returns the
+// controller reference of child to replace, if any, and whether that one
+// is stale (an earlier owner of owner's kind and name, recorded in child's
+// annotation) rather than another owner's that adopt takes over.
+func claim(owner, child client.Object, ref metav1.OwnerReference, scheme *runtime.Scheme, adopt bool) (*metav1.OwnerReference, bool, error) {
+	rec := child.GetAnnotations()[OwnerAnnotation]
+	ours := recordsOwner(rec, ref, owner.GetNamespace())
+	refused := func(controller, recorded string) error {
+		return &AlreadyOwnedError{Child: object.Describe(child, scheme), Owner: object.Describe(owner, scheme),
+			Controller: controller, Recorded: recorded}
+	}
+	cur := metav1.GetControllerOfNoCopy(child)
+	switch {
+	case cur == nil && (rec == "" || ours || adopt):
+		return nil, false, nil // free, ours by the record, or adopted
+	case cur == nil:
+		return nil, false, refused("", describeRecord(rec))
+	case cur.UID == ref.UID:
+		return nil, false, nil
+	case ours && cur.Kind == ref.Kind && cur.Name == ref.Name && groupOf(cur.APIVersion) == groupOf(ref.APIVersion):
+		return cur, true, nil // owner was deleted and created again
+	case adopt:
+		return cur, false, nil
+	default:
+		return nil, false, refused(controllerName(cur), "")
+	}
 }
 
 // SetOwnerReference adds owner as a non-controller owner of child, or
@@ -148,15 +204,124 @@ func equalRefs(a, b []metav1.OwnerReference) bool {
 func ptrEq(a, b *bool) bool { return (a == nil && b == nil) || (a != nil && b != nil && *a == *b) }
 
 // RemoveOwnerReference removes owner's reference from child, controller or
-// not, and reports whether it was there.
+// not, and reports whether it was there. Removing owner's controller
+// reference also removes child's [OwnerAnnotation] when it records owner,
+// so that the released child is free for another owner.
 func RemoveOwnerReference(owner, child client.Object) bool {
 	refs := child.GetOwnerReferences()
-	kept := slices.DeleteFunc(slices.Clone(refs), func(r metav1.OwnerReference) bool { return r.UID == owner.GetUID() })
-	if len(kept) == len(refs) {
+	i := slices.IndexFunc(refs, func(r metav1.OwnerReference) bool { return r.UID == owner.GetUID() })
+	if i < 0 {
 		return false
 	}
-	child.SetOwnerReferences(kept)
+	if removed := refs[i]; removed.Controller != nil && *removed.Controller {
+		if a := child.GetAnnotations(); recordsOwner(a[OwnerAnnotation], removed, owner.GetNamespace()) {
+			a = cloneAnnotations(a)
+			delete(a, OwnerAnnotation)
+			child.SetAnnotations(a)
+		}
+	}
+	child.SetOwnerReferences(slices.DeleteFunc(slices.Clone(refs), func(r metav1.OwnerReference) bool { return r.UID == owner.GetUID() }))
 	return true
+}
+
+// OwnerAnnotation is the annotation in which [CreateOrUpdate],
+// [CreateOrPatch], [Apply] and [SetControllerReference] record on each
+// child who its controller is: "<group>/<Kind>/<namespace>/<name>" of the
+// owner, the group empty for the core group and the namespace empty for a
+// cluster-scoped owner ("example.com/Bucket/shop/photos"). Not its UID: a
+// restore from a backup creates the owner again with a new UID, and its
+// children without their owner references (Velero strips them); the next
+// reconcile takes back a child without a controller that records the
+// owner, and refuses, with an [*AlreadyOwnedError], one that records
+// another. An annotation, not a label: a label value cannot hold "/" nor
+// more than 63 characters, and labels are for selectors; both survive a
+// restore.
+const OwnerAnnotation = "ownership.steady.dev/owner"
+
+// record is the [OwnerAnnotation] value of the owner that ref references,
+// in namespace ("" for a cluster-scoped owner).
+func record(ref metav1.OwnerReference, namespace string) string {
+	return groupOf(ref.APIVersion) + "/" + ref.Kind + "/" + namespace + "/" + ref.Name
+}
+
+// recordsOwner reports whether rec, an [OwnerAnnotation] value, records
+// the owner that ref references, in namespace. The namespace of a
+// namespaced owner is not compared: it is the child's own (a reference
+// cannot cross namespaces), and a restore that maps namespaces moves the
+// child and its owner to another one.
+func recordsOwner(rec string, ref metav1.OwnerReference, namespace string) bool {
+	parts := strings.Split(rec, "/")
+	if len(parts) != 4 || parts[0] != groupOf(ref.APIVersion) || parts[1] != ref.Kind || parts[3] != ref.Name {
+		return false
+	}
+	return parts[2] == namespace || (parts[2] != "" && namespace != "")
+}
+
+// describeRecord names the owner an [OwnerAnnotation] value records as
+// "Kind namespace/name", or returns the value as it is when it is not one.
+func describeRecord(rec string) string {
+	parts := strings.Split(rec, "/")
+	if len(parts) != 4 || parts[1] == "" || parts[3] == "" {
+		return strconv.Quote(rec)
+	}
+	if parts[2] == "" {
+		return parts[1] + " " + parts[3]
+	}
+	return parts[1] + " " + parts[2] + "/" + parts[3]
+}
+
+// setRecord sets child's [OwnerAnnotation] to rec and reports whether
+// that changed child.
+func setRecord(child client.Object, rec string) bool {
+	a := child.GetAnnotations()
+	if cur, ok := a[OwnerAnnotation]; ok && cur == rec {
+		return false
+	}
+	a = cloneAnnotations(a)
+	a[OwnerAnnotation] = rec
+	child.SetAnnotations(a)
+	return true
+}
+
+// cloneAnnotations copies a (never nil), so that a change does not reach
+// a map the child shares with another object.
+func cloneAnnotations(a map[string]string) map[string]string {
+	out := make(map[string]string, len(a)+1)
+	for k, v := range a {
+		out[k] = v
+	}
+	return out
+}
+
+func groupOf(apiVersion string) string {
+	gv, err := schema.ParseGroupVersion(apiVersion)
+	if err != nil {
+		return apiVersion
+	}
+	return gv.Group
+}
+
+// ownerIsCurrent reads owner through r and returns a conflict error to
+// requeue on unless the API server (or r's cache) holds it with its UID:
+// before a controller reference of child to an earlier owner of its kind
+// and name (stale) is replaced, owner must be the one that exists now, not
+// a stale copy of a deleted one, whose reference the garbage collector
+// would take for a missing owner's and delete child.
+func ownerIsCurrent(ctx context.Context, r client.Reader, c client.Client, owner, child client.Object, stale *metav1.OwnerReference) error {
+	live := object.EmptyLike(owner)
+	err := r.Get(ctx, client.ObjectKeyFromObject(owner), live)
+	switch {
+	case err != nil && !apierrors.IsNotFound(err):
+		return fmt.Errorf("ownership: reading %s, the owner of %s: %w", object.Describe(owner, c.Scheme()), object.Describe(child, c.Scheme()), err)
+	case err == nil && live.GetUID() == owner.GetUID():
+		return nil
+	}
+	now := "it is not found"
+	if err == nil {
+		now = fmt.Sprintf("it now has UID %s", live.GetUID())
+	}
+	return conflict(c, child, fmt.Errorf("ownership: %s is controlled by %s with UID %s, and the owner passed, %s, has UID %s, but %s: the owner passed is stale (read it again)",
+		object.Describe(child, c.Scheme()), controllerName(stale), stale.UID, object.Describe(owner, c.Scheme()), owner.GetUID(), now))
 }
 
 // controllerName names the controller ref of child as "Kind name": the

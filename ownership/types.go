@@ -6,15 +6,28 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// AlreadyOwnedError is returned when the child has another controller.
+// AlreadyOwnedError is returned when the child has another controller, or
+// has none but its [OwnerAnnotation] records another owner (a child
+// orphaned by its owner's deletion, or restored from a backup, that another
+// owner of the same name will take back).
 type AlreadyOwnedError struct {
 	// Child, Owner and Controller name the child, the owner that wanted
-	// it and its current controller, as "Kind namespace/name".
+	// it and its current controller, as "Kind namespace/name"
+	// (Controller as "Kind name": a reference does not say whether the
+	// controller is namespaced). Controller is empty when the child has
+	// no controller and Recorded refused it.
 	Child, Owner, Controller string
+	// Recorded is the owner the child's [OwnerAnnotation] records, as
+	// "Kind namespace/name", when that is what refused the child.
+	Recorded string
 }
 
 // Error implements error.
 func (e *AlreadyOwnedError) Error() string {
+	if e.Controller == "" && e.Recorded != "" {
+		return fmt.Sprintf("ownership: %s has no controller, but its annotation %s records %s as its owner; not taking it over for %s (pass ownership.Adopt{} to do so)",
+			e.Child, OwnerAnnotation, e.Recorded, e.Owner)
+	}
 	return fmt.Sprintf("ownership: %s is already controlled by %s; not taking it over for %s (pass ownership.Adopt{} to do so)",
 		e.Child, e.Controller, e.Owner)
 }
@@ -95,7 +108,9 @@ type SetControllerReferenceOption interface {
 }
 
 // Adopt replaces another owner's controller reference on the child with
-// ours instead of returning an [*AlreadyOwnedError]. It works for
+// ours, or takes a child without a controller whose [OwnerAnnotation]
+// records another owner, instead of returning an [*AlreadyOwnedError]. It
+// works for
 // [CreateOrUpdate], [CreateOrPatch], [Apply] and [SetControllerReference].
 type Adopt struct{}
 
