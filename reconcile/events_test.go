@@ -65,8 +65,9 @@ func TestReadyFlipsAreRecordedAsEvents(t *testing.T) {
 }
 
 // TestRequestsAreCounted: the requests a Patch makes show in
-// steady_requests_total by helper and verb, and its writes in the log at
-// V(1) with what they changed.
+// steady_requests_total by helper, verb and subresource, and its writes in
+// the log at V(1) with what they changed, the object under its kind as
+// controller-runtime's loggers name it.
 func TestRequestsAreCounted(t *testing.T) {
 	env.Require(t)
 	var lines []string
@@ -75,10 +76,10 @@ func TestRequestsAreCounted(t *testing.T) {
 	if err := env.Client.Create(ctx, w); err != nil {
 		t.Fatal(err)
 	}
-	count := func(verb string) float64 {
-		return testutil.ToFloat64(observe.Requests.WithLabelValues("reconcile", verb))
+	count := func(verb, sub string) float64 {
+		return testutil.ToFloat64(observe.Requests.WithLabelValues("reconcile", verb, sub, "false"))
 	}
-	statusBefore, patchBefore := count("status-patch"), count("patch")
+	statusBefore, patchBefore := count("patch", "status"), count("patch", "")
 	p, err := reconcile.NewPatcher(env.Client, w)
 	if err != nil {
 		t.Fatal(err)
@@ -88,14 +89,14 @@ func TestRequestsAreCounted(t *testing.T) {
 	if err := p.Patch(ctx, w); err != nil {
 		t.Fatal(err)
 	}
-	if d := count("status-patch") - statusBefore; d != 1 {
+	if d := count("patch", "status") - statusBefore; d != 1 {
 		t.Errorf("status patches counted: %v, want 1", d)
 	}
-	if d := count("patch") - patchBefore; d != 1 {
+	if d := count("patch", "") - patchBefore; d != 1 {
 		t.Errorf("patches counted: %v, want 1", d)
 	}
 	joined := strings.Join(lines, "\n")
-	for _, want := range []string{`"changed"=["status"]`, `"changed"=["metadata"]`, `"object"="Widget ` + w.Namespace + `/w"`} {
+	for _, want := range []string{`"changed"=["status"]`, `"changed"=["metadata"]`, `"Widget"={"name"="w" "namespace"="` + w.Namespace + `"}`} {
 		if !strings.Contains(joined, want) {
 			t.Errorf("log lacks %s:\n%s", want, joined)
 		}

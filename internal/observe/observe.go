@@ -10,11 +10,14 @@ import (
 	"encoding/json"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
+	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -23,13 +26,19 @@ import (
 )
 
 // Requests counts the requests of steady's helpers by helper (the package:
-// reconcile, finalizer, ownership, ...) and verb (get, list, create, update,
-// patch, apply, delete, deleteallof; "status-" before a write of the status
-// subresource, "dryrun-" before a dry run).
+// reconcile, finalizer, ownership, ...), verb (get, list, create, update,
+// patch, apply, delete, deleteallof), subresource ("status", or empty) and
+// dry_run ("true" or "false"), each a label of its own as in client-go's
+// and controller-runtime's metrics.
 var Requests = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Name: "steady_requests_total",
-	Help: "API requests made by steady's helpers, by helper and verb.",
-}, []string{"helper", "verb"})
+	Help: "API requests made by steady's helpers, by helper, verb, subresource and dry run.",
+}, []string{"helper", "verb", "subresource", "dry_run"})
+
+// count counts one request.
+func count(helper, verb, subresource string, dry bool) {
+	Requests.WithLabelValues(helper, verb, subresource, strconv.FormatBool(dry)).Inc()
+}
 
 func init() { metrics.Registry.MustRegister(Requests) }
 
@@ -61,22 +70,22 @@ type observedReader struct {
 }
 
 func (o *observedReader) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
-	Requests.WithLabelValues(o.helper, "get").Inc()
+	count(o.helper, "get", "", false)
 	return o.r.Get(ctx, key, obj, opts...)
 }
 
 func (o *observedReader) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
-	Requests.WithLabelValues(o.helper, "list").Inc()
+	count(o.helper, "list", "", false)
 	return o.r.List(ctx, list, opts...)
 }
 
 func (o *observed) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
-	Requests.WithLabelValues(o.helper, "get").Inc()
+	count(o.helper, "get", "", false)
 	return o.Client.Get(ctx, key, obj, opts...)
 }
 
 func (o *observed) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
-	Requests.WithLabelValues(o.helper, "list").Inc()
+	count(o.helper, "list", "", false)
 	return o.Client.List(ctx, list, opts...)
 }
 
@@ -105,9 +114,9 @@ func (o *observed) Patch(ctx context.Context, obj client.Object, patch client.Pa
 func (o *observed) Apply(ctx context.Context, cfg runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
 	dry := dryRun((&client.ApplyOptions{}).ApplyOptions(opts).DryRun)
 	err := o.Client.Apply(ctx, cfg, opts...)
-	Requests.WithLabelValues(o.helper, prefix(dry)+"apply").Inc()
+	count(o.helper, "apply", "", dry)
 	if log := logf.FromContext(ctx).V(1); log.Enabled() && !dry {
-		log.Info("steady: apply", "helper", o.helper, "changed", topLevel(cfg), "error", err)
+		logWrite(log, "apply", "helper", o.helper, "changed", topLevel(cfg), err)
 	}
 	return err
 }
@@ -137,7 +146,7 @@ type observedStatus struct {
 
 func (s *observedStatus) Create(ctx context.Context, obj client.Object, sub client.Object, opts ...client.SubResourceCreateOption) error {
 	err := s.w.Create(ctx, obj, sub, opts...)
-	s.o.done(ctx, "status-", "create", false, obj, func() []string { return []string{"status"} }, err)
+	s.o.done(ctx, "status", "create", false, obj, func() []string { return []string{"status"} }, err)
 	return err
 }
 
@@ -145,7 +154,7 @@ func (s *observedStatus) Update(ctx context.Context, obj client.Object, opts ...
 	o := &client.SubResourceUpdateOptions{}
 	o.ApplyOptions(opts)
 	err := s.w.Update(ctx, obj, opts...)
-	s.o.done(ctx, "status-", "update", dryRun(o.DryRun), obj, func() []string { return []string{"status"} }, err)
+	s.o.done(ctx, "status", "update", dryRun(o.DryRun), obj, func() []string { return []string{"status"} }, err)
 	return err
 }
 
@@ -154,39 +163,47 @@ func (s *observedStatus) Patch(ctx context.Context, obj client.Object, patch cli
 	o.ApplyOptions(opts)
 	changed := patchedFields(ctx, obj, patch)
 	err := s.w.Patch(ctx, obj, patch, opts...)
-	s.o.done(ctx, "status-", "patch", dryRun(o.DryRun), obj, changed, err)
+	s.o.done(ctx, "status", "patch", dryRun(o.DryRun), obj, changed, err)
 	return err
 }
 
 func (s *observedStatus) Apply(ctx context.Context, cfg runtime.ApplyConfiguration, opts ...client.SubResourceApplyOption) error {
 	err := s.w.Apply(ctx, cfg, opts...)
-	Requests.WithLabelValues(s.o.helper, "status-apply").Inc()
+	count(s.o.helper, "apply", "status", false)
 	if log := logf.FromContext(ctx).V(1); log.Enabled() {
-		log.Info("steady: apply", "helper", s.o.helper, "changed", []string{"status"}, "error", err)
+		logWrite(log, "apply", "helper", s.o.helper, "changed", []string{"status"}, err)
 	}
 	return err
 }
 
 // done counts a write and logs it at V(1); dry runs are counted, not logged.
+// The object goes under controller-runtime's keys: its kind, with its
+// namespace and name (klog.KObj), as a reconciler's logger names the object
+// reconciled.
 func (o *observed) done(ctx context.Context, sub, verb string, dry bool, obj client.Object, changed func() []string, err error) {
-	Requests.WithLabelValues(o.helper, prefix(dry)+sub+verb).Inc()
+	count(o.helper, verb, sub, dry)
 	if dry {
 		return
 	}
 	if log := logf.FromContext(ctx).V(1); log.Enabled() {
-		kv := []any{"helper", o.helper, "object", object.Describe(obj, o.Scheme()), "changed", changed()}
-		if err != nil {
-			kv = append(kv, "error", err.Error())
+		msg := verb
+		if sub != "" {
+			msg = sub + " " + verb
 		}
-		log.Info("steady: "+sub+verb, kv...)
+		logWrite(log, msg, "helper", o.helper, object.Kind(obj, o.Scheme()), klog.KObj(obj), "changed", changed(), err)
 	}
 }
 
-func prefix(dry bool) string {
-	if dry {
-		return "dryrun-"
+// logWrite logs a write: done through log.Info, failed through log.Error
+// (both already known to be enabled at V(1)).
+func logWrite(log logr.Logger, what string, kvAndErr ...any) {
+	err, _ := kvAndErr[len(kvAndErr)-1].(error)
+	kv := kvAndErr[:len(kvAndErr)-1]
+	if err != nil {
+		log.Error(err, "steady: "+what+" failed", kv...)
+		return
 	}
-	return ""
+	log.Info("steady: "+what, kv...)
 }
 
 func dryRun(d []string) bool { return slices.Contains(d, "All") }

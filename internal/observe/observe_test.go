@@ -23,9 +23,9 @@ func TestCountsAndLogsWrites(t *testing.T) {
 	ctx := logf.IntoContext(context.Background(), log)
 	c := Client(base, "testhelper")
 
-	getBefore := testutil.ToFloat64(Requests.WithLabelValues("testhelper", "get"))
-	patchBefore := testutil.ToFloat64(Requests.WithLabelValues("testhelper", "patch"))
-	dryBefore := testutil.ToFloat64(Requests.WithLabelValues("testhelper", "dryrun-patch"))
+	getBefore := testutil.ToFloat64(Requests.WithLabelValues("testhelper", "get", "", "false"))
+	patchBefore := testutil.ToFloat64(Requests.WithLabelValues("testhelper", "patch", "", "false"))
+	dryBefore := testutil.ToFloat64(Requests.WithLabelValues("testhelper", "patch", "", "true"))
 
 	var got corev1.ConfigMap
 	if err := c.Get(ctx, client.ObjectKeyFromObject(cm), &got); err != nil {
@@ -39,19 +39,19 @@ func TestCountsAndLogsWrites(t *testing.T) {
 	if err := c.Patch(ctx, &got, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
 		t.Fatal(err)
 	}
-	if d := testutil.ToFloat64(Requests.WithLabelValues("testhelper", "get")) - getBefore; d != 1 {
+	if d := testutil.ToFloat64(Requests.WithLabelValues("testhelper", "get", "", "false")) - getBefore; d != 1 {
 		t.Errorf("get counted %v times, want 1", d)
 	}
-	if d := testutil.ToFloat64(Requests.WithLabelValues("testhelper", "patch")) - patchBefore; d != 1 {
+	if d := testutil.ToFloat64(Requests.WithLabelValues("testhelper", "patch", "", "false")) - patchBefore; d != 1 {
 		t.Errorf("patch counted %v times, want 1", d)
 	}
-	if d := testutil.ToFloat64(Requests.WithLabelValues("testhelper", "dryrun-patch")) - dryBefore; d != 1 {
+	if d := testutil.ToFloat64(Requests.WithLabelValues("testhelper", "patch", "", "true")) - dryBefore; d != 1 {
 		t.Errorf("dry-run patch counted %v times, want 1", d)
 	}
 	if len(lines) != 1 {
 		t.Fatalf("want one logged write (dry runs and reads are not logged), got %q", lines)
 	}
-	for _, want := range []string{`"helper"="testhelper"`, `"object"="ConfigMap ns/a"`, `"changed"=["metadata"]`} {
+	for _, want := range []string{`"helper"="testhelper"`, `"ConfigMap"={"name"="a" "namespace"="ns"}`, `"changed"=["metadata"]`} {
 		if !strings.Contains(lines[0], want) {
 			t.Errorf("log line %q lacks %s", lines[0], want)
 		}
@@ -66,5 +66,26 @@ func TestCountsAndLogsWrites(t *testing.T) {
 	}
 	if len(lines) != 1 || !strings.Contains(lines[0], `"changed"=["data"]`) {
 		t.Errorf("log = %q, want changed=[data] only", lines)
+	}
+}
+
+// A failed write is logged through log.Error, with the error, and counted.
+func TestFailedWriteIsAnErrorLine(t *testing.T) {
+	base := fake.NewClientBuilder().Build() // the ConfigMap does not exist: the update fails
+	var lines []string
+	log := funcr.New(func(prefix, args string) { lines = append(lines, args) }, funcr.Options{Verbosity: 1})
+	ctx := logf.IntoContext(context.Background(), log)
+	c := Client(base, "failhelper")
+	before := testutil.ToFloat64(Requests.WithLabelValues("failhelper", "update", "status", "false"))
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "gone"}}
+	if err := c.Status().Update(ctx, cm); err == nil {
+		t.Fatal("the update of a missing object succeeded")
+	}
+	if d := testutil.ToFloat64(Requests.WithLabelValues("failhelper", "update", "status", "false")) - before; d != 1 {
+		t.Errorf("status update counted %v times, want 1", d)
+	}
+	if len(lines) != 1 || !strings.Contains(lines[0], `"msg"="steady: status update failed"`) || !strings.Contains(lines[0], `"error"=`) ||
+		!strings.Contains(lines[0], `"ConfigMap"={"name"="gone" "namespace"="ns"}`) {
+		t.Errorf("log = %q, want one error line naming the ConfigMap", lines)
 	}
 }
