@@ -106,7 +106,10 @@ func Evaluate(u *unstructured.Unstructured) Health {
 			f.Rule = RuleProblemTrue
 		case c.observedGeneration > 0 && generation > 0 && c.observedGeneration < generation:
 			f.Rule = RuleConditionStale
-			f.Message = fmt.Sprintf("observedGeneration %d lags generation %d: %s", c.observedGeneration, generation, c.message)
+			f.Message = fmt.Sprintf("observedGeneration %d lags generation %d", c.observedGeneration, generation)
+			if c.message != "" {
+				f.Message += ": " + c.message
+			}
 		default:
 			continue
 		}

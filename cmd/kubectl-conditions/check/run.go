@@ -188,6 +188,9 @@ func printOutcome(report *Report, err error, o *options, stdout, stderr io.Write
 		for _, w := range report.Warnings {
 			fmt.Fprintf(stderr, "Warning: %s\n", w)
 		}
+	}
+	// A report of nothing scanned says nothing: only the error then.
+	if report != nil && (err == nil || report.ResourceTypes > 0) {
 		if perr := printReport(stdout, report, o.output, o.watch && scans > 0, time.Now()); perr != nil {
 			err = errors.Join(err, perr)
 		}
