@@ -15,7 +15,7 @@ import (
 	"golang.org/x/term"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/duration"
-	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/yaml"
 )
 
@@ -70,7 +70,9 @@ func (e *usageError) Unwrap() error { return e.err }
 
 // options are the parsed command line.
 type options struct {
-	config        *genericclioptions.ConfigFlags
+	// config reads the kubeconfig (KUBECONFIG, --kubeconfig) with kubectl's
+	// overrides (--context, -n, --as, --server, ...).
+	config        clientcmd.ClientConfig
 	kinds         []string
 	selector      string
 	allNamespaces bool
@@ -84,8 +86,7 @@ type options struct {
 }
 
 func parseArgs(args []string) (*options, error) {
-	o := &options{config: genericclioptions.NewConfigFlags(false)}
-	o.config.CacheDir = nil // discovery is not cached on disk
+	o := &options{}
 	fs := pflag.NewFlagSet("kubectl-conditions", pflag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.StringSliceVar(&o.kinds, "kind", nil, "Resource types to scan, by kind or resource name, comma-separated (deployments,Tenant,certificates.cert-manager.io); default: every type")
@@ -97,7 +98,11 @@ func parseArgs(args []string) (*options, error) {
 	fs.DurationVar(&o.interval, "interval", 10*time.Second, "Time between scans with --watch")
 	fs.BoolVar(&o.progress, "progress", false, "Show progress on stderr even when it is not a terminal")
 	fs.BoolVarP(&o.help, "help", "h", false, "Show this help")
-	o.config.AddFlags(fs)
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	fs.StringVar(&rules.ExplicitPath, clientcmd.RecommendedConfigPathFlag, "", "Path to the kubeconfig file to use (default: $KUBECONFIG, else ~/.kube/config)")
+	overrides := &clientcmd.ConfigOverrides{}
+	clientcmd.BindOverrideFlags(overrides, fs, clientcmd.RecommendedConfigOverrideFlags(""))
+	o.config = clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, overrides)
 	o.flags = fs
 	if err := fs.Parse(args); err != nil {
 		return o, &usageError{err}
@@ -139,14 +144,14 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "error: %v\nSee 'kubectl conditions --help'.\n", err)
 		return ExitError
 	}
-	cfg, err := o.config.ToRESTConfig()
+	cfg, err := o.config.ClientConfig()
 	if err != nil {
 		fmt.Fprintf(stderr, "error: %v\n", err)
 		return ExitError
 	}
 	q := Query{Kinds: o.kinds, Selector: o.selector, IncludeHealthy: o.all, ClusterScoped: true}
 	if !o.allNamespaces {
-		ns, _, err := o.config.ToRawKubeConfigLoader().Namespace()
+		ns, _, err := o.config.Namespace()
 		if err != nil {
 			fmt.Fprintf(stderr, "error: %v\n", err)
 			return ExitError
