@@ -166,3 +166,38 @@ status:
 		t.Errorf("status.observedGeneration: %+v, want since the creation", f)
 	}
 }
+
+// FuzzEvaluate: whatever the object's shape, Evaluate does not panic, a
+// healthy object has exactly one row without a rule, and an unhealthy one
+// only rows with a rule.
+func FuzzEvaluate(f *testing.F) {
+	for _, seed := range []string{
+		`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"},"status":{"phase":"Succeeded","conditions":[{"type":"Ready","status":"False"}]}}`,
+		`{"apiVersion":"x/v1","kind":"W","metadata":{"name":"w","generation":2},"status":{"observedGeneration":1,"conditions":[{"type":"Ready","status":"True","observedGeneration":1}]}}`,
+		`{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"d","deletionTimestamp":"2026-01-01T00:00:00Z"},"spec":{"replicas":3}}`,
+		`{"apiVersion":"x/v1","kind":"W","metadata":{"name":"w"},"status":{"conditions":"not a list"}}`,
+		`{"apiVersion":"x/v1","kind":"W","metadata":{"name":"w"},"status":{"conditions":[{"type":1,"status":true,"observedGeneration":"x"}]}}`,
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		u := &unstructured.Unstructured{}
+		if err := u.UnmarshalJSON(data); err != nil {
+			return
+		}
+		h := Evaluate(u)
+		if h.Healthy && (len(h.Findings) != 1 || h.Findings[0].Rule != "") {
+			t.Fatalf("healthy with findings %+v", h.Findings)
+		}
+		if !h.Healthy {
+			if len(h.Findings) == 0 {
+				t.Fatal("unhealthy without a finding")
+			}
+			for _, f := range h.Findings {
+				if f.Rule == "" {
+					t.Fatalf("unhealthy with a row without a rule: %+v", h.Findings)
+				}
+			}
+		}
+	})
+}

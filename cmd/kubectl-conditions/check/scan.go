@@ -20,7 +20,7 @@ import (
 // Scanner lists objects of the API server's resource types and evaluates
 // their health with [Evaluate].
 type Scanner struct {
-	// Config reaches the API server. Its QPS and Burst, when zero, become
+	// Config reaches the API server (required). Its QPS and Burst, when zero, become
 	// 50 and 100 (client-go's 5 and 10 would throttle a scan of every type).
 	Config *rest.Config
 	// Workers is how many resource types are listed at once; 0 means 4.
@@ -71,14 +71,18 @@ type Report struct {
 
 // Object is one object of the report.
 type Object struct {
+	// APIVersion and Kind are the object's, as listed (the preferred
+	// version of its group).
 	APIVersion string `json:"apiVersion"`
 	Kind       string `json:"kind"`
 	// Resource is the resource type, as kubectl names it:
 	// "deployments.apps", "pods".
-	Resource  string `json:"resource"`
+	Resource string `json:"resource"`
+	// Namespace is empty for a cluster-scoped object.
 	Namespace string `json:"namespace,omitempty"`
 	Name      string `json:"name"`
-	Healthy   bool   `json:"healthy"`
+	// Healthy is true when no rule found a problem (see [Evaluate]).
+	Healthy bool `json:"healthy"`
 	// Findings say why the object is unhealthy, one per failing condition
 	// or rule; for a healthy object the condition that says so.
 	Findings []Finding `json:"findings"`
@@ -90,6 +94,7 @@ type KindNotFoundError struct {
 	Kind string
 }
 
+// Error says which entry matched nothing.
 func (e *KindNotFoundError) Error() string {
 	return fmt.Sprintf("no served resource type that can be listed matches %q", e.Kind)
 }
@@ -101,9 +106,11 @@ type ListError struct {
 	// Namespace is the namespace listed; empty for all namespaces or a
 	// cluster-scoped type.
 	Namespace string
-	Err       error
+	// Err is the API server's error.
+	Err error
 }
 
+// Error names the type (and namespace) and the API server's error.
 func (e *ListError) Error() string {
 	if e.Namespace != "" {
 		return fmt.Sprintf("listing %s in namespace %s: %v", e.Resource, e.Namespace, e.Err)
@@ -111,6 +118,8 @@ func (e *ListError) Error() string {
 	return fmt.Sprintf("listing %s: %v", e.Resource, e.Err)
 }
 
+// Unwrap returns the API server's error, for apierrors.IsForbidden and the
+// like.
 func (e *ListError) Unwrap() error { return e.Err }
 
 // NothingListedError is returned when no resource type at all could be
@@ -120,6 +129,7 @@ type NothingListedError struct {
 	Types int
 }
 
+// Error says how many types were tried.
 func (e *NothingListedError) Error() string {
 	return fmt.Sprintf("none of the %d resource types could be listed", e.Types)
 }
