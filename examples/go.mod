@@ -7,6 +7,7 @@ require (
 	github.com/johannesboyne/gofakes3 v1.2.0
 	github.com/minio/minio-go/v7 v7.4.1
 	github.com/steadyk8s/steady v0.0.0
+	github.com/steadyk8s/steady/cmd/kubectl-conditions v0.0.0
 	k8s.io/api v0.36.3
 	k8s.io/apiextensions-apiserver v0.36.3
 	k8s.io/apimachinery v0.36.3
@@ -109,5 +110,8 @@ require (
 )
 
 replace github.com/steadyk8s/steady => ../
+
+// The demo runs the kubectl-conditions plugin (its own module) in-process.
+replace github.com/steadyk8s/steady/cmd/kubectl-conditions => ../cmd/kubectl-conditions
 
 tool sigs.k8s.io/controller-tools/cmd/controller-gen

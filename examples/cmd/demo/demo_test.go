@@ -62,11 +62,31 @@ func TestDemo(t *testing.T) {
 			t.Errorf("the tree lacks %q", member)
 		}
 	}
+	// kubectl-conditions: all healthy, then every owner listed Ready, then
+	// the broken Bucket found.
+	if !strings.Contains(text, "$ kubectl conditions -A\nNo unhealthy objects: ") {
+		t.Errorf("kubectl conditions -A did not find everything healthy")
+	}
+	for _, ex := range registry() {
+		for _, gvk := range ex.Owners {
+			if !regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(gvk.Kind) + ` +\S+ +Ready +True +`).MatchString(text) {
+				t.Errorf("kubectl conditions --all lists no %s Ready", gvk.Kind)
+			}
+		}
+	}
+	for _, row := range []string{`Bucket +default/broken +Ready +False +InvalidBucketName +`, `Bucket +default/broken +Stalled +True +InvalidBucketName +`} {
+		if !regexp.MustCompile(`(?m)^` + row).MatchString(text) {
+			t.Errorf("kubectl conditions lacks the row %s", row)
+		}
+	}
+	if got := strings.Count(text, "(exit status 0)") + 10*strings.Count(text, "(exit status 1)"); got != 12 {
+		t.Errorf("kubectl conditions exit statuses: want 0, 0 then 1")
+	}
 	lines := strings.Split(strings.TrimSpace(text), "\n")
 	if last := lines[len(lines)-1]; !strings.HasPrefix(last, "Everything is gone: ") {
 		t.Errorf("the demo ends with %q, want everything gone", last)
 	}
-	for _, gone := range []string{"Bundle default/shop", "Namespace shop", "CustomResourceDefinition carts.shop.example.com"} {
+	for _, gone := range []string{"Bundle default/shop", "Bucket default/broken", "Namespace shop", "CustomResourceDefinition carts.shop.example.com"} {
 		if !regexp.MustCompile(`gone after \S+\s+` + regexp.QuoteMeta(gone) + `\n`).MatchString(text) {
 			t.Errorf("%s not reported gone", gone)
 		}

@@ -109,6 +109,9 @@ func registry() []demoExample {
 				return []string{fmt.Sprintf("external bucket %s in the fake S3: exists=%t, %s", name, exists, fate)}, nil
 			},
 			Owners: []schema.GroupVersionKind{bucketv1alpha1.GroupVersion.WithKind("Bucket")},
+			// A bucket name S3 refuses (an IP address): the Bucket stalls, not Ready.
+			Broken: "apiVersion: s3.examples.steadyk8s.io/v1alpha1\nkind: Bucket\n" +
+				"metadata: {name: broken, namespace: default}\nspec: {bucketName: 10.0.0.1, deletionPolicy: Retain}\n",
 		},
 
 		{

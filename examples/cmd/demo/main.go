@@ -61,6 +61,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/steadyk8s/steady/applyset"
+	"github.com/steadyk8s/steady/cmd/kubectl-conditions/check"
 	"github.com/steadyk8s/steady/testenv"
 )
 
@@ -92,6 +93,10 @@ type demoExample struct {
 	// Extra, when set, prints more lines under an owner: the state of an
 	// external resource, say.
 	Extra func(ctx context.Context, dc *demoContext, owner *unstructured.Unstructured) ([]string, error)
+	// Broken, when set, is a manifest (YAML) of an object that cannot
+	// become Ready: the demo applies it once every owner is Ready, to show
+	// what kubectl-conditions reports, and deletes it with the samples.
+	Broken string
 }
 
 // demoContext is what the examples' hooks share with the demo.
@@ -277,8 +282,34 @@ func run(ctx context.Context, out io.Writer, keep bool) (reterr error) {
 		return err
 	}
 
+	kubeconfig, removeKubeconfig, err := adminKubeconfig(env)
+	if err != nil {
+		return err
+	}
+	defer removeKubeconfig()
+	var ownerKinds []string
+	for _, ex := range examples {
+		for _, gvk := range ex.Owners {
+			ownerKinds = append(ownerKinds, gvk.Kind+"."+gvk.Group)
+		}
+	}
+	fmt.Fprintf(out, "kubectl-conditions (cmd/kubectl-conditions) on the cluster:\n\n")
+	if err := showConditions(ctx, out, kubeconfig, []string{"-A"}, []string{"-A", "--all", "--kind", strings.Join(ownerKinds, ",")}); err != nil {
+		return err
+	}
+	broken, err := t.applyBroken(ctx, out)
+	if err != nil {
+		return err
+	}
+	samples = append(samples, broken...)
+	if len(broken) > 0 {
+		if err := showConditions(ctx, out, kubeconfig, []string{"-A"}); err != nil {
+			return err
+		}
+	}
+
 	if keep {
-		return keepRunning(ctx, out, env)
+		return keepRunning(ctx, out, kubeconfig)
 	}
 
 	fmt.Fprintf(out, "Deleting the samples\n")
@@ -743,29 +774,95 @@ func finishPods(ctx context.Context, c client.Client) error {
 	}
 }
 
-// keepRunning writes an admin kubeconfig, says how to use it and waits for
-// ctx to end (Ctrl-C).
-func keepRunning(ctx context.Context, out io.Writer, env *testenv.Environment) error {
+// adminKubeconfig writes a kubeconfig of an admin user of the control plane
+// (for kubectl and kubectl-conditions) and returns its path and a function
+// that removes it.
+func adminKubeconfig(env *testenv.Environment) (string, func(), error) {
 	user, err := env.Envtest.AddUser(envtest.User{Name: "demo-admin", Groups: []string{"system:masters"}}, nil)
 	if err != nil {
-		return fmt.Errorf("adding a kubectl user: %w", err)
+		return "", nil, fmt.Errorf("adding a kubectl user: %w", err)
 	}
 	kubeconfig, err := user.KubeConfig()
 	if err != nil {
-		return fmt.Errorf("writing a kubeconfig: %w", err)
+		return "", nil, fmt.Errorf("writing a kubeconfig: %w", err)
 	}
 	f, err := os.CreateTemp("", "steady-demo-*.kubeconfig")
 	if err != nil {
-		return err
+		return "", nil, err
 	}
-	defer os.Remove(f.Name())
+	remove := func() { _ = os.Remove(f.Name()) }
 	if _, err := f.Write(kubeconfig); err != nil {
-		return errors.Join(err, f.Close())
+		remove()
+		return "", nil, errors.Join(err, f.Close())
 	}
 	if err := f.Close(); err != nil {
-		return err
+		remove()
+		return "", nil, err
 	}
-	fmt.Fprintf(out, "The control plane keeps running (DEMO_KEEP=1). In another shell:\n\n    export KUBECONFIG=%s\n    kubectl get bundles -A\n\nPress Ctrl-C to stop it.\n", f.Name())
+	return f.Name(), remove, nil
+}
+
+// showConditions runs the kubectl-conditions plugin (cmd/kubectl-conditions,
+// its check package called in-process) with each list of arguments on the
+// cluster. An unhealthy object (exit status 1) is shown, not an error of the
+// demo; the plugin failing to scan (exit status 2) is.
+func showConditions(ctx context.Context, out io.Writer, kubeconfig string, runs ...[]string) error {
+	for _, args := range runs {
+		fmt.Fprintf(out, "$ kubectl conditions %s\n", strings.Join(args, " "))
+		code := check.Run(ctx, append([]string{"--kubeconfig", kubeconfig}, args...), out, out)
+		fmt.Fprintf(out, "(exit status %d)\n\n", code)
+		if code == check.ExitError {
+			return fmt.Errorf("kubectl conditions %s: exit status %d", strings.Join(args, " "), code)
+		}
+	}
+	return nil
+}
+
+// applyBroken applies every example's Broken object and waits until its
+// Ready condition says it is not Ready; it returns the objects, for the
+// deletion.
+func (t *tree) applyBroken(ctx context.Context, out io.Writer) ([]*unstructured.Unstructured, error) {
+	var broken []*unstructured.Unstructured
+	for _, ex := range t.examples {
+		if ex.Broken == "" {
+			continue
+		}
+		objs, err := applyset.ReadFS(fstest.MapFS{"broken.yaml": {Data: []byte(ex.Broken)}}, "*")
+		if err != nil {
+			return nil, fmt.Errorf("%s: the broken object: %w", ex.Name, err)
+		}
+		for _, o := range objs {
+			if err := t.dc.Client.Create(ctx, o.DeepCopy()); err != nil && !apierrors.IsAlreadyExists(err) {
+				return nil, fmt.Errorf("applying %s: %w", describe(o), err)
+			}
+			fmt.Fprintf(out, "Applied %s, which cannot become Ready\n", describe(o))
+			broken = append(broken, o)
+		}
+	}
+	for _, o := range broken {
+		err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, readyTimeout, true, func(ctx context.Context) (bool, error) {
+			u := &unstructured.Unstructured{}
+			u.SetGroupVersionKind(o.GroupVersionKind())
+			if err := t.dc.Client.Get(ctx, client.ObjectKeyFromObject(o), u); err != nil {
+				return false, err
+			}
+			c := condition(u, "Ready")
+			return c != nil && c.Status != metav1.ConditionTrue, nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("%s did not report itself not Ready: %w", describe(o), err)
+		}
+	}
+	if len(broken) > 0 {
+		fmt.Fprintln(out)
+	}
+	return broken, nil
+}
+
+// keepRunning says how to use the kubeconfig and waits for ctx to end
+// (Ctrl-C).
+func keepRunning(ctx context.Context, out io.Writer, kubeconfig string) error {
+	fmt.Fprintf(out, "The control plane keeps running (DEMO_KEEP=1). In another shell:\n\n    export KUBECONFIG=%s\n    kubectl get bundles -A\n    kubectl conditions -A   # the plugin, once installed (see cmd/kubectl-conditions)\n\nPress Ctrl-C to stop it.\n", kubeconfig)
 	<-ctx.Done()
 	fmt.Fprintln(out, "\nStopping.")
 	return nil
