@@ -208,7 +208,9 @@ func (p *Patcher) Patch(ctx context.Context, obj client.Object, opts ...PatchOpt
 	if o.Events != nil && res.StatusBase != nil {
 		// The flip this Patch made against the state its status write was
 		// rebased on, not against a snapshot that may be older.
-		recordReadyFlip(o.Events, res.StatusBase, res.StatusAnswer, obj)
+		if answer, err := object.ToMapWithoutManagedFields(res.StatusAnswer); err == nil {
+			recordReadyFlip(o.Events, res.StatusBase, answer, obj)
+		}
 	}
 	if err != nil {
 		var se *patch.StepError

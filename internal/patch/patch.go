@@ -60,7 +60,8 @@ type Result struct {
 	// StatusBase is the latest object, as a map, that the status write was
 	// rebased on, and StatusAnswer the API server's answer to it (both set
 	// when status was written).
-	StatusBase, StatusAnswer map[string]any
+	StatusBase   map[string]any
+	StatusAnswer client.Object
 }
 
 // StepError is the failure of one write; Wrote lists what was written
@@ -128,7 +129,7 @@ func (w *Writer) Patch(ctx context.Context, before, obj client.Object, o Options
 		return Result{}, err
 	}
 	// plan takes the maps apart; the state keeps the snapshot whole.
-	st := &state{latest: bm, rv: before.GetResourceVersion(), uid: string(before.GetUID())}
+	st := &state{m: bm, rv: before.GetResourceVersion(), uid: string(before.GetUID())}
 	parts, err := plan(runtime.DeepCopyJSON(bm), am, obj, o)
 	if err != nil {
 		return Result{}, err
@@ -165,10 +166,31 @@ func (w *Writer) Patch(ctx context.Context, before, obj client.Object, o Options
 
 // state is the latest known state of the object.
 type state struct {
-	latest map[string]any
-	rv     string
-	uid    string
-	stale  int // stale re-reads so far
+	// m is the latest object as a map; nil until asked for while obj, the
+	// API server's last answer, is converted only when a later write (or a
+	// caller) needs it.
+	m     map[string]any
+	obj   client.Object
+	rv    string
+	uid   string
+	stale int // stale re-reads so far
+}
+
+// latest returns the latest object as a map.
+func (st *state) latest() (map[string]any, error) {
+	if st.m == nil && st.obj != nil {
+		m, err := object.ToMapWithoutManagedFields(st.obj)
+		if err != nil {
+			return nil, err
+		}
+		st.m, st.obj = m, nil
+	}
+	return st.m, nil
+}
+
+// set makes obj, an answer or a fresh read, the latest state.
+func (st *state) set(obj client.Object) {
+	st.m, st.obj, st.rv = nil, obj, obj.GetResourceVersion()
 }
 
 // unchanged reports, without converting to JSON, that obj is exactly the

@@ -35,7 +35,11 @@ func pauseBefore(i int) time.Duration {
 // answer (nil when there was nothing left to send), or gone.
 func (w *Writer) write(ctx context.Context, obj client.Object, st *state, p *part, o Options, res *Result) (client.Object, bool, error) {
 	for attempt := 1; ; attempt++ {
-		body, lists, stale, err := p.body(st.latest, o)
+		latest, err := st.latest()
+		if err != nil {
+			return nil, false, err
+		}
+		body, lists, stale, err := p.body(latest, o)
 		if err != nil {
 			return nil, false, err
 		}
@@ -46,7 +50,7 @@ func (w *Writer) write(ctx context.Context, obj client.Object, st *state, p *par
 		if len(body) == 0 {
 			return nil, false, nil
 		}
-		base := st.latest
+		base := latest
 		md := map[string]any{}
 		if st.uid != "" {
 			md["uid"] = st.uid
@@ -79,14 +83,10 @@ func (w *Writer) write(ctx context.Context, obj client.Object, st *state, p *par
 		}
 		if err == nil {
 			recordWrite(target)
-			m, err := object.ToMapWithoutManagedFields(target)
-			if err != nil {
-				return nil, false, err
-			}
 			if p.status || p.fallback {
-				res.StatusBase, res.StatusAnswer = base, m
+				res.StatusBase, res.StatusAnswer = base, target
 			}
-			st.latest, st.rv = m, target.GetResourceVersion()
+			st.set(target)
 			return target, false, nil
 		}
 		switch {
@@ -201,11 +201,7 @@ func (w *Writer) reread(ctx context.Context, obj client.Object, st *state, stale
 				continue
 			}
 		}
-		m, err := object.ToMapWithoutManagedFields(fresh)
-		if err != nil {
-			return false, err
-		}
-		st.latest, st.rv = m, fresh.GetResourceVersion()
+		st.set(fresh)
 		return false, nil
 	}
 }
