@@ -32,7 +32,7 @@ func FuzzMerge(f *testing.F) {
 		latest := runtime.DeepCopyJSON(before)
 		theirs := foreign(rng, latest)
 
-		parts, err := plan(runtime.DeepCopyJSON(before), runtime.DeepCopyJSON(after), &unstructured.Unstructured{Object: after}, Options{})
+		parts, err := plan(runtime.DeepCopyJSON(before), runtime.DeepCopyJSON(before), runtime.DeepCopyJSON(after), &unstructured.Unstructured{Object: after}, Options{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -130,7 +130,7 @@ func (w *Writer) Patch(ctx context.Context, before, obj client.Object, o Options
 	}
 	// plan takes the maps apart; the state keeps the snapshot whole.
 	st := &state{m: bm, rv: before.GetResourceVersion(), uid: string(before.GetUID())}
-	parts, err := plan(runtime.DeepCopyJSON(bm), am, obj, o)
+	parts, err := plan(runtime.DeepCopyJSON(bm), bm, am, obj, o)
 	if err != nil {
 		return Result{}, err
 	}

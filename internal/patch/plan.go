@@ -6,7 +6,6 @@ import (
 
 	jsonpatch "github.com/evanphx/json-patch/v5"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -45,9 +44,10 @@ var skippedMetadata = []string{
 }
 
 // plan splits the change from bm (the snapshot) to am (the object as
-// changed), both maps this call may change, into the writes to make.
-func plan(bm, am map[string]any, obj client.Object, o Options) ([]*part, error) {
-	snap := runtime.DeepCopyJSON(bm) // whole, for the maps a change removes
+// changed), both maps this call may change, into the writes to make. snap
+// is the snapshot whole, for the maps a change removes; plan only reads it
+// (and copies what it keeps of it).
+func plan(bm, snap, am map[string]any, obj client.Object, o Options) ([]*part, error) {
 	var err error
 	if o.ObservedGeneration {
 		if err := unstructured.SetNestedField(am, obj.GetGeneration(), "status", "observedGeneration"); err != nil {
