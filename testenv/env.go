@@ -79,19 +79,25 @@ func New(opts ...Option) *Environment {
 // that message. Run discards controller-runtime's logs unless
 // STEADY_TESTENV_LOG is set (to "debug" for verbose ones).
 func (e *Environment) Run(m *testing.M) (code int) {
+	return runTests(m, e.Start, e.Stop, func(why string) { e.skip = why })
+}
+
+// runTests is Run of an environment or a fleet: start, run the tests (or
+// skip those that need the control plane, with skip), stop.
+func runTests(m *testing.M, start, stop func() error, skip func(why string)) (code int) {
 	setTestLogger()
-	if err := e.Start(); err != nil {
+	if err := start(); err != nil {
 		var ae *AssetsError
 		if errors.As(err, &ae) && ae.implicit && !assetsRequired() {
-			e.skip = err.Error()
-			fmt.Fprintf(os.Stderr, "%v\ntestenv: skipping the tests that need a control plane (set %s=1 to fail instead)\n", err, RequireEnv)
+			skip(ae.Error())
+			fmt.Fprintf(os.Stderr, "%v\ntestenv: skipping the tests that need a control plane (set %s=1 to fail instead)\n", ae, RequireEnv)
 			return m.Run()
 		}
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
 	defer func() {
-		if err := e.Stop(); err != nil {
+		if err := stop(); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			if code == 0 {
 				code = 1
@@ -232,6 +238,9 @@ func (e *Environment) watchChildren() error {
 		return fmt.Errorf("testenv: %w", err)
 	}
 	for _, pid := range pids {
+		if !namesDir(pid, e.root) {
+			continue // another environment's (a fleet starts them concurrently)
+		}
 		if err := e.reaper.watch(pid); err != nil {
 			return fmt.Errorf("testenv: %w", err)
 		}
