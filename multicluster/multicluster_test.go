@@ -73,22 +73,6 @@ func startFleetManager(t *testing.T, setup func(mcmanager.Manager) error) (*flee
 	return p, counters
 }
 
-// eventually polls cond until it holds or timeout passes.
-func eventually(t *testing.T, what string, cond func() error) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		err := cond()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: %v", what, err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
-
 var seq atomic.Int32
 
 // ownerLabel marks the ConfigMaps the test controller reconciles.
@@ -147,7 +131,7 @@ func TestForReconcilesEachClusterWithItsOwnClient(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i, e := range fleet.Members {
-		eventually(t, "member "+strconv.Itoa(i)+" converges", func() error {
+		testenv.Eventually(t, "member "+strconv.Itoa(i)+" converges", func() error {
 			cm := &corev1.ConfigMap{}
 			if err := e.Client.Get(ctx, client.ObjectKeyFromObject(owners[i]), cm); err != nil {
 				return err
@@ -163,11 +147,11 @@ func TestForReconcilesEachClusterWithItsOwnClient(t *testing.T) {
 				return fmt.Errorf("child controlled by %v, want the owner of this member (%s)", ref, owners[i].UID)
 			}
 			return nil
-		})
+		}, timeout)
 	}
 	// At rest: no write in either cluster. A reconcile of each (a change
 	// the body does not care about) writes nothing either.
-	time.Sleep(time.Second)
+	testenv.WaitIdle(t, "owner")
 	for _, c := range counters {
 		c.Reset()
 	}
@@ -183,14 +167,14 @@ func TestForReconcilesEachClusterWithItsOwnClient(t *testing.T) {
 		}
 	}
 	for i := range fleet.Members {
-		eventually(t, "member "+strconv.Itoa(i)+" reconciled again", func() error {
+		testenv.Eventually(t, "member "+strconv.Itoa(i)+" reconciled again", func() error {
 			if calls[i].Load() == before[i] {
 				return errors.New("not yet")
 			}
 			return nil
-		})
+		}, timeout)
 	}
-	time.Sleep(time.Second)
+	testenv.WaitIdle(t, "owner")
 	for i, c := range counters {
 		if w := c.Writes(); w != 0 {
 			t.Errorf("member %d: %d writes at rest (%s), want 0", i, w, c)

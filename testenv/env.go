@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 
 	"github.com/go-logr/logr"
@@ -253,6 +254,28 @@ func (e *Environment) watchChildren() error {
 func (e *Environment) Stop() error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	return e.stop()
+}
+
+// Kill makes the control plane unreachable at once, as a cluster that
+// crashed or dropped off the network: it kills its processes (SIGKILL, no
+// graceful shutdown, which waits for open watches) and then cleans up as
+// [Environment.Stop] does. Use it to test a cluster of a [Fleet] that goes
+// away while the others stay.
+func (e *Environment) Kill() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.started && e.root != "" {
+		pids, err := childProcesses(EtcdBinary, APIServerBinary, ControllerManagerBinary)
+		if err != nil {
+			return fmt.Errorf("testenv: %w", err)
+		}
+		for _, pid := range pids {
+			if namesDir(pid, e.root) {
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+	}
 	return e.stop()
 }
 

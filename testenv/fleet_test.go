@@ -14,7 +14,7 @@ import (
 
 // TestFleetMembersAreSeparateControlPlanes starts a fleet of two: each
 // member has its own API server and store (the same name holds different
-// objects), and stopping one leaves the other running.
+// objects), and killing one leaves the other running.
 func TestFleetMembersAreSeparateControlPlanes(t *testing.T) {
 	env.Require(t) // needs the binaries, as the shared environment does
 	fleet := testenv.NewFleet(2, testenv.WithCRDPaths{"testdata/crds"})
@@ -52,16 +52,16 @@ func TestFleetMembersAreSeparateControlPlanes(t *testing.T) {
 		t.Errorf("both members' ConfigMaps have UID %s", got[0].UID)
 	}
 
-	if err := b.Stop(); err != nil {
+	if err := b.Kill(); err != nil {
 		t.Fatal(err)
 	}
 	if err := a.Client.Delete(ctx, &got[0]); err != nil {
-		t.Fatalf("member 0 after member 1 stopped: %v", err)
+		t.Fatalf("member 0 after member 1 was killed: %v", err)
 	}
 	if err := a.Client.Get(ctx, client.ObjectKeyFromObject(&got[0]), &corev1.ConfigMap{}); !apierrors.IsNotFound(err) {
 		t.Errorf("member 0: read after delete: %v, want NotFound", err)
 	}
 	if err := b.Client.Get(ctx, client.ObjectKeyFromObject(&got[1]), &corev1.ConfigMap{}); err == nil {
-		t.Error("member 1 still answers after Stop")
+		t.Error("member 1 still answers after Kill")
 	}
 }
