@@ -83,16 +83,7 @@ func TestStatusSubresourceLearnedPerCluster(t *testing.T) {
 		}
 	}
 	ns := fmt.Sprintf("subresource-%d", seq.Add(1))
-	owners := make([]*corev1.ConfigMap, 2)
-	for i, e := range []*testenv.Environment{a, b} {
-		if err := e.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
-			t.Fatal(err)
-		}
-		owners[i] = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "owner"}}
-		if err := e.Client.Create(ctx, owners[i]); err != nil {
-			t.Fatal(err)
-		}
-	}
+	owners := ownersIn(t, ns, nil)
 	want := func(e *testenv.Environment, owner client.Object, phase string) error {
 		g := gadget(ns, "g", "")
 		_, err := ownership.CreateOrUpdate(ctx, e.Client, owner, g, func() error {

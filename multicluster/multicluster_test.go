@@ -114,16 +114,7 @@ func TestForReconcilesEachClusterWithItsOwnClient(t *testing.T) {
 			}))).
 			Complete(r)
 	})
-	owners := make([]*corev1.ConfigMap, 2)
-	for i, e := range fleet.Members {
-		if err := e.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
-			t.Fatal(err)
-		}
-		owners[i] = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "owner", Labels: map[string]string{ownerLabel: "true"}}}
-		if err := e.Client.Create(ctx, owners[i]); err != nil {
-			t.Fatal(err)
-		}
-	}
+	owners := ownersIn(t, ns, map[string]string{ownerLabel: "true"})
 	if owners[0].UID == owners[1].UID {
 		t.Fatal("the owners have the same UID")
 	}
@@ -196,16 +187,7 @@ func TestSameNameAndResourceVersionInTwoClusters(t *testing.T) {
 	ctx := context.Background()
 	a, b := fleet.Members[0], fleet.Members[1]
 	ns := fmt.Sprintf("same-rv-%d", seq.Add(1))
-	owners := make([]*corev1.ConfigMap, 2)
-	for i, e := range []*testenv.Environment{a, b} {
-		if err := e.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
-			t.Fatal(err)
-		}
-		owners[i] = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "owner"}}
-		if err := e.Client.Create(ctx, owners[i]); err != nil {
-			t.Fatal(err)
-		}
-	}
+	owners := ownersIn(t, ns, nil)
 	// The children: alice in a (what the owner wants, less a default),
 	// bob in b, at the same resourceVersion.
 	children := sameResourceVersion(t, ctx, ns, owners, [2]string{"alice", "bob"})
