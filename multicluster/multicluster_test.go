@@ -15,6 +15,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -24,6 +25,7 @@ import (
 	mcbuilder "sigs.k8s.io/multicluster-runtime/pkg/builder"
 	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
 
+	"github.com/steadyk8s/steady/indexer"
 	"github.com/steadyk8s/steady/multicluster"
 	"github.com/steadyk8s/steady/multicluster/fleettest"
 	"github.com/steadyk8s/steady/ownership"
@@ -87,7 +89,19 @@ func TestForReconcilesEachClusterWithItsOwnClient(t *testing.T) {
 	ctx := context.Background()
 	ns := fmt.Sprintf("same-%d", seq.Add(1))
 	var calls [2]atomic.Int32
+	children := indexer.ControllerOwner[*rbacv1.RoleBinding]()
 	p, counters := startFleetManager(t, func(mgr mcmanager.Manager) error {
+		// Registered twice (two controllers would), on every cluster.
+		for range 2 {
+			if err := children.Register(ctx, multicluster.FieldIndexer(mgr)); err != nil {
+				return err
+			}
+		}
+		other := indexer.New(indexer.ControllerOwnerIndex, func(*rbacv1.RoleBinding) []string { return nil })
+		var conflict *indexer.ConflictError
+		if err := other.Register(ctx, multicluster.FieldIndexer(mgr)); !errors.As(err, &conflict) {
+			return fmt.Errorf("another index of the same name and type: %v, want a *ConflictError", err)
+		}
 		r, err := multicluster.For[corev1.ConfigMap](mgr, func(ctx context.Context, c multicluster.Cluster, cm *corev1.ConfigMap) (ctrl.Result, error) {
 			i, _ := fleettest.Member(c.Name)
 			calls[i].Add(1)
@@ -103,6 +117,12 @@ func TestForReconcilesEachClusterWithItsOwnClient(t *testing.T) {
 				rb.Subjects = []rbacv1.Subject{{Kind: rbacv1.UserKind, Name: "alice"}}
 				return nil
 			})
+			if err != nil {
+				return ctrl.Result{}, err
+			}
+			// The index, in this cluster's cache.
+			found, err := children.Find(ctx, c.GetClient(), nil, indexer.OwnerKey(schema.GroupKind{Kind: "ConfigMap"}, cm.Name))
+			cm.Data["children"] = strconv.Itoa(len(found))
 			return ctrl.Result{}, err
 		})
 		if err != nil {
@@ -129,6 +149,9 @@ func TestForReconcilesEachClusterWithItsOwnClient(t *testing.T) {
 			}
 			if got, want := cm.Data["cluster"], string(fleettest.Name(i)); got != want {
 				return fmt.Errorf("owner holds cluster %q, want %q", got, want)
+			}
+			if got := cm.Data["children"]; got != "1" {
+				return fmt.Errorf("the index of this cluster found %q children, want 1", got)
 			}
 			rb := &rbacv1.RoleBinding{}
 			if err := e.Client.Get(ctx, client.ObjectKeyFromObject(owners[i]), rb); err != nil {
