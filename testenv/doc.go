@@ -59,6 +59,13 @@
 // steady checkout builds them from Go modules into that same store. When they
 // are missing, Start fails with an [*AssetsError] that says so.
 //
+// # Several clusters
+//
+// [NewFleet] makes a [Fleet]: several control planes from the same assets,
+// started concurrently, each an [Environment] of its own, for the tests of
+// a controller that reconciles many clusters. [Environment.Kill] makes one
+// unreachable at once while the others run.
+//
 // # Without the controller manager
 //
 // Plain envtest has no controllers at all: deleting an owner leaves its

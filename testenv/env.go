@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 
 	"github.com/go-logr/logr"
@@ -79,19 +80,25 @@ func New(opts ...Option) *Environment {
 // that message. Run discards controller-runtime's logs unless
 // STEADY_TESTENV_LOG is set (to "debug" for verbose ones).
 func (e *Environment) Run(m *testing.M) (code int) {
+	return runTests(m, e.Start, e.Stop, func(why string) { e.skip = why })
+}
+
+// runTests is Run of an environment or a fleet: start, run the tests (or
+// skip those that need the control plane, with skip), stop.
+func runTests(m *testing.M, start, stop func() error, skip func(why string)) (code int) {
 	setTestLogger()
-	if err := e.Start(); err != nil {
+	if err := start(); err != nil {
 		var ae *AssetsError
 		if errors.As(err, &ae) && ae.implicit && !assetsRequired() {
-			e.skip = err.Error()
-			fmt.Fprintf(os.Stderr, "%v\ntestenv: skipping the tests that need a control plane (set %s=1 to fail instead)\n", err, RequireEnv)
+			skip(ae.Error())
+			fmt.Fprintf(os.Stderr, "%v\ntestenv: skipping the tests that need a control plane (set %s=1 to fail instead)\n", ae, RequireEnv)
 			return m.Run()
 		}
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
 	defer func() {
-		if err := e.Stop(); err != nil {
+		if err := stop(); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			if code == 0 {
 				code = 1
@@ -232,6 +239,9 @@ func (e *Environment) watchChildren() error {
 		return fmt.Errorf("testenv: %w", err)
 	}
 	for _, pid := range pids {
+		if !namesDir(pid, e.root) {
+			continue // another environment's (a fleet starts them concurrently)
+		}
 		if err := e.reaper.watch(pid); err != nil {
 			return fmt.Errorf("testenv: %w", err)
 		}
@@ -244,6 +254,28 @@ func (e *Environment) watchChildren() error {
 func (e *Environment) Stop() error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	return e.stop()
+}
+
+// Kill makes the control plane unreachable at once, as a cluster that
+// crashed or dropped off the network: it kills its processes (SIGKILL, no
+// graceful shutdown, which waits for open watches) and then cleans up as
+// [Environment.Stop] does. Use it to test a cluster of a [Fleet] that goes
+// away while the others stay.
+func (e *Environment) Kill() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.started && e.root != "" {
+		pids, err := childProcesses(EtcdBinary, APIServerBinary, ControllerManagerBinary)
+		if err != nil {
+			return fmt.Errorf("testenv: %w", err)
+		}
+		for _, pid := range pids {
+			if namesDir(pid, e.root) {
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+	}
 	return e.stop()
 }
 

@@ -107,6 +107,17 @@ func (r *reaper) release() error {
 	return r.cmd.Wait()
 }
 
+// namesDir reports whether process pid's command line names dir, as every
+// process of an environment names its temporary directory; true where that
+// cannot be told (no /proc), so that a process is watched rather than missed.
+func namesDir(pid int, dir string) bool {
+	cmdline, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "cmdline"))
+	if err != nil {
+		return true
+	}
+	return bytes.Contains(cmdline, []byte(dir))
+}
+
 // commLen is the length to which Linux truncates a command name in
 // /proc/<pid>/stat (TASK_COMM_LEN less its NUL).
 const commLen = 15

@@ -71,8 +71,10 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=rolebindings;clusterrolebindings,verbs=get;list;watch;create;update;delete
 // +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=clusterroles,verbs=get;list;watch;create;update;bind;escalate
 
-// SetupWithManager registers the User controller.
-func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+// Init builds the reconciler on Client and APIReader without registering a
+// controller: for a manager of many clusters (examples/fleet), where each
+// cluster gets a Reconciler of its own. SetupWithManager calls it.
+func (r *Reconciler) Init() error {
 	rec, err := reconcile.For[identityv1alpha1.User](r.Client, r.reconcile,
 		reconcile.WithAPIReader{Reader: r.APIReader},
 		reconcile.WithReadySummary(conditions.ForConditionTypes{
@@ -85,23 +87,36 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		return err
 	}
 	r.reconciler = rec
+	return nil
+}
+
+// SetupWithManager registers the User controller.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if err := r.Init(); err != nil {
+		return err
+	}
 	name := r.Name
 	if name == "" {
 		name = "user"
 	}
 	// Owns maps a child to its controller, cluster-scoped owner or not.
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr).
 		Named(name).
-		For(&identityv1alpha1.User{}, builder.WithPredicates(predicates.GenerationChanged())).
-		Owns(&corev1.Namespace{}).
-		Owns(&rbacv1.ClusterRole{}).
-		Owns(&rbacv1.ClusterRoleBinding{}).
-		Owns(&rbacv1.RoleBinding{}).
-		Owns(&corev1.ResourceQuota{}).
-		Complete(r)
+		For(&identityv1alpha1.User{}, builder.WithPredicates(predicates.GenerationChanged()))
+	for _, kind := range Owned() {
+		b = b.Owns(kind)
+	}
+	return b.Complete(r)
 }
 
-// Reconcile implements reconcile.Reconciler; SetupWithManager must have run.
+// Owned returns an object of each kind of a User's children, which its
+// controller watches (Owns).
+func Owned() []client.Object {
+	return []client.Object{&corev1.Namespace{}, &rbacv1.ClusterRole{}, &rbacv1.ClusterRoleBinding{},
+		&rbacv1.RoleBinding{}, &corev1.ResourceQuota{}}
+}
+
+// Reconcile implements reconcile.Reconciler; Init (or SetupWithManager) must have run.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	return r.reconciler.Reconcile(ctx, req)
 }
