@@ -229,6 +229,12 @@ func TestApplyBadInput(t *testing.T) {
 			if len(want) == 0 && after.ResourceVersion != before.ResourceVersion {
 				t.Errorf("parent written: %v", after.Annotations)
 			}
+			// The set is whole: the good input applies, and what was
+			// written is pruned.
+			res, err = set.Apply(ctx, parse(t, cm("keep")))
+			if err != nil || res.Count(applyset.Pruned) != len(want[min(1, len(want)):]) {
+				t.Errorf("the good input after the refusal: %+v, %v", res.Objects, err)
+			}
 		})
 	}
 }

@@ -59,7 +59,9 @@
 // written. A CRD of the set whose names the API server refuses (they clash
 // with another CRD's) is never established: after [EstablishTimeout] it is
 // an [*ObjectError] of field spec.names, with the CRD and the parent in
-// Written and none of the objects of its kind. A member that the API server refuses at the real apply despite
+// Written and none of the objects of its kind; the next Apply without it
+// prunes it (a kind whose only CRD had its names refused and was never
+// established is proven not served). A member that the API server refuses at the real apply despite
 // its dry run (a conflict with another writer, say) is reported Failed, and
 // the other members are still applied; nothing is pruned then.
 //
