@@ -79,7 +79,7 @@ func TestApplyBadInput(t *testing.T) {
 		if err := env.Client.Create(ctx, crd); err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { _ = env.Client.Delete(context.Background(), crd) })
+		t.Cleanup(func() { deleteCRD(t, crd.GetName()) })
 	}
 	waitNamesRefused(t, "betas.bi.steady.dev")
 
@@ -152,7 +152,7 @@ func TestApplyBadInput(t *testing.T) {
 				}
 			}
 			if strings.Contains(tc.name, "CRD") {
-				t.Cleanup(func() { _ = env.Client.Delete(context.Background(), crdObject("gammas.bi.steady.dev")) })
+				t.Cleanup(func() { deleteCRD(t, "gammas.bi.steady.dev") })
 			}
 			n.Reset()
 			res, err := set.Apply(ctx, objs)
@@ -273,6 +273,21 @@ func waitNamesRefused(t *testing.T, name string) {
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("CRD %s: names not refused: %v", name, conds)
+		}
+	}
+}
+
+// deleteCRD deletes a CRD and waits until it is gone, so that the test can
+// run again (go test -count).
+func deleteCRD(t *testing.T, name string) {
+	ctx := context.Background()
+	if err := env.Client.Delete(ctx, crdObject(name)); err != nil && !apierrors.IsNotFound(err) {
+		t.Error(err)
+	}
+	for deadline := time.Now().Add(30 * time.Second); !apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKey{Name: name}, crdObject(name))); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Errorf("CRD %s not deleted", name)
+			return
 		}
 	}
 }

@@ -2,6 +2,7 @@ package applyset
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -27,24 +28,32 @@ func (r *run) mapLate(ctx context.Context, members, crds []*member) error {
 	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, r.s.o.EstablishTimeout)
 	defer cancel()
+	readCRD := func(ctx context.Context, name string) (*unstructured.Unstructured, error) {
+		crd := &unstructured.Unstructured{}
+		crd.SetGroupVersionKind(crdGVK)
+		return crd, r.s.c.Get(ctx, client.ObjectKey{Name: name}, crd)
+	}
 	for _, m := range crds {
 		for {
-			crd := &unstructured.Unstructured{}
-			crd.SetGroupVersionKind(crdGVK)
-			err := r.s.c.Get(ctx, client.ObjectKey{Name: m.id.Name}, crd)
-			if err == nil && established(crd) {
+			if crd, err := readCRD(ctx, m.id.Name); err == nil && established(crd) {
 				break
 			}
 			if pause(ctx, 50*time.Millisecond) == nil {
 				continue
 			}
-			if msg := condition(crd, "NamesAccepted", "False"); err == nil && msg != "" && parent.Err() == nil {
+			// Time is up: one last read, on the caller's context, says
+			// why.
+			crd, err := readCRD(parent, m.id.Name)
+			if err == nil && established(crd) {
+				break
+			}
+			if msg := condition(crd, "NamesAccepted", "False"); err == nil && msg != "" {
 				// Its names clash with another CRD's: it will not be
 				// established until the input changes.
 				return &ValidationError{Errors: []error{&ObjectError{Index: m.index, ID: m.id, Field: "spec.names",
 					Err: fmt.Errorf("not established within %s: NamesAccepted is False: %s", r.s.o.EstablishTimeout, msg)}}, Written: r.written}
 			}
-			return fmt.Errorf("applyset: CRD %s not established (%s): %w", m.id.Name, writtenBefore(r.written), ctx.Err())
+			return fmt.Errorf("applyset: CRD %s not established (%s): %w", m.id.Name, writtenBefore(r.written), errors.Join(ctx.Err(), err))
 		}
 	}
 	for _, m := range members {
