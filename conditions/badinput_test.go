@@ -2,6 +2,8 @@ package conditions_test
 
 import (
 	"errors"
+	"math/rand/v2"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -67,3 +69,28 @@ type setter struct{ conds []metav1.Condition }
 
 func (s *setter) GetConditions() []metav1.Condition  { return s.conds }
 func (s *setter) SetConditions(c []metav1.Condition) { s.conds = c }
+
+// TestValidTypeIsTheAPIPattern: Validate's loop over a type agrees with
+// metav1.Condition's pattern on random strings of the characters that
+// matter.
+func TestValidTypeIsTheAPIPattern(t *testing.T) {
+	pattern := regexp.MustCompile(`^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$`)
+	const chars = "aZ0-_./"
+	rnd := rand.New(rand.NewPCG(1, 2))
+	cases := []string{"", "Ready", "example.com/Synced", "a/b/c", "/Ready", "a./R", ".a/R", "a..b/R", "A.com/R", "a-/R", "a/-R", "a/R-", "a/R.x",
+		strings.Repeat("R", conditions.MaxTypeLength), strings.Repeat("R", conditions.MaxTypeLength+1)}
+	for range 20000 {
+		b := make([]byte, rnd.IntN(10))
+		for i := range b {
+			b[i] = chars[rnd.IntN(len(chars))]
+		}
+		cases = append(cases, string(b))
+	}
+	for _, s := range cases {
+		err := conditions.Validate(metav1.Condition{Type: s, Status: metav1.ConditionTrue})
+		want := pattern.MatchString(s) && len(s) <= conditions.MaxTypeLength
+		if got := err == nil; got != want {
+			t.Errorf("type %q: valid %v, the pattern says %v", s, got, want)
+		}
+	}
+}

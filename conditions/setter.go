@@ -162,35 +162,3 @@ func rank(conditionType string) int {
 	}
 	return 2
 }
-
-// MaxTypeLength is the longest type a condition may have.
-const MaxTypeLength = 316
-
-var typePattern = regexp.MustCompile(`^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$`)
-
-// Validate checks c against what the API server enforces on a
-// metav1.Condition (the schema controller-gen writes for it): a type that
-// matches its pattern ("Ready", "example.com/Synced") within
-// [MaxTypeLength], a status of True, False or Unknown, a reason that
-// matches its pattern within [MaxReasonLength] (an empty one is not
-// checked: cluster-api's v1beta1 conditions may have none), a message
-// within [MaxMessageLength]. It returns a [*FieldError] whose Field is the
-// condition's field at fault ("type", "status", "reason" or "message") and
-// whose Object is empty, for the caller to fill. [Set] fits the reason and
-// the message, but does not change a type or a status.
-func Validate(c metav1.Condition) error {
-	bad := func(field, format string, args ...any) error {
-		return &FieldError{Field: field, Err: fmt.Errorf(format, args...)}
-	}
-	switch {
-	case len(c.Type) > MaxTypeLength || !typePattern.MatchString(c.Type):
-		return bad("type", "%q is not a condition type (a name like Ready or example.com/Synced, at most %d bytes)", c.Type, MaxTypeLength)
-	case c.Status != metav1.ConditionTrue && c.Status != metav1.ConditionFalse && c.Status != metav1.ConditionUnknown:
-		return bad("status", "%q is not True, False or Unknown", c.Status)
-	case c.Reason != "" && !validReason(c.Reason):
-		return bad("reason", "%q does not match %s within %d bytes (see FitReason)", c.Reason, reasonPattern, MaxReasonLength)
-	case len(c.Message) > MaxMessageLength:
-		return bad("message", "%d bytes, over %d (see FitMessage)", len(c.Message), MaxMessageLength)
-	}
-	return nil
-}

@@ -43,7 +43,11 @@ func (p *Patcher) checkInput(obj client.Object, lists [][]string) error {
 	}
 	if u, ok := obj.(*unstructured.Unstructured); ok {
 		b, _ := p.before.(*unstructured.Unstructured)
-		for _, path := range append([][]string{{"status", "conditions"}}, lists...) {
+		for i := -1; i < len(lists); i++ {
+			path := statusConditions
+			if i >= 0 {
+				path = lists[i]
+			}
 			after, _, _ := unstructured.NestedFieldNoCopy(u.Object, path...)
 			var prev any
 			if b != nil {
@@ -51,13 +55,19 @@ func (p *Patcher) checkInput(obj client.Object, lists [][]string) error {
 			}
 			al, _ := after.([]any)
 			pl, _ := prev.([]any)
-			for i, e := range al {
+		entries:
+			for j, e := range al {
 				c, ok := mapCondition(e)
-				if !ok || slices.ContainsFunc(pl, func(p any) bool { pc, ok := mapCondition(p); return ok && sameCondition(pc, c) }) {
+				if !ok {
 					continue
 				}
+				for _, pe := range pl {
+					if pc, ok := mapCondition(pe); ok && sameCondition(pc, c) {
+						continue entries
+					}
+				}
 				if err := conditions.Validate(c); err != nil {
-					return bad(strings.Join(path, "."), i, err)
+					return bad(strings.Join(path, "."), j, err)
 				}
 			}
 		}
@@ -79,6 +89,8 @@ func (p *Patcher) checkInput(obj client.Object, lists [][]string) error {
 	return nil
 }
 
+var statusConditions = []string{"status", "conditions"}
+
 // mapCondition reads the fields of a condition of any shape that
 // [conditions.Validate] judges.
 func mapCondition(e any) (metav1.Condition, bool) {
@@ -86,17 +98,21 @@ func mapCondition(e any) (metav1.Condition, bool) {
 	if !ok {
 		return metav1.Condition{}, false
 	}
-	str := func(k string) string {
-		switch v := m[k].(type) {
-		case nil:
-			return ""
-		case string:
-			return v
-		default:
-			return fmt.Sprint(v)
-		}
+	return metav1.Condition{Type: mapString(m, "type"), Status: metav1.ConditionStatus(mapString(m, "status")),
+		Reason: mapString(m, "reason"), Message: mapString(m, "message")}, true
+}
+
+// mapString is m[k] as a string; a value of another type is printed, so
+// that Validate refuses it.
+func mapString(m map[string]any, k string) string {
+	switch v := m[k].(type) {
+	case nil:
+		return ""
+	case string:
+		return v
+	default:
+		return fmt.Sprint(v)
 	}
-	return metav1.Condition{Type: str("type"), Status: metav1.ConditionStatus(str("status")), Reason: str("reason"), Message: str("message")}, true
 }
 
 func sameCondition(a, b metav1.Condition) bool {
