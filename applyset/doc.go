@@ -43,14 +43,25 @@
 //
 // An input that fails the checks of prepare.go, or a member that the dry
 // run refuses before the first write, changes nothing: Apply returns a
-// [*ValidationError] with Written empty. Two kinds of members can only be
+// [*ValidationError] with Written empty. Each of its Errors is an
+// [*ObjectError] naming the object (its index in the input and "Kind
+// namespace/name") and the field at fault: metadata.name missing, kind or
+// apiVersion not served (an unknown kind, or one whose CRD is not
+// established), an object given twice, a namespace that does not exist or
+// is being deleted, a value the API server refuses. A Namespace of the set
+// that is being deleted is refused too, before it is written. Two kinds of members can only be
 // dry-run once what they need is in place: a member whose kind a CRD of the
 // set defines (when that CRD is new or changes) and a member in a Namespace
 // of the set that is not live as a member yet (it is new, or about to be
 // adopted). Apply validates them after writing the
 // parent, the CRDs and the Namespaces, and before writing any other member;
 // if one is refused, the [*ValidationError] lists in Written what was
-// written. A member that the API server refuses at the real apply despite
+// written. A CRD of the set whose names the API server refuses (they clash
+// with another CRD's) is never established: after [EstablishTimeout] it is
+// an [*ObjectError] of field spec.names, with the CRD and the parent in
+// Written and none of the objects of its kind; the next Apply without it
+// prunes it (a kind whose only CRD had its names refused and was never
+// established is proven not served). A member that the API server refuses at the real apply despite
 // its dry run (a conflict with another writer, say) is reported Failed, and
 // the other members are still applied; nothing is pruned then.
 //

@@ -52,6 +52,22 @@ items:
 	// true 0 metadata.labels.tier
 }
 
+// A refusal of Apply names each object and field at fault; range over
+// ValidationError.Errors for all of them.
+func ExampleObjectError() {
+	err := error(&applyset.ValidationError{Errors: []error{&applyset.ObjectError{Index: 2,
+		ID:    applyset.ObjectID{Namespace: "shop", Name: "web", GroupKind: schema.GroupKind{Kind: "Service"}},
+		Field: "metadata.namespace", Err: errors.New("no such namespace")}}})
+	var oe *applyset.ObjectError
+	if errors.As(err, &oe) {
+		fmt.Println(oe.Index, oe.ID, oe.Field)
+	}
+	fmt.Println(err)
+	// Output:
+	// 2 Service shop/web metadata.namespace
+	// applyset: nothing written, refused: object 2, Service shop/web: field metadata.namespace: no such namespace
+}
+
 // An object's identity, as results name it.
 func ExampleObjectID_String() {
 	id := applyset.ObjectID{Namespace: "shop", Name: "web", GroupKind: schema.GroupKind{Group: "apps", Kind: "Deployment"}}

@@ -13,6 +13,7 @@ import (
 // member is one object to apply.
 type member struct {
 	obj     *unstructured.Unstructured // a copy of the input, namespaced and labelled
+	index   int                        // its index in the input
 	id      ObjectID
 	mapping *meta.RESTMapping          // nil until its CRD is established
 	live    *unstructured.Unstructured // as listed with the part-of label; nil if not listed
@@ -37,23 +38,26 @@ func (s *Set) prepare(objs []*unstructured.Unstructured) ([]*member, sets.Set[sc
 	}
 	var members []*member
 	var errs, failures []error
-	seen := map[ObjectID]bool{}
+	seen := map[ObjectID]int{}
+	refuse := func(i int, id ObjectID, field string, err error) {
+		errs = append(errs, &ObjectError{Index: i, ID: id, Field: field, Err: err})
+	}
 	for i, in := range objs {
 		if in == nil {
-			errs = append(errs, fmt.Errorf("object %d: nil", i))
+			refuse(i, ObjectID{}, "", errors.New("nil"))
 			continue
 		}
 		if fe := checkObject(in.Object); fe != nil {
-			errs = append(errs, fmt.Errorf("object %d, %s: %w", i, idOf(in), fe))
+			refuse(i, idOf(in), fe.field, fe.err)
 			continue
 		}
 		o, fe := jsonCopy(in)
 		if fe != nil {
-			errs = append(errs, fmt.Errorf("object %d, %s: %w", i, idOf(in), fe))
+			refuse(i, idOf(in), fe.field, fe.err)
 			continue
 		}
 		gvk := o.GroupVersionKind()
-		m := &member{obj: o}
+		m := &member{obj: o, index: i}
 		mapping, err := s.c.RESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version)
 		switch {
 		case err == nil:
@@ -65,7 +69,7 @@ func (s *Set) prepare(objs []*unstructured.Unstructured) ([]*member, sets.Set[sc
 			failures = append(failures, fmt.Errorf("object %d, %s: mapping its kind failed: %w", i, idOf(o), err))
 			continue
 		default:
-			errs = append(errs, fmt.Errorf("object %d, %s: unknown kind: %w", i, idOf(o), err))
+			refuse(i, idOf(o), s.unknownField(gvk.GroupKind()), fmt.Errorf("unknown kind: %w", err))
 			continue
 		}
 		namespaced := crdScope[gvk.GroupKind()] != "Cluster"
@@ -76,20 +80,20 @@ func (s *Set) prepare(objs []*unstructured.Unstructured) ([]*member, sets.Set[sc
 		case namespaced && o.GetNamespace() == "" && s.namespaced:
 			o.SetNamespace(s.parent.GetNamespace())
 		case namespaced && o.GetNamespace() == "":
-			errs = append(errs, fmt.Errorf("object %d, %s: field metadata.namespace: a namespaced member of a cluster-scoped parent needs a namespace", i, idOf(o)))
+			refuse(i, idOf(o), "metadata.namespace", errors.New("a namespaced member of a cluster-scoped parent needs a namespace"))
 			continue
 		case !namespaced && o.GetNamespace() != "":
-			errs = append(errs, fmt.Errorf("object %d, %s: field metadata.namespace: set on a cluster-scoped kind", i, idOf(o)))
+			refuse(i, idOf(o), "metadata.namespace", errors.New("set on a cluster-scoped kind"))
 			continue
 		}
 		m.id = idOf(o)
-		if seen[m.id] {
-			errs = append(errs, fmt.Errorf("object %d, %s: appears twice", i, m.id))
+		if first, dup := seen[m.id]; dup {
+			refuse(i, m.id, "", fmt.Errorf("appears twice (also object %d)", first))
 			continue
 		}
-		seen[m.id] = true
+		seen[m.id] = i
 		if m.id == idOf(s.parent) {
-			errs = append(errs, fmt.Errorf("object %d, %s: the parent of the set cannot be a member of it", i, m.id))
+			refuse(i, m.id, "", errors.New("the parent of the set cannot be a member of it"))
 			continue
 		}
 		labels := o.GetLabels() // checked: every value is a string
@@ -107,4 +111,13 @@ func (s *Set) prepare(objs []*unstructured.Unstructured) ([]*member, sets.Set[sc
 		return nil, nil, &ValidationError{Errors: errs}
 	}
 	return members, crdKinds, nil
+}
+
+// unknownField is the field that makes a kind unknown: apiVersion when
+// another version of gk is served, kind otherwise.
+func (s *Set) unknownField(gk schema.GroupKind) string {
+	if _, err := s.c.RESTMapper().RESTMapping(gk); err == nil {
+		return "apiVersion"
+	}
+	return "kind"
 }

@@ -154,7 +154,9 @@ func nsName(ns string) string {
 
 // notServed returns why gk, which the REST mapper failed to map with
 // mapErr, is proven not served, or nil when it is not proven. Proof is a
-// no-match answer of the mapper, and no CRD defining gk, and no APIService
+// no-match answer of the mapper, and no CRD defining gk (but one whose
+// names the API server refused and that was never established, which
+// never served it), and no APIService
 // of gk's group served by another server (an aggregated API whose discovery
 // may have failed for a moment). Any other error (a 503 from discovery,
 // RBAC refusing the checks) proves nothing: the kind stays in the parent and
@@ -171,7 +173,11 @@ func (r *run) notServed(ctx context.Context, gk schema.GroupKind, mapErr error) 
 	for _, crd := range crds.Items {
 		g, _, _ := unstructured.NestedString(crd.Object, "spec", "group")
 		k, _, _ := unstructured.NestedString(crd.Object, "spec", "names", "kind")
-		if g == gk.Group && k == gk.Kind {
+		// A CRD whose names the API server refused and that was never
+		// established (Established, once True, stays so) never served
+		// anything.
+		refused := condition(&crd, "NamesAccepted", "False") != "" && !established(&crd)
+		if g == gk.Group && k == gk.Kind && !refused {
 			return nil // defined: not served yet, or discovery lags
 		}
 	}

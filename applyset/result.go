@@ -146,8 +146,42 @@ func (e *NotCurrentError) Error() string {
 	return "applyset: applied but not current, nothing pruned: " + strings.Join(parts, "; ")
 }
 
+// ObjectError is one object that the checks of the input, the server-side
+// dry run or the wait for a CRD refused: one of the Errors of a
+// [*ValidationError], which callers reach with errors.As (it names the
+// first) or by ranging over ValidationError.Errors.
+type ObjectError struct {
+	// Index is the object's index in the input of [Set.Apply].
+	Index int
+	// ID is the object's identity, as far as the input gives it (empty for
+	// a nil object).
+	ID ObjectID
+	// Field is the field at fault ("metadata.name", "kind", "apiVersion",
+	// "metadata.namespace", "spec.names", or the field the API server's
+	// refusal names); empty when the refusal names none.
+	Field string
+	// Err says what is wrong: for a refusal of the API server, its
+	// *StatusError (apierrors.IsInvalid and the like read through).
+	Err error
+}
+
+// Error implements error.
+func (e *ObjectError) Error() string {
+	what := fmt.Sprintf("object %d", e.Index)
+	if e.ID != (ObjectID{}) {
+		what += ", " + e.ID.String()
+	}
+	if e.Field != "" && !strings.Contains(e.Err.Error(), e.Field) { // a 422 names its fields
+		what += ": field " + e.Field
+	}
+	return fmt.Sprintf("%s: %v", what, e.Err)
+}
+
+// Unwrap returns the underlying error.
+func (e *ObjectError) Unwrap() error { return e.Err }
+
 // ValidationError lists the objects that the checks of the input or the
-// server-side dry run refused. Written names what this Apply had written
+// server-side dry run refused, each an [*ObjectError]. Written names what this Apply had written
 // before (the parent, CRDs and Namespaces of the set, which must be in place
 // before the members they define or hold can be dry-run); no member was
 // written besides those.

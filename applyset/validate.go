@@ -112,10 +112,17 @@ func (r *run) check(ctx context.Context, members []*member) error {
 		}
 		out, err := r.dryRun(ctx, m)
 		if err != nil && refused(err) {
-			errs = append(errs, fmt.Errorf("%s: %w", m.id, err))
+			errs = append(errs, &ObjectError{Index: m.index, ID: m.id, Field: causeField(err), Err: err})
 			continue
 		} else if err != nil {
 			failures = append(failures, fmt.Errorf("%s: dry run failed: %w", m.id, err))
+			continue
+		}
+		if m.id.GroupKind == namespaceGK && out.GetDeletionTimestamp() != nil {
+			// Applying it would not bring it back, and its members would
+			// be refused after it was written.
+			errs = append(errs, &ObjectError{Index: m.index, ID: m.id, Field: "metadata.deletionTimestamp",
+				Err: errors.New("the Namespace is being deleted: nothing can be created in it")})
 			continue
 		}
 		m.changed = m.live == nil || !sameContent(m.live, out)
@@ -124,11 +131,7 @@ func (r *run) check(ctx context.Context, members []*member) error {
 		// Not the input's fault: retry. The refusals are named too, as
 		// plain errors, so that the caller does not take the whole for a
 		// refusal.
-		written := "nothing written"
-		if len(r.written) > 0 {
-			written = "written before: " + strings.Join(r.written, ", ")
-		}
-		return fmt.Errorf("applyset: validation could not complete (%s): %w", written, errors.Join(append(failures, errs...)...))
+		return fmt.Errorf("applyset: validation could not complete (%s): %w", writtenBefore(r.written), errors.Join(append(failures, errs...)...))
 	}
 	if len(errs) > 0 {
 		return &ValidationError{Errors: errs, Written: slices.Clone(r.written)}
@@ -154,6 +157,25 @@ func refused(err error) bool {
 		return true
 	}
 	return false
+}
+
+// causeField is the first field that a refusal of the API server names
+// (a 422's causes, the namespace of a 403 in a terminating namespace).
+func causeField(err error) string {
+	var status apierrors.APIStatus
+	if !errors.As(err, &status) || status.Status().Details == nil {
+		return ""
+	}
+	d := status.Status().Details
+	for _, c := range d.Causes {
+		if c.Field != "" {
+			return c.Field
+		}
+	}
+	if status.Status().Code == 404 && d.Kind == "namespaces" {
+		return "metadata.namespace" // no such namespace
+	}
+	return ""
 }
 
 // dryRun applies m with dryRun=All. A member whose CRD this Apply wrote is

@@ -2,6 +2,7 @@ package applyset
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -27,16 +28,32 @@ func (r *run) mapLate(ctx context.Context, members, crds []*member) error {
 	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, r.s.o.EstablishTimeout)
 	defer cancel()
+	readCRD := func(ctx context.Context, name string) (*unstructured.Unstructured, error) {
+		crd := &unstructured.Unstructured{}
+		crd.SetGroupVersionKind(crdGVK)
+		return crd, r.s.c.Get(ctx, client.ObjectKey{Name: name}, crd)
+	}
 	for _, m := range crds {
 		for {
-			crd := &unstructured.Unstructured{}
-			crd.SetGroupVersionKind(crdGVK)
-			if err := r.s.c.Get(ctx, client.ObjectKey{Name: m.id.Name}, crd); err == nil && established(crd) {
+			if crd, err := readCRD(ctx, m.id.Name); err == nil && established(crd) {
 				break
 			}
-			if err := pause(ctx, 50*time.Millisecond); err != nil {
-				return fmt.Errorf("applyset: CRD %s not established: %w", m.id.Name, err)
+			if pause(ctx, 50*time.Millisecond) == nil {
+				continue
 			}
+			// Time is up: one last read, on the caller's context, says
+			// why.
+			crd, err := readCRD(parent, m.id.Name)
+			if err == nil && established(crd) {
+				break
+			}
+			if msg := condition(crd, "NamesAccepted", "False"); err == nil && msg != "" {
+				// Its names clash with another CRD's: it will not be
+				// established until the input changes.
+				return &ValidationError{Errors: []error{&ObjectError{Index: m.index, ID: m.id, Field: "spec.names",
+					Err: fmt.Errorf("not established within %s: NamesAccepted is False: %s", r.s.o.EstablishTimeout, msg)}}, Written: r.written}
+			}
+			return fmt.Errorf("applyset: CRD %s not established (%s): %w", m.id.Name, writtenBefore(r.written), errors.Join(ctx.Err(), err))
 		}
 	}
 	for _, m := range members {
@@ -50,10 +67,10 @@ func (r *run) mapLate(ctx context.Context, members, crds []*member) error {
 			if pause(ctx, 100*time.Millisecond) != nil {
 				if meta.IsNoMatchError(err) && !discoveryFailed(err) && parent.Err() == nil {
 					// The CRDs are established and do not define it.
-					return &ValidationError{Errors: []error{fmt.Errorf("%s: %w", m.id, err)}, Written: r.written}
+					return &ValidationError{Errors: []error{&ObjectError{Index: m.index, ID: m.id, Field: "kind", Err: err}}, Written: r.written}
 				}
 				// Discovery failed, or the caller gave up: not a refusal.
-				return fmt.Errorf("applyset: mapping %s failed (written before: %s): %w", m.id, strings.Join(r.written, ", "), err)
+				return fmt.Errorf("applyset: mapping %s failed (%s): %w", m.id, writtenBefore(r.written), err)
 			}
 		}
 	}
@@ -70,14 +87,31 @@ func pause(ctx context.Context, d time.Duration) error {
 }
 
 func established(crd *unstructured.Unstructured) bool {
-	conds, _, _ := unstructured.NestedSlice(crd.Object, "status", "conditions")
+	return condition(crd, "Established", "True") != ""
+}
+
+// condition returns the message of obj's condition of type t when its
+// status is status (a space when it has no message), "" otherwise.
+func condition(obj *unstructured.Unstructured, t, status string) string {
+	conds, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
 	for _, c := range conds {
 		m, _ := c.(map[string]any)
-		if m["type"] == "Established" && m["status"] == "True" {
-			return true
+		if m["type"] == t && m["status"] == status {
+			if msg, _ := m["message"].(string); msg != "" {
+				return msg
+			}
+			return " "
 		}
 	}
-	return false
+	return ""
+}
+
+// writtenBefore says what an Apply wrote before it failed.
+func writtenBefore(written []string) string {
+	if len(written) == 0 {
+		return "nothing written"
+	}
+	return "written before: " + strings.Join(written, ", ")
 }
 
 // waitCurrent polls the members until kstatus finds them all Current: one

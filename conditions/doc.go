@@ -21,6 +21,8 @@
 // Objects expose their conditions through [Getter] and [Setter]. For an
 // unstructured.Unstructured, [ForUnstructured] returns a Setter over
 // status.conditions, or a [*FieldError] when that field has the wrong shape.
+// [Validate] says which field of a condition the API server would refuse
+// (reconcile.Patcher refuses such a condition before it writes).
 //
 // [SetSummary] computes a Ready-style condition from other conditions,
 // with negative-polarity types (where True is bad) and keeping the reason of

@@ -42,3 +42,13 @@ func ExampleOn() {
 	// Output:
 	// IPAllocated True Allocated 10.0.0.7 3
 }
+
+// Validate says which field of a condition the API server would refuse;
+// reconcile.Patcher refuses such a condition before it writes anything.
+func ExampleValidate() {
+	fmt.Println(conditions.Validate(metav1.Condition{Type: "Ready", Status: "Maybe", Reason: "Thinking"}))
+	fmt.Println(conditions.Validate(metav1.Condition{Type: "example.com/Synced", Status: metav1.ConditionTrue, Reason: "Done"}))
+	// Output:
+	// conditions: field status: "Maybe" is not True, False or Unknown
+	// <nil>
+}

@@ -18,11 +18,14 @@ type Setter interface {
 	SetConditions([]metav1.Condition)
 }
 
-// FieldError says that an object's conditions field has the wrong shape.
+// FieldError says that an object's conditions field has the wrong shape,
+// or that a condition holds a value the API server refuses ([Validate]).
 type FieldError struct {
 	// Object names the object, as kind namespace/name.
 	Object string
-	// Field is the path of the field, status.conditions.
+	// Field is the path of the field: status.conditions, or a field of
+	// one condition (status.conditions[2].status; only "status" from
+	// [Validate]).
 	Field string
 	// Err is what is wrong with it.
 	Err error
@@ -30,6 +33,9 @@ type FieldError struct {
 
 // Error implements error.
 func (e *FieldError) Error() string {
+	if e.Object == "" {
+		return fmt.Sprintf("conditions: field %s: %v", e.Field, e.Err)
+	}
 	return fmt.Sprintf("conditions: %s: field %s: %v", e.Object, e.Field, e.Err)
 }
 

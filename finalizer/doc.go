@@ -5,7 +5,9 @@
 // The mutators [Ensure], [Remove] and [Has] work on an object in memory and
 // report whether they changed it; [Ensure] refuses, with a [*DeletingError]
 // and no API call, to add a finalizer to an object that is already being
-// deleted (the API server would reject it).
+// deleted (the API server would reject it), and with a [*NameError] a name
+// that is not a qualified name ("example.com/cleanup"), as [Handler.Register]
+// does.
 //
 // A [Handler] runs the classic flow for any number of named finalizers, each
 // with its own cleanup:

@@ -36,7 +36,7 @@ func ExampleEnsure() {
 	// true <nil>
 	// false <nil>
 	// true
-	// finalizer: not adding example.com/other to shop/cart: the object is being deleted
+	// finalizer: not adding example.com/other to ConfigMap shop/cart: the object is being deleted
 	// true false
 }
 
@@ -78,4 +78,18 @@ func ExampleInProgress() {
 	// 1 left 5s <nil>
 	// 0 left 0s <nil>
 	// true
+}
+
+// A finalizer name must be a qualified name: Register, Ensure and
+// reconcile.Patcher refuse another with a *NameError before anything is
+// written.
+func ExampleValidateName() {
+	obj := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "cart"}}
+	_, err := finalizer.Ensure(obj, "clean up!")
+	var ne *finalizer.NameError
+	fmt.Println(errors.As(err, &ne), ne.Object, ne.Field, obj.Finalizers)
+	fmt.Println(finalizer.ValidateName(obj, "example.com/cleanup"))
+	// Output:
+	// true ConfigMap shop/cart metadata.finalizers []
+	// <nil>
 }

@@ -14,13 +14,18 @@ func Has(obj client.Object, name string) bool {
 }
 
 // Ensure adds the finalizer to obj in memory and reports whether it did. It
-// returns a [*DeletingError] instead when obj is being deleted and lacks it.
+// returns a [*DeletingError] instead when obj is being deleted and lacks it,
+// and a [*NameError] for a name the API server would refuse; obj is left as
+// it was then.
 func Ensure(obj client.Object, name string) (bool, error) {
 	if Has(obj, name) {
 		return false, nil
 	}
+	if err := ValidateName(obj, name); err != nil {
+		return false, err
+	}
 	if obj.GetDeletionTimestamp() != nil {
-		return false, &DeletingError{Object: object.Key(obj), Finalizer: name}
+		return false, &DeletingError{Object: object.Describe(obj, nil), Finalizer: name}
 	}
 	obj.SetFinalizers(append(obj.GetFinalizers(), name))
 	return true, nil

@@ -8,7 +8,6 @@ import (
 	"strings"
 	"sync"
 
-	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/steadyk8s/steady/internal/object"
@@ -39,7 +38,8 @@ func NewHandler(c client.Client, opts ...HandlerOption) *Handler {
 }
 
 // Register adds a named finalizer with its cleanup. Names must be qualified
-// names ("example.com/cleanup"); registering a name twice is an error.
+// names ("example.com/cleanup"), else a [*NameError]; registering a name
+// twice is an error.
 // Cleanups run in registration order. [When] limits the finalizer to the
 // objects it selects.
 func (h *Handler) Register(name string, f Finalizer, opts ...RegisterOption) error {
@@ -47,8 +47,8 @@ func (h *Handler) Register(name string, f Finalizer, opts ...RegisterOption) err
 	for _, opt := range opts {
 		opt.ApplyToRegister(&o)
 	}
-	if errs := validation.IsQualifiedName(name); len(errs) > 0 {
-		return fmt.Errorf("finalizer: invalid name %q: %s", name, strings.Join(errs, "; "))
+	if err := ValidateName(nil, name); err != nil {
+		return err
 	}
 	if f == nil {
 		return fmt.Errorf("finalizer: %s registered without a Finalizer", name)

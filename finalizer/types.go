@@ -3,9 +3,13 @@ package finalizer
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/steadyk8s/steady/internal/object"
 )
 
 // Finalizer cleans up what an object owns outside the API server. Finalize
@@ -47,7 +51,7 @@ type Result struct {
 // DeletingError is returned by [Ensure] for an object that is being deleted:
 // the API server refuses new finalizers then.
 type DeletingError struct {
-	// Object names the object, as namespace/name.
+	// Object names the object, as "Kind namespace/name".
 	Object string
 	// Finalizer is the finalizer that was not added.
 	Finalizer string
@@ -56,6 +60,46 @@ type DeletingError struct {
 // Error implements error.
 func (e *DeletingError) Error() string {
 	return fmt.Sprintf("finalizer: not adding %s to %s: the object is being deleted", e.Finalizer, e.Object)
+}
+
+// NameError is returned for a finalizer name the API server would refuse
+// in metadata.finalizers (it must be a qualified name,
+// "example.com/cleanup"): by [Handler.Register], and by [Ensure] before it
+// changes the object.
+type NameError struct {
+	// Object names the object, as "Kind namespace/name"; empty from
+	// Register.
+	Object string
+	// Field is the field the name was for: metadata.finalizers.
+	Field string
+	// Finalizer is the name refused.
+	Finalizer string
+	// Reason says what is wrong with it.
+	Reason string
+}
+
+// Error implements error.
+func (e *NameError) Error() string {
+	of := ""
+	if e.Object != "" {
+		of = " of " + e.Object
+	}
+	return fmt.Sprintf("finalizer: invalid name %q for field %s%s: %s", e.Finalizer, e.Field, of, e.Reason)
+}
+
+// ValidateName returns a [*NameError] naming obj (none when nil) when the
+// API server would refuse name in metadata.finalizers: it must be a
+// qualified name ("example.com/cleanup").
+func ValidateName(obj client.Object, name string) error {
+	errs := validation.IsQualifiedName(name)
+	if len(errs) == 0 {
+		return nil
+	}
+	e := &NameError{Field: "metadata.finalizers", Finalizer: name, Reason: strings.Join(errs, "; ")}
+	if obj != nil {
+		e.Object = object.Describe(obj, nil)
+	}
+	return e
 }
 
 // CleanupError is the error of one finalizer's cleanup; [Handler.Handle]

@@ -36,19 +36,19 @@ func reference(owner client.Object, scheme *runtime.Scheme, controller bool) (me
 // garbage collector looks the owner up in the child's namespace, does not
 // find it and deletes the child).
 func check(owner, child client.Object, scheme *runtime.Scheme) error {
-	bad := func(reason string) error {
-		return &InvalidOwnerError{Child: object.Describe(child, scheme), Owner: object.Describe(owner, scheme), Reason: reason}
+	bad := func(field, reason string) error {
+		return &InvalidOwnerError{Child: object.Describe(child, scheme), Owner: object.Describe(owner, scheme), Field: field, Reason: reason}
 	}
 	if owner.GetUID() == "" {
-		return bad("the owner has no UID (read it from the API server first)")
+		return bad("metadata.uid", "the owner has no UID (create it, or read it from the API server, first)")
 	}
 	switch ns := owner.GetNamespace(); {
 	case ns == "" || child.GetNamespace() == ns:
 		return nil // a cluster-scoped owner can own anything
 	case child.GetNamespace() == "":
-		return bad("a namespaced owner cannot own a cluster-scoped object (or one whose namespace is not set)")
+		return bad("metadata.namespace", "a namespaced owner cannot own a cluster-scoped object (or one whose namespace is not set)")
 	default:
-		return bad(fmt.Sprintf("the child is in namespace %q, the owner in %q; owner references cannot cross namespaces", child.GetNamespace(), ns))
+		return bad("metadata.namespace", fmt.Sprintf("the child is in namespace %q, the owner in %q; owner references cannot cross namespaces", child.GetNamespace(), ns))
 	}
 }
 
@@ -72,7 +72,7 @@ func validateScope(c client.Client, owner, child client.Object) error {
 	}
 	if !namespaced {
 		return &InvalidOwnerError{Child: object.Describe(child, c.Scheme()), Owner: object.Describe(owner, c.Scheme()),
-			Reason: "a namespaced owner cannot own a cluster-scoped object"}
+			Field: "metadata.namespace", Reason: "a namespaced owner cannot own a cluster-scoped object"}
 	}
 	return nil
 }

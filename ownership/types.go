@@ -37,13 +37,17 @@ func (e *AlreadyOwnedError) Error() string {
 type InvalidOwnerError struct {
 	// Child and Owner name the objects, as "Kind namespace/name".
 	Child, Owner string
+	// Field is the field at fault: "metadata.uid" (the owner's: it has
+	// none) or "metadata.namespace" (the child's: another namespace than
+	// the owner's, or none).
+	Field string
 	// Reason says what is wrong.
 	Reason string
 }
 
 // Error implements error.
 func (e *InvalidOwnerError) Error() string {
-	return fmt.Sprintf("ownership: %s cannot own %s: %s", e.Owner, e.Child, e.Reason)
+	return fmt.Sprintf("ownership: %s cannot own %s: field %s: %s", e.Owner, e.Child, e.Field, e.Reason)
 }
 
 // CreateOrUpdateOptions are the options of [CreateOrUpdate]; the zero value

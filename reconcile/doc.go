@@ -48,7 +48,10 @@
 //   - an object that is gone (deleted meanwhile, or released by its last
 //     finalizer) is success, not an error; a failed write is a
 //     [*PatchError] saying what was written before it; an object other than
-//     the snapshotted one is refused with a [*MismatchError];
+//     the snapshotted one is refused with a [*MismatchError]; a finalizer
+//     name or a condition the API server would refuse is refused before
+//     any write (a [*PatchError] wrapping the typed error that names the
+//     field);
 //   - a kind without a status subresource gets its status written with the
 //     object, in one write with the rest of the change, and [WithObservedGeneration] then records the generation that
 //     write produces, so repeated reconciles make no write;

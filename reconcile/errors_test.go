@@ -144,8 +144,9 @@ func TestPatchOnExitJoinsErrors(t *testing.T) {
 	env.Require(t)
 	w, c, _ := fixture(t)
 	p, _ := reconcile.NewPatcher(c, w)
-	// The CRD allows only True, False and Unknown: the status write fails.
-	w.Status.Conditions[0].Status = "Maybe"
+	// The API server refuses the label value: the write fails. (A
+	// condition status Maybe is refused before any write now.)
+	w.Labels = map[string]string{"tier": "not valid!"}
 	reconcileErr := errors.New("reconcile failed")
 	err := reconcileErr
 	p.PatchOnExit(context.Background(), w, &err)

@@ -184,7 +184,13 @@ func (p *Patcher) PatchOnExit(ctx context.Context, obj client.Object, reterr *er
 // (after the status subresource's 404).
 //
 // obj must be the snapshotted object (same kind, Go type, namespace and
-// name), else a [*MismatchError]. A failed write is a [*PatchError] that
+// name), else a [*MismatchError]. A finalizer this change adds that is no
+// qualified name, and a condition it adds or changes with a type, status,
+// reason or message the API server refuses in a metav1.Condition
+// ([conditions.Validate]; Set fits reasons and messages), are refused
+// before any write: a [*PatchError] with Written empty that wraps a
+// [*finalizer.NameError] or a [*conditions.FieldError] naming the field
+// (status.conditions[2].status). A failed write is a [*PatchError] that
 // says what was written before it. On success obj holds the API server's
 // answer to the last write and becomes the Patcher's new snapshot.
 func (p *Patcher) Patch(ctx context.Context, obj client.Object, opts ...PatchOption) error {
@@ -197,6 +203,9 @@ func (p *Patcher) Patch(ctx context.Context, obj client.Object, opts ...PatchOpt
 	}
 	if err := p.sameObject(obj); err != nil {
 		return err
+	}
+	if err := p.checkInput(obj, splitPaths(o.ConditionLists)); err != nil {
+		return &PatchError{Object: p.describe(), Step: "the patch", Err: err}
 	}
 	res, err := p.w.Patch(ctx, p.before, obj, patch.Options{
 		OptimisticLock:     o.OptimisticLock,

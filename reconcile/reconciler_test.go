@@ -122,7 +122,8 @@ func TestForRefusesBadOptions(t *testing.T) {
 	if _, err := reconcile.For(env.Client, fn, reconcile.WithReadySummary()); err == nil {
 		t.Error("a Ready summary on an object without conditions was accepted")
 	}
-	if _, err := reconcile.For(env.Client, fn, reconcile.WithFinalizer("bad name", finalizer.Func(nil))); err == nil {
-		t.Error("an invalid finalizer name was accepted")
+	var ne *finalizer.NameError
+	if _, err := reconcile.For(env.Client, fn, reconcile.WithFinalizer("bad name", finalizer.Func(nil))); !errors.As(err, &ne) || ne.Finalizer != "bad name" {
+		t.Errorf("an invalid finalizer name: %v; want a *finalizer.NameError", err)
 	}
 }

@@ -1,0 +1,120 @@
+package reconcile
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/steadyk8s/steady/conditions"
+	"github.com/steadyk8s/steady/finalizer"
+)
+
+// checkInput refuses, before any write, what this change adds that the API
+// server would refuse in one write after another was made: a finalizer name
+// that is no qualified name ([*finalizer.NameError]), and a condition added
+// or changed that [conditions.Validate] refuses ([*conditions.FieldError]
+// naming status.conditions[i] and its field). Entries that were there
+// before are not judged: they are not this change's.
+func (p *Patcher) checkInput(obj client.Object, lists [][]string) error {
+	for _, f := range obj.GetFinalizers() {
+		if slices.Contains(p.before.GetFinalizers(), f) {
+			continue
+		}
+		if err := finalizer.ValidateName(obj, f); err != nil {
+			var ne *finalizer.NameError
+			if errors.As(err, &ne) {
+				ne.Object = p.describe()
+			}
+			return err
+		}
+	}
+	bad := func(path string, i int, err error) error {
+		var fe *conditions.FieldError
+		if errors.As(err, &fe) {
+			fe.Object, fe.Field = p.describe(), fmt.Sprintf("%s[%d].%s", path, i, fe.Field)
+		}
+		return err
+	}
+	if u, ok := obj.(*unstructured.Unstructured); ok {
+		b, _ := p.before.(*unstructured.Unstructured)
+		for i := -1; i < len(lists); i++ {
+			path := statusConditions
+			if i >= 0 {
+				path = lists[i]
+			}
+			after, _, _ := unstructured.NestedFieldNoCopy(u.Object, path...)
+			var prev any
+			if b != nil {
+				prev, _, _ = unstructured.NestedFieldNoCopy(b.Object, path...)
+			}
+			al, _ := after.([]any)
+			pl, _ := prev.([]any)
+		entries:
+			for j, e := range al {
+				c, ok := mapCondition(e)
+				if !ok {
+					continue
+				}
+				for _, pe := range pl {
+					if pc, ok := mapCondition(pe); ok && sameCondition(pc, c) {
+						continue entries
+					}
+				}
+				if err := conditions.Validate(c); err != nil {
+					return bad(strings.Join(path, "."), j, err)
+				}
+			}
+		}
+		return nil
+	}
+	g, ok := obj.(conditions.Getter)
+	bg, bok := p.before.(conditions.Getter)
+	if !ok || !bok {
+		return nil
+	}
+	for i, c := range g.GetConditions() {
+		if prev := meta.FindStatusCondition(bg.GetConditions(), c.Type); prev != nil && sameCondition(*prev, c) {
+			continue
+		}
+		if err := conditions.Validate(c); err != nil {
+			return bad("status.conditions", i, err)
+		}
+	}
+	return nil
+}
+
+var statusConditions = []string{"status", "conditions"}
+
+// mapCondition reads the fields of a condition of any shape that
+// [conditions.Validate] judges.
+func mapCondition(e any) (metav1.Condition, bool) {
+	m, ok := e.(map[string]any)
+	if !ok {
+		return metav1.Condition{}, false
+	}
+	return metav1.Condition{Type: mapString(m, "type"), Status: metav1.ConditionStatus(mapString(m, "status")),
+		Reason: mapString(m, "reason"), Message: mapString(m, "message")}, true
+}
+
+// mapString is m[k] as a string; a value of another type is printed, so
+// that Validate refuses it.
+func mapString(m map[string]any, k string) string {
+	switch v := m[k].(type) {
+	case nil:
+		return ""
+	case string:
+		return v
+	default:
+		return fmt.Sprint(v)
+	}
+}
+
+func sameCondition(a, b metav1.Condition) bool {
+	return a.Type == b.Type && a.Status == b.Status && a.Reason == b.Reason && a.Message == b.Message
+}
