@@ -228,16 +228,30 @@ func TestRestoredChildrenAreTakenBack(t *testing.T) {
 	}
 	// Taken back, the children are converged: the next reconcile stores
 	// nothing (a mutate that drops server defaults sends one write the
-	// server finds nothing in), and the one after writes nothing.
+	// server finds nothing in), and the one after writes nothing. The
+	// Deployment is the exception: the deployment controller of this control
+	// plane writes its status, so its resourceVersion (which the verdict is
+	// remembered for) moves on its own: at most one write the server finds
+	// nothing in each time, and its generation (our spec) stays.
+	version := func(obj client.Object) string {
+		if _, ok := obj.(*appsv1.Deployment); ok {
+			return fmt.Sprintf("generation %d", obj.GetGeneration())
+		}
+		return "resourceVersion " + obj.GetResourceVersion()
+	}
 	for round, most := range []int{1, 0} {
 		for i, rc := range cases {
-			before := backup(t, e.Client, children)[i].GetResourceVersion()
-			n.Reset()
-			if op, err := rc.write(ctx, c, o, rc.empty(ns)); err != nil || op != controllerutil.OperationResultNone || n.Writes() > most {
-				t.Errorf("%s again (%d): %s, %v (requests %s); want unchanged, at most %d writes", rc.name, round, op, err, n, most)
+			before := version(backup(t, e.Client, children)[i])
+			limit := most
+			if _, ok := children[i].(*appsv1.Deployment); ok {
+				limit = 1
 			}
-			if after := backup(t, e.Client, children)[i].GetResourceVersion(); after != before {
-				t.Errorf("%s again (%d): resourceVersion %s -> %s; want nothing stored", rc.name, round, before, after)
+			n.Reset()
+			if op, err := rc.write(ctx, c, o, rc.empty(ns)); err != nil || op != controllerutil.OperationResultNone || n.Writes() > limit {
+				t.Errorf("%s again (%d): %s, %v (requests %s); want unchanged, at most %d writes", rc.name, round, op, err, n, limit)
+			}
+			if after := version(backup(t, e.Client, children)[i]); after != before {
+				t.Errorf("%s again (%d): %s -> %s; want nothing stored", rc.name, round, before, after)
 			}
 		}
 	}
