@@ -2,27 +2,17 @@ package indexer
 
 import (
 	"maps"
-	"reflect"
 	"sync"
-	"weak"
+
+	identitypkg "github.com/steadyk8s/steady/internal/identity"
 )
 
-// identity is a key for a pointer-shaped value (a cache, a client) that
-// does not keep it alive and never equals the key of another value, even
-// one allocated later at the same address: a weak pointer's identity is
-// its object's, not its address.
-type identity = weak.Pointer[byte]
+// identity is a key for a pointer-shaped value (a cache, a client): see
+// [identity.Key].
+type identity = identitypkg.Key
 
-// identityOf returns v's identity, and false for values that have none: a
-// nil or non-pointer value, or a pointer to a zero-sized type (all of which
-// share one address).
-func identityOf(v any) (identity, bool) {
-	rv := reflect.ValueOf(v)
-	if !rv.IsValid() || rv.Kind() != reflect.Pointer || rv.IsNil() || rv.Type().Elem().Size() == 0 {
-		return identity{}, false
-	}
-	return weak.Make((*byte)(rv.UnsafePointer())), true
-}
+// identityOf returns v's identity: see [identity.Of].
+func identityOf(v any) (identity, bool) { return identitypkg.Of(v) }
 
 // byIdentity maps values, by identity, to what is remembered about them;
 // entries of values that were garbage collected are dropped as new ones

@@ -70,11 +70,10 @@ func gadget(ns, name, phase string) *unstructured.Unstructured {
 // subresource in cluster a and none in cluster b (a CRD upgrade rolling
 // through the fleet). What CreateOrUpdate learns of the kind in a must not
 // make it drop a status change in b, where the status is part of the
-// object. ownership keeps what it learned per kind (ownership/status.go,
-// subresources, keyed by GroupVersionKind alone).
+// object. ownership keeps what it learned per cluster and kind
+// (ownership/status.go, subresources).
 func TestStatusSubresourceLearnedPerCluster(t *testing.T) {
 	fleet.Require(t)
-	knownLeak(t, "ownership's status-subresource knowledge is per kind, not per cluster")
 	ctx := context.Background()
 	a, b := fleet.Members[0], fleet.Members[1]
 	for i, e := range []*testenv.Environment{a, b} {

@@ -91,7 +91,7 @@ func Apply(ctx context.Context, c client.Client, owner, child client.Object, fie
 		return controllerutil.OperationResultNone, err
 	}
 	u.SetGroupVersionKind(gvk)
-	key := childKey(gvk, child) + "|" + string(owner.GetUID())
+	key := childKey(c, gvk, child) + "|" + string(owner.GetUID())
 	applyOpts := []client.ApplyOption{client.FieldOwner(fieldManager)}
 	if o.Force {
 		applyOpts = append(applyOpts, client.ForceOwnership)

@@ -153,7 +153,7 @@ func patchChild(ctx context.Context, c client.Client, live, child client.Object,
 		// A patch of this desired object on this live child found only
 		// defaults to differ before: not sent again.
 		gvk, sumErr := object.GVK(child, c.Scheme())
-		key, desired := "patch|"+childKey(gvk, child), [32]byte{}
+		key, desired := "patch|"+childKey(c, gvk, child), [32]byte{}
 		if sumErr == nil {
 			desired, sumErr = sum(withoutStatus(wantMap))
 		}

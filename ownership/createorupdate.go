@@ -91,7 +91,7 @@ func updateChild(ctx context.Context, c client.Client, live, child client.Object
 	// The update of a kind with a status subresource cannot write status:
 	// a difference there is not compared, nor paid for with an update.
 	compared := func(m map[string]any) map[string]any { return m }
-	if has, _ := statusSubresource(gvk); has && gvkErr == nil {
+	if has, _ := statusSubresource(c, gvk); has && gvkErr == nil {
 		compared = withoutStatus
 	}
 	if sameObject(compared(liveMap), compared(wantMap)) {
@@ -100,7 +100,7 @@ func updateChild(ctx context.Context, c client.Client, live, child client.Object
 	}
 	// An update of this desired object on this live child found only
 	// defaults to differ before: not sent again.
-	key, desired, sumErr := "update|"+childKey(gvk, child), [32]byte{}, gvkErr
+	key, desired, sumErr := "update|"+childKey(c, gvk, child), [32]byte{}, gvkErr
 	if sumErr == nil {
 		desired, sumErr = sum(compared(wantMap))
 	}

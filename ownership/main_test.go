@@ -121,7 +121,10 @@ func unstructuredChild(gvk schema.GroupVersionKind, ns, name string) *unstructur
 // watchClient is a direct client that interceptor.NewClient can wrap.
 func watchClient(t *testing.T) client.WithWatch {
 	t.Helper()
-	c, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Scheme})
+	// The REST mapper of env.Client: one cluster, as the clients of one
+	// manager share theirs (ownership keeps what it learns of a kind per
+	// cluster, by REST mapper).
+	c, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Scheme, Mapper: env.Client.RESTMapper()})
 	if err != nil {
 		t.Fatal(err)
 	}

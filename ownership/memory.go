@@ -2,6 +2,7 @@ package ownership
 
 import (
 	"container/list"
+	"fmt"
 	"crypto/sha256"
 	"encoding/json"
 	"sync"
@@ -101,10 +102,13 @@ func (m *memory) len() int {
 	return m.order.Len()
 }
 
-// childKey names a child in a memory: its group, version, kind,
-// namespace and name.
-func childKey(gvk schema.GroupVersionKind, obj client.Object) string {
-	return gvk.String() + "|" + obj.GetNamespace() + "|" + obj.GetName()
+// childKey names a child in a memory: its cluster (the address of c's REST
+// mapper: one per cluster, see [identity.Cluster]; an address reused by a
+// later mapper cannot fool a memory, whose entries also hold the child's
+// UID), group, version, kind, namespace and name. Same-named children of
+// several clusters have entries of their own and do not evict each other.
+func childKey(c client.Client, gvk schema.GroupVersionKind, obj client.Object) string {
+	return fmt.Sprintf("%p|%s|%s|%s", c.RESTMapper(), gvk, obj.GetNamespace(), obj.GetName())
 }
 
 // sum is a digest of parts, each encoded as JSON (map keys sorted, so

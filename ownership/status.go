@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/steadyk8s/steady/internal/identity"
 	"github.com/steadyk8s/steady/internal/object"
 )
 
@@ -67,7 +68,7 @@ func patchStatus(ctx context.Context, c client.Client, child client.Object, base
 		}
 	}
 	gvk, gvkErr := object.GVK(child, c.Scheme())
-	has, known := statusSubresource(gvk)
+	has, known := statusSubresource(c, gvk)
 	onObject := known && !has && gvkErr == nil
 	lists := dropsWhole || replacesList(parsed, map[string]any{"status": base})
 	if lists && !equalStatus(have["status"], base) {
@@ -94,7 +95,7 @@ func patchStatus(ctx context.Context, c client.Client, child client.Object, base
 			return true, nil
 		}
 		// Nothing written: the kind may have a status subresource now.
-		subresources.Delete(gvk)
+		subresources.Delete(kindOf(c, gvk))
 	}
 	if err := c.Status().Patch(ctx, child, patch); err != nil {
 		if !apierrors.IsNotFound(err) {
@@ -105,26 +106,39 @@ func patchStatus(ctx context.Context, c client.Client, child client.Object, base
 			return false, recreated(c, child, err)
 		}
 		if gvkErr == nil {
-			subresources.Store(gvk, false)
+			subresources.Store(kindOf(c, gvk), false)
 		}
 	} else if gvkErr == nil {
-		subresources.Store(gvk, true)
+		subresources.Store(kindOf(c, gvk), true)
 	}
 	return child.GetResourceVersion() != rv, nil
 }
 
-// subresources holds, per kind (schema.GroupVersionKind), whether it was
+// subresources holds, per cluster and kind (a kindKey), whether it was
 // found with a status subresource (true) or without one (false): a status
 // patch that succeeded or answered NotFound, or a write by CreateOrUpdate
 // (see learnStatusSubresource). patchStatus writes the status of a kind
 // without one on the object at once; CreateOrUpdate does not compare the
 // status of a kind with one, which its update cannot write.
+// A kind is known per cluster (the REST mapper of c: see
+// [identity.Cluster]): one CRD may have a status subresource in one cluster
+// of a fleet and none in another.
 var subresources sync.Map
 
-// statusSubresource reports whether gvk has a status subresource, and
-// whether that is known.
-func statusSubresource(gvk schema.GroupVersionKind) (has, known bool) {
-	v, ok := subresources.Load(gvk)
+// kindKey is a kind in a cluster.
+type kindKey struct {
+	cluster identity.Key
+	gvk     schema.GroupVersionKind
+}
+
+func kindOf(c client.Client, gvk schema.GroupVersionKind) kindKey {
+	return kindKey{cluster: identity.Cluster(c), gvk: gvk}
+}
+
+// statusSubresource reports whether gvk has a status subresource in c's
+// cluster, and whether that is known.
+func statusSubresource(c client.Client, gvk schema.GroupVersionKind) (has, known bool) {
+	v, ok := subresources.Load(kindOf(c, gvk))
 	if !ok {
 		return false, false
 	}
@@ -143,10 +157,10 @@ func statusSubresource(gvk schema.GroupVersionKind) (has, known bool) {
 func learnStatusSubresource(c client.Client, gvk schema.GroupVersionKind, live, want, answer map[string]any) {
 	switch {
 	case !equalStatus(answer["status"], live["status"]):
-		subresources.Store(gvk, false)
+		subresources.Store(kindOf(c, gvk), false)
 	case equalStatus(want["status"], live["status"]):
 	case c.Scheme().Recognizes(gvk) || keptAgainst(answer["status"], want["status"]):
-		subresources.Store(gvk, true)
+		subresources.Store(kindOf(c, gvk), true)
 	}
 }
 
