@@ -2,9 +2,9 @@ package ownership
 
 import (
 	"container/list"
-	"fmt"
 	"crypto/sha256"
 	"encoding/json"
+	"fmt"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
