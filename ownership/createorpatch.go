@@ -152,8 +152,8 @@ func patchChild(ctx context.Context, c client.Client, live, child client.Object,
 		patch := client.RawPatch(types.MergePatchType, mainPatch)
 		// A patch of this desired object on this live child found only
 		// defaults to differ before: not sent again.
-		gvk, sumErr := object.GVK(child, c.Scheme())
-		key, desired := "patch|"+childKey(gvk, child), [32]byte{}
+		gvk, gvkErr := object.GVK(child, c.Scheme())
+		key, answerKey, desired, sumErr := "patch|"+childKey(gvk, child), "answer|"+childKey(gvk, child), [32]byte{}, gvkErr
 		if sumErr == nil {
 			desired, sumErr = sum(withoutStatus(wantMap))
 		}
@@ -171,6 +171,10 @@ func patchChild(ctx context.Context, c client.Client, live, child client.Object,
 				}
 			case locked:
 				result = controllerutil.OperationResultUpdated // applied to the object as read
+			case gvkErr == nil && answeredBefore(answerKey, child):
+				// The object an earlier answer showed, unchanged since: a
+				// read older than our own last write (a lagging cache), and
+				// a patch the server found nothing to change in.
 			default:
 				// Unlocked, the patch applied to the object as it was then,
 				// which another writer may have changed since the read: it
@@ -201,6 +205,13 @@ func patchChild(ctx context.Context, c client.Client, live, child client.Object,
 			result = controllerutil.OperationResultUpdatedStatus
 		case wrote:
 			result = controllerutil.OperationResultUpdatedStatusOnly
+		}
+	}
+	if child.GetResourceVersion() != live.GetResourceVersion() {
+		// The object as the server last answered: a later patch answered
+		// with it stored nothing (see answeredBefore).
+		if gvk, err := object.GVK(child, c.Scheme()); err == nil {
+			rememberAnswer("answer|"+childKey(gvk, child), child)
 		}
 	}
 	return result, nil

@@ -143,6 +143,11 @@ func (w *writeCall) prepare(ctx context.Context, mode readMode) (client.Object, 
 		}
 	}
 	if client.ObjectKeyFromObject(child) != key {
+		// A cluster-scoped child given a namespace reads back without one:
+		// that is the reference refused, not a mutate at fault.
+		if err := validateScope(c, w.owner, w.given); err != nil {
+			return nil, err
+		}
 		return nil, fmt.Errorf("ownership: mutate changed the name or namespace of %s %s to %s", object.Kind(child, c.Scheme()), key, client.ObjectKeyFromObject(child))
 	}
 	if live != nil {
