@@ -68,19 +68,19 @@ func CreateOrPatch(ctx context.Context, c client.Client, owner, child client.Obj
 	if err != nil {
 		return controllerutil.OperationResultNone, err
 	}
-	name := object.Describe(child, c.Scheme())
+	name := object.Described{Obj: child, Scheme: c.Scheme()} // formatted only in errors
 	create := func(ctx context.Context) (controllerutil.OperationResult, error) {
 		return createWithStatus(ctx, c, child, name)
 	}
-	update := func(ctx context.Context, live client.Object) (controllerutil.OperationResult, error) {
-		return patchChild(ctx, c, live, child, name)
+	update := func(ctx context.Context, live client.Object, beforeWrite func() error) (controllerutil.OperationResult, error) {
+		return patchChild(ctx, c, live, child, name, beforeWrite)
 	}
 	return w.run(ctx, create, update)
 }
 
 // createWithStatus is CreateOrPatch's create: the object, then the status
 // mutate set, by a status patch.
-func createWithStatus(ctx context.Context, c client.Client, child client.Object, name string) (controllerutil.OperationResult, error) {
+func createWithStatus(ctx context.Context, c client.Client, child client.Object, name fmt.Stringer) (controllerutil.OperationResult, error) {
 	wanted, err := object.ToMap(child)
 	if err != nil {
 		return controllerutil.OperationResultNone, fmt.Errorf("ownership: %s: %w", name, err)
@@ -109,7 +109,7 @@ func createWithStatus(ctx context.Context, c client.Client, child client.Object,
 
 // patchChild is CreateOrPatch's write of an existing child: compare,
 // patch, then status.
-func patchChild(ctx context.Context, c client.Client, live, child client.Object, name string) (controllerutil.OperationResult, error) {
+func patchChild(ctx context.Context, c client.Client, live, child client.Object, name fmt.Stringer, beforeWrite func() error) (controllerutil.OperationResult, error) {
 	liveMap, wantMap, err := maps(live, child)
 	if err != nil {
 		return controllerutil.OperationResultNone, fmt.Errorf("ownership: %s: %w", name, err)
@@ -127,6 +127,9 @@ func patchChild(ctx context.Context, c client.Client, live, child client.Object,
 	if mainPatch == nil && !statusDiffers {
 		object.Copy(child, live)
 		return controllerutil.OperationResultNone, nil
+	}
+	if err := beforeWrite(); err != nil {
+		return controllerutil.OperationResultNone, err
 	}
 
 	result := controllerutil.OperationResultNone
