@@ -59,6 +59,11 @@ func withoutStatus(m map[string]any) map[string]any {
 // (server metadata removed) exactly, statuses absent and empty alike,
 // without copying them.
 func sameObject(a, b map[string]any) bool {
+	return sameExceptStatus(a, b) && equalStatus(a["status"], b["status"])
+}
+
+// sameExceptStatus is [sameObject] without the statuses.
+func sameExceptStatus(a, b map[string]any) bool {
 	for k, av := range a {
 		if k == "status" {
 			continue
@@ -72,7 +77,7 @@ func sameObject(a, b map[string]any) bool {
 			return false
 		}
 	}
-	return equalStatus(a["status"], b["status"])
+	return true
 }
 
 // equalStatus compares two statuses exactly; absent and empty are the same.

@@ -115,15 +115,27 @@ func patchChild(ctx context.Context, c client.Client, live, child client.Object,
 		return controllerutil.OperationResultNone, fmt.Errorf("ownership: %s: %w", name, err)
 	}
 	wantStatus := wantMap["status"]
-	mainPatch, err := mergePatch(withoutStatus(liveMap), withoutStatus(wantMap))
-	if err != nil {
-		return controllerutil.OperationResultNone, fmt.Errorf("ownership: %s: %w", name, err)
-	}
-	mainPatch, dropsWhole, err := removeOnlyKeysRead(mainPatch, liveMap, goType(c, child))
-	if err != nil {
-		return controllerutil.OperationResultNone, fmt.Errorf("ownership: %s: %w", name, err)
-	}
 	statusDiffers := !equalStatus(liveMap["status"], wantStatus)
+	// A patch of this desired object on this live child found only
+	// defaults to differ before: not built, nor sent, again (the converged
+	// child of a wholesale mutate, every reconcile).
+	gvk, gvkErr := object.GVK(child, c.Scheme())
+	key, answerKey, desired, sumErr := "patch|"+childKey(gvk, child), "answer|"+childKey(gvk, child), [32]byte{}, gvkErr
+	var mainPatch []byte
+	var dropsWhole bool
+	if !sameExceptStatus(liveMap, wantMap) {
+		if sumErr == nil {
+			desired, sumErr = sum(withoutStatus(wantMap))
+		}
+		if sumErr != nil || !onlyDefaults(key, live, desired) {
+			if mainPatch, err = mergePatch(withoutStatus(liveMap), withoutStatus(wantMap)); err != nil {
+				return controllerutil.OperationResultNone, fmt.Errorf("ownership: %s: %w", name, err)
+			}
+			if mainPatch, dropsWhole, err = removeOnlyKeysRead(mainPatch, liveMap, goType(c, child)); err != nil {
+				return controllerutil.OperationResultNone, fmt.Errorf("ownership: %s: %w", name, err)
+			}
+		}
+	}
 	if mainPatch == nil && !statusDiffers {
 		object.Copy(child, live)
 		return controllerutil.OperationResultNone, nil
@@ -153,40 +165,29 @@ func patchChild(ctx context.Context, c client.Client, live, child client.Object,
 			}
 		}
 		patch := client.RawPatch(types.MergePatchType, mainPatch)
-		// A patch of this desired object on this live child found only
-		// defaults to differ before: not sent again.
-		gvk, gvkErr := object.GVK(child, c.Scheme())
-		key, answerKey, desired, sumErr := "patch|"+childKey(gvk, child), "answer|"+childKey(gvk, child), [32]byte{}, gvkErr
-		if sumErr == nil {
-			desired, sumErr = sum(withoutStatus(wantMap))
+		if err := c.Patch(ctx, child, patch); err != nil {
+			return controllerutil.OperationResultNone, fmt.Errorf("ownership: patching %s: %w", name, recreated(c, child, err))
 		}
-		if sumErr == nil && onlyDefaults(key, live, desired) {
-			object.Copy(child, live)
-		} else {
-			if err := c.Patch(ctx, child, patch); err != nil {
-				return controllerutil.OperationResultNone, fmt.Errorf("ownership: patching %s: %w", name, recreated(c, child, err))
+		switch {
+		case child.GetResourceVersion() == live.GetResourceVersion():
+			// Nothing changed on the server: only its defaults differed.
+			if sumErr == nil {
+				rememberOnlyDefaults(key, live, desired)
 			}
-			switch {
-			case child.GetResourceVersion() == live.GetResourceVersion():
-				// Nothing changed on the server: only its defaults differed.
-				if sumErr == nil {
-					rememberOnlyDefaults(key, live, desired)
-				}
-			case locked:
-				result = controllerutil.OperationResultUpdated // applied to the object as read
-			case gvkErr == nil && answeredBefore(answerKey, child):
-				// The object an earlier answer showed, unchanged since: a
-				// read older than our own last write (a lagging cache), and
-				// a patch the server found nothing to change in.
-			default:
-				// Unlocked, the patch applied to the object as it was then,
-				// which another writer may have changed since the read: it
-				// changed something if the answer differs from the read at
-				// a field it sets.
-				answer, err := object.ToMap(child)
-				if err != nil || changedAt(diff, liveMap, answer) {
-					result = controllerutil.OperationResultUpdated
-				}
+		case locked:
+			result = controllerutil.OperationResultUpdated // applied to the object as read
+		case gvkErr == nil && answeredBefore(answerKey, child):
+			// The object an earlier answer showed, unchanged since: a
+			// read older than our own last write (a lagging cache), and
+			// a patch the server found nothing to change in.
+		default:
+			// Unlocked, the patch applied to the object as it was then,
+			// which another writer may have changed since the read: it
+			// changed something if the answer differs from the read at
+			// a field it sets.
+			answer, err := object.ToMap(child)
+			if err != nil || changedAt(diff, liveMap, answer) {
+				result = controllerutil.OperationResultUpdated
 			}
 		}
 	} else {
@@ -210,12 +211,10 @@ func patchChild(ctx context.Context, c client.Client, live, child client.Object,
 			result = controllerutil.OperationResultUpdatedStatusOnly
 		}
 	}
-	if child.GetResourceVersion() != live.GetResourceVersion() {
+	if child.GetResourceVersion() != live.GetResourceVersion() && gvkErr == nil {
 		// The object as the server last answered: a later patch answered
 		// with it stored nothing (see answeredBefore).
-		if gvk, err := object.GVK(child, c.Scheme()); err == nil {
-			rememberAnswer("answer|"+childKey(gvk, child), child)
-		}
+		rememberAnswer(answerKey, child)
 	}
 	return result, nil
 }
