@@ -136,3 +136,32 @@ func TestExistingClusterScopedChildGivenANamespaceIsAnInvalidOwnerError(t *testi
 		})
 	}
 }
+
+// TestCreateOrPatchStaleReadWhereAnotherWriterSetOurValueIsUnchanged:
+// between our read and our unlocked patch, another writer sets the field
+// to the very value we want; the API server stores nothing of our patch,
+// yet the answer differs from our read at that field, so the result says
+// updated.
+func TestCreateOrPatchStaleReadWhereAnotherWriterSetOurValueIsUnchanged(t *testing.T) {
+	t.Skip("BUG: an unlocked CreateOrPatch whose field another writer set to our value between the read and the patch " +
+		"reports updated though the server stored nothing of ours (controllerutil.CreateOrPatch says updated too). " +
+		"Telling it apart needs the object as it was just before the patch: a dry run (the request 8bd8f15 saved) " +
+		"or a locked patch (a conflict instead); or document 'updated' as 'the child now holds at a field we set a value it did not hold when read'")
+	env.Require(t)
+	ctx := context.Background()
+	ns := env.Namespace(t)
+	o := owner(t, ns, "o")
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "stale-same"}}
+	if _, err := ownership.CreateOrPatch(ctx, env.Client, o, cm, func() error { cm.Data = map[string]string{"k": "v1"}; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	c := staleAfterGet(t, &corev1.ConfigMap{}, false, func(obj client.Object) { obj.(*corev1.ConfigMap).Data["k"] = "v2" })
+	cm = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "stale-same"}}
+	op, err := ownership.CreateOrPatch(ctx, c, o, cm, func() error { cm.Data["k"] = "v2"; return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if op != controllerutil.OperationResultNone {
+		t.Errorf("a patch the server stored nothing of reports %s, want unchanged", op)
+	}
+}
