@@ -3,6 +3,7 @@ package ownership_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -122,18 +123,26 @@ func TestExistingClusterScopedChildGivenANamespaceIsAnInvalidOwnerError(t *testi
 	}
 	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), cr) })
 	for _, fn := range fns {
-		t.Run(fn.name, func(t *testing.T) {
-			n.Reset()
-			child := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: cr.Name}}
-			_, err := fn.fn(ctx, c, o, child, nil)
-			var ioe *ownership.InvalidOwnerError
-			if !errors.As(err, &ioe) {
-				t.Errorf("error = %v, want *InvalidOwnerError", err)
-			}
-			if n.Writes() != 0 {
-				t.Errorf("requests %s, want no write", n)
-			}
-		})
+		// mutate leaves the namespace as read (none), or sets the owner's
+		// again (the scope check before the write refuses it then).
+		for _, setsNamespace := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s, mutate sets the namespace: %t", fn.name, setsNamespace), func(t *testing.T) {
+				n.Reset()
+				child := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: cr.Name}}
+				var mutate ownership.MutateFn
+				if setsNamespace {
+					mutate = func() error { child.Namespace = ns; child.Labels = map[string]string{"a": "b"}; return nil }
+				}
+				_, err := fn.fn(ctx, c, o, child, mutate)
+				var ioe *ownership.InvalidOwnerError
+				if !errors.As(err, &ioe) {
+					t.Errorf("error = %v, want *InvalidOwnerError", err)
+				}
+				if n.Writes() != 0 {
+					t.Errorf("requests %s, want no write", n)
+				}
+			})
+		}
 	}
 }
 
