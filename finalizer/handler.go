@@ -107,24 +107,26 @@ func (h *Handler) Handle(ctx context.Context, obj client.Object) (Result, error)
 	if obj.GetDeletionTimestamp() != nil {
 		return h.finalize(ctx, obj)
 	}
-	before := obj.DeepCopyObject().(client.Object)
-	added := false
-	var released []string // on obj but no longer selected by their When
+	var add, released []string // missing on obj; on obj but no longer selected by their When
 	for _, n := range h.Names() {
-		if !h.selects(n, obj) {
-			if Has(obj, n) {
+		switch has := Has(obj, n); {
+		case !h.selects(n, obj):
+			if has {
 				released = append(released, n)
 			}
-			continue
+		case !has:
+			add = append(add, n)
 		}
-		ok, _ := Ensure(obj, n) // cannot fail: obj is not being deleted
-		added = added || ok
+	}
+	if len(add) == 0 && len(released) == 0 {
+		return Result{}, nil // the common reconcile: no copy of obj
+	}
+	before := obj.DeepCopyObject().(client.Object)
+	for _, n := range add {
+		_, _ = Ensure(obj, n) // cannot fail: obj is not being deleted
 	}
 	if len(released) > 0 {
 		return h.release(ctx, before, obj, released)
-	}
-	if !added {
-		return Result{}, nil
 	}
 	res, err := h.w.Patch(ctx, before, obj, patch.Options{})
 	if err != nil {

@@ -102,7 +102,14 @@ func BenchmarkCreateOrUpdateUnchanged(b *testing.B) {
 // GET is none; the remembered verdict "only defaults differ" makes the
 // write none) and,
 // with -benchmem, the allocations of the comparison.
-func BenchmarkCreateOrUpdateConverged(b *testing.B) {
+func BenchmarkCreateOrUpdateConverged(b *testing.B) { benchmarkConverged(b, createOrUpdate) }
+
+// BenchmarkCreateOrPatchConverged is [BenchmarkCreateOrUpdateConverged]
+// for CreateOrPatch: the patch of the dropped defaults is remembered as
+// storing nothing.
+func BenchmarkCreateOrPatchConverged(b *testing.B) { benchmarkConverged(b, createOrPatch) }
+
+func benchmarkConverged(b *testing.B, fn createOr) {
 	ctx := context.Background()
 	cc := testapi.StartManager(b, env, testapi.ManagerOptions{Informers: []client.Object{&appsv1.Deployment{}}})
 	ns := env.Namespace(b)
@@ -112,7 +119,7 @@ func BenchmarkCreateOrUpdateConverged(b *testing.B) {
 	}
 	call := func() controllerutil.OperationResult {
 		d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}}
-		op, err := ownership.CreateOrUpdate(ctx, cc.Client, o, d, deployment(d, "nginx:1"))
+		op, err := fn(ctx, cc.Client, o, d, deployment(d, "nginx:1"))
 		if err != nil {
 			b.Fatal(err)
 		}

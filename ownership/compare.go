@@ -5,7 +5,6 @@ import (
 	"reflect"
 
 	jsonpatch "github.com/evanphx/json-patch/v5"
-	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/steadyk8s/steady/internal/object"
@@ -56,15 +55,29 @@ func withoutStatus(m map[string]any) map[string]any {
 	return out
 }
 
-// sameObject compares two objects in map form, server metadata removed,
-// exactly.
+// sameObject compares two objects in map form as [maps] returns them
+// (server metadata removed) exactly, statuses absent and empty alike,
+// without copying them.
 func sameObject(a, b map[string]any) bool {
-	a, b = withoutServerMetadata(runtime.DeepCopyJSON(a)), withoutServerMetadata(runtime.DeepCopyJSON(b))
-	if equalStatus(a["status"], b["status"]) {
-		delete(a, "status")
-		delete(b, "status")
+	return sameExceptStatus(a, b) && equalStatus(a["status"], b["status"])
+}
+
+// sameExceptStatus is [sameObject] without the statuses.
+func sameExceptStatus(a, b map[string]any) bool {
+	for k, av := range a {
+		if k == "status" {
+			continue
+		}
+		if bv, ok := b[k]; !ok || !object.EqualJSON(av, bv) {
+			return false
+		}
 	}
-	return reflect.DeepEqual(a, b)
+	for k := range b {
+		if _, ok := a[k]; !ok && k != "status" {
+			return false
+		}
+	}
+	return true
 }
 
 // equalStatus compares two statuses exactly; absent and empty are the same.

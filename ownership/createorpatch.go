@@ -68,19 +68,19 @@ func CreateOrPatch(ctx context.Context, c client.Client, owner, child client.Obj
 	if err != nil {
 		return controllerutil.OperationResultNone, err
 	}
-	name := object.Describe(child, c.Scheme())
+	name := object.Described{Obj: child, Scheme: c.Scheme()} // formatted only in errors
 	create := func(ctx context.Context) (controllerutil.OperationResult, error) {
 		return createWithStatus(ctx, c, child, name)
 	}
-	update := func(ctx context.Context, live client.Object) (controllerutil.OperationResult, error) {
-		return patchChild(ctx, c, live, child, name)
+	update := func(ctx context.Context, live client.Object, beforeWrite func() error) (controllerutil.OperationResult, error) {
+		return patchChild(ctx, c, live, child, name, beforeWrite)
 	}
 	return w.run(ctx, create, update)
 }
 
 // createWithStatus is CreateOrPatch's create: the object, then the status
 // mutate set, by a status patch.
-func createWithStatus(ctx context.Context, c client.Client, child client.Object, name string) (controllerutil.OperationResult, error) {
+func createWithStatus(ctx context.Context, c client.Client, child client.Object, name fmt.Stringer) (controllerutil.OperationResult, error) {
 	wanted, err := object.ToMapWithoutManagedFields(child)
 	if err != nil {
 		return controllerutil.OperationResultNone, fmt.Errorf("ownership: %s: %w", name, err)
@@ -109,24 +109,39 @@ func createWithStatus(ctx context.Context, c client.Client, child client.Object,
 
 // patchChild is CreateOrPatch's write of an existing child: compare,
 // patch, then status.
-func patchChild(ctx context.Context, c client.Client, live, child client.Object, name string) (controllerutil.OperationResult, error) {
+func patchChild(ctx context.Context, c client.Client, live, child client.Object, name fmt.Stringer, beforeWrite func() error) (controllerutil.OperationResult, error) {
 	liveMap, wantMap, err := maps(live, child)
 	if err != nil {
 		return controllerutil.OperationResultNone, fmt.Errorf("ownership: %s: %w", name, err)
 	}
 	wantStatus := wantMap["status"]
-	mainPatch, err := mergePatch(withoutStatus(liveMap), withoutStatus(wantMap))
-	if err != nil {
-		return controllerutil.OperationResultNone, fmt.Errorf("ownership: %s: %w", name, err)
-	}
-	mainPatch, dropsWhole, err := removeOnlyKeysRead(mainPatch, liveMap, goType(c, child))
-	if err != nil {
-		return controllerutil.OperationResultNone, fmt.Errorf("ownership: %s: %w", name, err)
-	}
 	statusDiffers := !equalStatus(liveMap["status"], wantStatus)
+	// A patch of this desired object on this live child found only
+	// defaults to differ before: not built, nor sent, again (the converged
+	// child of a wholesale mutate, every reconcile).
+	gvk, gvkErr := object.GVK(child, c.Scheme())
+	key, answerKey, desired, sumErr := "patch|"+childKey(c, gvk, child), "answer|"+childKey(c, gvk, child), [32]byte{}, gvkErr
+	var mainPatch []byte
+	var dropsWhole bool
+	if !sameExceptStatus(liveMap, wantMap) {
+		if sumErr == nil {
+			desired, sumErr = sum(withoutStatus(wantMap))
+		}
+		if sumErr != nil || !onlyDefaults(key, live, desired) {
+			if mainPatch, err = mergePatch(withoutStatus(liveMap), withoutStatus(wantMap)); err != nil {
+				return controllerutil.OperationResultNone, fmt.Errorf("ownership: %s: %w", name, err)
+			}
+			if mainPatch, dropsWhole, err = removeOnlyKeysRead(mainPatch, liveMap, goType(c, child)); err != nil {
+				return controllerutil.OperationResultNone, fmt.Errorf("ownership: %s: %w", name, err)
+			}
+		}
+	}
 	if mainPatch == nil && !statusDiffers {
 		object.Copy(child, live)
 		return controllerutil.OperationResultNone, nil
+	}
+	if err := beforeWrite(); err != nil {
+		return controllerutil.OperationResultNone, err
 	}
 
 	result := controllerutil.OperationResultNone
@@ -150,36 +165,29 @@ func patchChild(ctx context.Context, c client.Client, live, child client.Object,
 			}
 		}
 		patch := client.RawPatch(types.MergePatchType, mainPatch)
-		// A patch of this desired object on this live child found only
-		// defaults to differ before: not sent again.
-		gvk, sumErr := object.GVK(child, c.Scheme())
-		key, desired := "patch|"+childKey(c, gvk, child), [32]byte{}
-		if sumErr == nil {
-			desired, sumErr = sum(withoutStatus(wantMap))
+		if err := c.Patch(ctx, child, patch); err != nil {
+			return controllerutil.OperationResultNone, fmt.Errorf("ownership: patching %s: %w", name, recreated(c, child, err))
 		}
-		if sumErr == nil && onlyDefaults(key, live, desired) {
-			object.Copy(child, live)
-		} else {
-			if err := c.Patch(ctx, child, patch); err != nil {
-				return controllerutil.OperationResultNone, fmt.Errorf("ownership: patching %s: %w", name, recreated(c, child, err))
+		switch {
+		case child.GetResourceVersion() == live.GetResourceVersion():
+			// Nothing changed on the server: only its defaults differed.
+			if sumErr == nil {
+				rememberOnlyDefaults(key, live, desired)
 			}
-			switch {
-			case child.GetResourceVersion() == live.GetResourceVersion():
-				// Nothing changed on the server: only its defaults differed.
-				if sumErr == nil {
-					rememberOnlyDefaults(key, live, desired)
-				}
-			case locked:
-				result = controllerutil.OperationResultUpdated // applied to the object as read
-			default:
-				// Unlocked, the patch applied to the object as it was then,
-				// which another writer may have changed since the read: it
-				// changed something if the answer differs from the read at
-				// a field it sets.
-				answer, err := object.ToMapWithoutManagedFields(child)
-				if err != nil || changedAt(diff, liveMap, answer) {
-					result = controllerutil.OperationResultUpdated
-				}
+		case locked:
+			result = controllerutil.OperationResultUpdated // applied to the object as read
+		case gvkErr == nil && answeredBefore(answerKey, child):
+			// The object an earlier answer showed, unchanged since: a
+			// read older than our own last write (a lagging cache), and
+			// a patch the server found nothing to change in.
+		default:
+			// Unlocked, the patch applied to the object as it was then,
+			// which another writer may have changed since the read: it
+			// changed something if the answer differs from the read at
+			// a field it sets.
+			answer, err := object.ToMapWithoutManagedFields(child)
+			if err != nil || changedAt(diff, liveMap, answer) {
+				result = controllerutil.OperationResultUpdated
 			}
 		}
 	} else {
@@ -202,6 +210,11 @@ func patchChild(ctx context.Context, c client.Client, live, child client.Object,
 		case wrote:
 			result = controllerutil.OperationResultUpdatedStatusOnly
 		}
+	}
+	if child.GetResourceVersion() != live.GetResourceVersion() && gvkErr == nil {
+		// The object as the server last answered: a later patch answered
+		// with it stored nothing (see answeredBefore).
+		rememberAnswer(answerKey, child)
 	}
 	return result, nil
 }

@@ -67,26 +67,27 @@ func CreateOrUpdate(ctx context.Context, c client.Client, owner, child client.Ob
 	if err != nil {
 		return controllerutil.OperationResultNone, err
 	}
-	name := object.Describe(child, c.Scheme())
+	name := object.Described{Obj: child, Scheme: c.Scheme()} // formatted only in errors
 	create := func(ctx context.Context) (controllerutil.OperationResult, error) {
 		if err := c.Create(ctx, child); err != nil {
 			return controllerutil.OperationResultNone, fmt.Errorf("ownership: creating %s: %w", name, err)
 		}
 		return controllerutil.OperationResultCreated, nil
 	}
-	update := func(ctx context.Context, live client.Object) (controllerutil.OperationResult, error) {
-		return updateChild(ctx, c, live, child, name)
+	update := func(ctx context.Context, live client.Object, beforeWrite func() error) (controllerutil.OperationResult, error) {
+		return updateChild(ctx, c, live, child, name, beforeWrite)
 	}
 	return w.run(ctx, create, update)
 }
 
 // updateChild is CreateOrUpdate's write of an existing child: compare,
 // then update.
-func updateChild(ctx context.Context, c client.Client, live, child client.Object, name string) (controllerutil.OperationResult, error) {
-	liveMap, wantMap, err := maps(live, child)
+func updateChild(ctx context.Context, c client.Client, live, child client.Object, name fmt.Stringer, beforeWrite func() error) (controllerutil.OperationResult, error) {
+	wantMap, err := object.ToMapWithoutManagedFields(child)
 	if err != nil {
 		return controllerutil.OperationResultNone, fmt.Errorf("ownership: %s: %w", name, err)
 	}
+	wantMap = withoutServerMetadata(wantMap)
 	gvk, gvkErr := object.GVK(child, c.Scheme())
 	// The update of a kind with a status subresource cannot write status:
 	// a difference there is not compared, nor paid for with an update.
@@ -94,12 +95,10 @@ func updateChild(ctx context.Context, c client.Client, live, child client.Object
 	if has, _ := statusSubresource(c, gvk); has && gvkErr == nil {
 		compared = withoutStatus
 	}
-	if sameObject(compared(liveMap), compared(wantMap)) {
-		object.Copy(child, live) // show the live state
-		return controllerutil.OperationResultNone, nil
-	}
 	// An update of this desired object on this live child found only
-	// defaults to differ before: not sent again.
+	// defaults to differ before: not sent again, and the live child not
+	// even converted (the converged child of a wholesale mutate, every
+	// reconcile).
 	key, desired, sumErr := "update|"+childKey(c, gvk, child), [32]byte{}, gvkErr
 	if sumErr == nil {
 		desired, sumErr = sum(compared(wantMap))
@@ -107,6 +106,18 @@ func updateChild(ctx context.Context, c client.Client, live, child client.Object
 	if sumErr == nil && onlyDefaults(key, live, desired) {
 		object.Copy(child, live)
 		return controllerutil.OperationResultNone, nil
+	}
+	liveMap, err := object.ToMapWithoutManagedFields(live)
+	if err != nil {
+		return controllerutil.OperationResultNone, fmt.Errorf("ownership: %s: %w", name, err)
+	}
+	liveMap = withoutServerMetadata(liveMap)
+	if sameObject(compared(liveMap), compared(wantMap)) {
+		object.Copy(child, live) // show the live state
+		return controllerutil.OperationResultNone, nil
+	}
+	if err := beforeWrite(); err != nil {
+		return controllerutil.OperationResultNone, err
 	}
 	// The update carries the resourceVersion read: it is refused, or
 	// applied to the live object as read. One whose difference is only

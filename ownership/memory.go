@@ -147,3 +147,21 @@ func rememberOnlyDefaults(key string, live client.Object, s [sha256.Size]byte) {
 	}
 	verdicts.put(key, memo{uid: live.GetUID(), rv: live.GetResourceVersion(), sum: s})
 }
+
+// answeredBefore reports whether obj, as the API server just answered a
+// patch, is the object (UID and resourceVersion) an earlier answer to a
+// patch of key showed: nothing was stored since, so the patch stored
+// nothing either.
+func answeredBefore(key string, obj client.Object) bool {
+	m, ok := verdicts.get(key)
+	return ok && m.uid == obj.GetUID() && m.rv == obj.GetResourceVersion()
+}
+
+// rememberAnswer remembers obj's UID and resourceVersion as the API server
+// answered a patch of key.
+func rememberAnswer(key string, obj client.Object) {
+	if obj.GetUID() == "" || obj.GetResourceVersion() == "" {
+		return
+	}
+	verdicts.put(key, memo{uid: obj.GetUID(), rv: obj.GetResourceVersion()})
+}

@@ -79,7 +79,7 @@ func newWriteCall(c client.Client, apiReader client.Reader, owner, child client.
 // update answered NotFound with nothing written (the child was deleted
 // since the read) creates it. At most maxAttempts rounds.
 func (w *writeCall) run(ctx context.Context, create func(context.Context) (controllerutil.OperationResult, error),
-	update func(context.Context, client.Object) (controllerutil.OperationResult, error)) (controllerutil.OperationResult, error) {
+	update func(ctx context.Context, live client.Object, beforeWrite func() error) (controllerutil.OperationResult, error)) (controllerutil.OperationResult, error) {
 	mode := readClient
 	for attempt := 1; ; attempt++ {
 		if attempt > 1 {
@@ -109,10 +109,9 @@ func (w *writeCall) run(ctx context.Context, create func(context.Context) (contr
 			// REST mapping).
 			return controllerutil.OperationResultNone, nil
 		}
-		if err := validateScope(w.c, w.owner, w.child); err != nil {
-			return controllerutil.OperationResultNone, err
-		}
-		op, err := update(ctx, live)
+		// The child's scope is checked before a write, not before a
+		// remembered verdict that there is nothing to write.
+		op, err := update(ctx, live, func() error { return validateScope(w.c, w.owner, w.child) })
 		if op == controllerutil.OperationResultNone && apierrors.IsNotFound(err) && attempt < maxAttempts {
 			mode = readNone
 			continue
@@ -143,6 +142,11 @@ func (w *writeCall) prepare(ctx context.Context, mode readMode) (client.Object, 
 		}
 	}
 	if client.ObjectKeyFromObject(child) != key {
+		// A cluster-scoped child given a namespace reads back without one:
+		// that is the reference refused, not a mutate at fault.
+		if err := validateScope(c, w.owner, w.given); err != nil {
+			return nil, err
+		}
 		return nil, fmt.Errorf("ownership: mutate changed the name or namespace of %s %s to %s", object.Kind(child, c.Scheme()), key, client.ObjectKeyFromObject(child))
 	}
 	if live != nil {

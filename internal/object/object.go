@@ -48,6 +48,16 @@ func Describe(obj client.Object, scheme *runtime.Scheme) string {
 	return Kind(obj, scheme) + " " + Key(obj)
 }
 
+// Described is [Describe] put off until it is formatted (%s, %v): an
+// error message's name that costs nothing on the paths without an error.
+type Described struct {
+	Obj    client.Object
+	Scheme *runtime.Scheme
+}
+
+// String implements fmt.Stringer: [Describe] of Obj.
+func (d Described) String() string { return Describe(d.Obj, d.Scheme) }
+
 // GVK is obj's group, version and kind: from its type meta when the kind is
 // set there, else from scheme.
 func GVK(obj runtime.Object, scheme *runtime.Scheme) (schema.GroupVersionKind, error) {

@@ -2,6 +2,7 @@ package object
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"reflect"
 	"testing"
@@ -22,6 +23,7 @@ func TestDescribe(t *testing.T) {
 	}{
 		{"typed, scheme", Describe(cm, scheme.Scheme), "ConfigMap ns/a"},
 		{"typed, no scheme", Describe(cm, nil), "ConfigMap ns/a"},
+		{"put off (Described)", fmt.Sprintf("%s", Described{Obj: cm, Scheme: scheme.Scheme}), "ConfigMap ns/a"},
 		{"cluster-scoped", Describe(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "n"}}, nil), "Namespace n"},
 		{"unstructured", Describe(func() *unstructured.Unstructured {
 			u := &unstructured.Unstructured{}
