@@ -8,6 +8,7 @@
 package usernamespace
 
 import (
+	"cmp"
 	"context"
 	"embed"
 	"errors"
@@ -20,12 +21,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/steadyk8s/steady/conditions"
 	"github.com/steadyk8s/steady/ownership"
-	"github.com/steadyk8s/steady/predicates"
 	"github.com/steadyk8s/steady/reconcile"
 
 	identityv1alpha1 "github.com/steadyk8s/steady/examples/usernamespace/api/v1alpha1"
@@ -73,32 +72,20 @@ type Reconciler struct {
 
 // SetupWithManager registers the User controller.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
-	rec, err := reconcile.For[identityv1alpha1.User](r.Client, r.reconcile,
-		reconcile.WithAPIReader{Reader: r.APIReader},
-		reconcile.WithReadySummary(conditions.ForConditionTypes{
-			identityv1alpha1.NamespaceReadyCondition,
-			identityv1alpha1.RBACReadyCondition,
-		}),
-		reconcile.WithObservedGeneration{},
-	)
-	if err != nil {
-		return err
-	}
-	r.reconciler = rec
-	name := r.Name
-	if name == "" {
-		name = "user"
-	}
 	// Owns maps a child to its controller, cluster-scoped owner or not.
-	return ctrl.NewControllerManagedBy(mgr).
-		Named(name).
-		For(&identityv1alpha1.User{}, builder.WithPredicates(predicates.GenerationChanged())).
-		Owns(&corev1.Namespace{}).
-		Owns(&rbacv1.ClusterRole{}).
-		Owns(&rbacv1.ClusterRoleBinding{}).
-		Owns(&rbacv1.RoleBinding{}).
-		Owns(&corev1.ResourceQuota{}).
-		Complete(r)
+	rec, err := reconcile.NewController[identityv1alpha1.User](mgr, r.reconcile).
+		Named(cmp.Or(r.Name, "user")).
+		Client(r.Client).
+		With(reconcile.WithAPIReader{Reader: r.APIReader},
+			reconcile.WithReadySummary(conditions.ForConditionTypes{
+				identityv1alpha1.NamespaceReadyCondition,
+				identityv1alpha1.RBACReadyCondition,
+			}),
+			reconcile.WithObservedGeneration{}).
+		Owns(&corev1.Namespace{}, &rbacv1.ClusterRole{}, &rbacv1.ClusterRoleBinding{}, &rbacv1.RoleBinding{}, &corev1.ResourceQuota{}).
+		Complete()
+	r.reconciler = rec
+	return err
 }
 
 // Reconcile implements reconcile.Reconciler; SetupWithManager must have run.
