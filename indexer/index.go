@@ -24,6 +24,10 @@ import (
 type Index[T client.Object] struct {
 	name    string
 	extract func(T) []string
+	// decl, when set, is what Register records as this declaration
+	// instead of the *Index itself: [ControllerOwner]'s per-type token,
+	// which [RegisterControllerOwner] records too.
+	decl any
 }
 
 // New declares an index named name whose values for an object are what
@@ -74,6 +78,25 @@ var (
 // not a pointer, the two cannot be told apart and both are a
 // [*ConflictError].
 func (i *Index[T]) Register(ctx context.Context, fi client.FieldIndexer) error {
+	var zero T
+	typ := reflect.TypeOf(zero)
+	decl := any(i)
+	if i.decl != nil {
+		decl = i.decl
+	}
+	obj := reflect.New(typ.Elem()).Interface().(client.Object)
+	return register(ctx, fi, obj, i.name, decl, func(o client.Object) []string {
+		t, ok := o.(T)
+		if !ok {
+			return nil
+		}
+		return i.Values(t)
+	})
+}
+
+// register adds the index name over objects of obj's type to fi, recorded
+// as the declaration decl (see [Index.Register]).
+func register(ctx context.Context, fi client.FieldIndexer, obj client.Object, name string, decl any, extract client.IndexerFunc) error {
 	// One registration at a time per indexer: between a successful
 	// IndexField and its record below, the same *Index registered
 	// concurrently (controllers set up in parallel) would find the index
@@ -88,28 +111,20 @@ func (i *Index[T]) Register(ctx context.Context, fi client.FieldIndexer) error {
 	})
 	mu.Lock()
 	defer mu.Unlock()
-	var zero T
-	typ := reflect.TypeOf(zero)
-	decl := declaration{typ: typ, name: i.name}
-	obj := reflect.New(typ.Elem()).Interface().(client.Object)
-	err := fi.IndexField(ctx, obj, i.name, func(o client.Object) []string {
-		t, ok := o.(T)
-		if !ok {
-			return nil
-		}
-		return i.Values(t)
-	})
+	typ := reflect.TypeOf(obj)
+	key := declaration{typ: typ, name: name}
+	err := fi.IndexField(ctx, obj, name, extract)
 	switch {
 	case err == nil:
-		registered.update(fi, func(m map[declaration]any) map[declaration]any { return withEntry(m, decl, any(i)) })
+		registered.update(fi, func(m map[declaration]any) map[declaration]any { return withEntry(m, key, decl) })
 		return nil
 	case strings.Contains(err.Error(), "indexer conflict"):
-		if m, ok := registered.get(fi); ok && m[decl] == any(i) {
+		if m, ok := registered.get(fi); ok && m[key] == decl {
 			return nil // this very declaration, registered before
 		}
-		return &ConflictError{Index: i.name, Type: typ.String()}
+		return &ConflictError{Index: name, Type: typ.String()}
 	default:
-		return fmt.Errorf("indexer: registering %q for %s: %w", i.name, typ, err)
+		return fmt.Errorf("indexer: registering %q for %s: %w", name, typ, err)
 	}
 }
 

@@ -188,9 +188,18 @@ func TestRegistrationAcrossManagers(t *testing.T) {
 				if err := children.Register(ctx, mgr.GetFieldIndexer()); err != nil {
 					return fmt.Errorf("the same declaration again: %w", err)
 				}
+				if err := indexer.RegisterControllerOwner(ctx, mgr.GetFieldIndexer(), &corev1.ConfigMap{}); err != nil {
+					return fmt.Errorf("the same declaration from an object: %w", err)
+				}
 				var ce *indexer.ConflictError
 				if err := other.Register(ctx, mgr.GetFieldIndexer()); !errors.As(err, &ce) {
 					t.Errorf("another declaration under the same name: %v, want *ConflictError", err)
+				}
+				if err := indexer.RegisterControllerOwner(ctx, mgr.GetFieldIndexer(), &corev1.Secret{}); err != nil {
+					return fmt.Errorf("the controller-owner index of another kind, from an object: %w", err)
+				}
+				if err := indexer.ControllerOwner[*corev1.Secret]().Register(ctx, mgr.GetFieldIndexer()); err != nil {
+					return fmt.Errorf("that index again through ControllerOwner: %w", err)
 				}
 				return nil
 			})

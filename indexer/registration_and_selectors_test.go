@@ -16,8 +16,10 @@ import (
 )
 
 // TestConcurrentRegistrationOfTheSameIndex: controllers set up in parallel
-// register the same declaration on one cache; each registration succeeds
-// (the same *Index is a no-op, never a conflict).
+// register the same declaration on one cache, half of them through
+// ControllerOwner[T]() and half from an object (RegisterControllerOwner, as
+// reconcile.Controller.Owns does); each registration succeeds (the same
+// declaration is a no-op, never a conflict).
 func TestConcurrentRegistrationOfTheSameIndex(t *testing.T) {
 	env.Require(t)
 	ctx := context.Background()
@@ -33,7 +35,11 @@ func TestConcurrentRegistrationOfTheSameIndex(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				errs[i] = idx.Register(ctx, mgr.GetFieldIndexer())
+				if i%2 == 0 {
+					errs[i] = idx.Register(ctx, mgr.GetFieldIndexer())
+				} else {
+					errs[i] = indexer.RegisterControllerOwner(ctx, mgr.GetFieldIndexer(), &corev1.Secret{})
+				}
 			}()
 		}
 		wg.Wait()

@@ -20,6 +20,7 @@
 package at
 
 import (
+	"cmp"
 	"context"
 	"embed"
 	"errors"
@@ -32,14 +33,12 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	crreconcile "sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/steadyk8s/steady/conditions"
 	"github.com/steadyk8s/steady/examples/at/api/v1alpha1"
 	"github.com/steadyk8s/steady/ownership"
-	"github.com/steadyk8s/steady/predicates"
 	"github.com/steadyk8s/steady/reconcile"
 )
 
@@ -70,8 +69,8 @@ type Reconciler struct {
 	// Client reads and writes; SetupWithManager defaults it to the manager's
 	// (cached) client.
 	Client client.Client
-	// APIReader reads from the API server after a write conflict;
-	// SetupWithManager defaults it to the manager's.
+	// APIReader reads from the API server after a write conflict; nil
+	// means the manager's (reconcile.NewController's default).
 	APIReader client.Reader
 	// Now is the clock; nil means time.Now. Tests inject a fake one.
 	Now func() time.Time
@@ -82,32 +81,21 @@ type Reconciler struct {
 }
 
 // SetupWithManager registers the controller: Ats, and the Pods they own.
+// Status writes do not bump the generation: our own writes do not wake us,
+// a spec change and the start of a deletion do.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Client == nil {
 		r.Client = mgr.GetClient()
 	}
-	if r.APIReader == nil {
-		r.APIReader = mgr.GetAPIReader()
-	}
-	rec, err := reconcile.For[v1alpha1.At](r.Client, r.reconcile,
-		reconcile.WithAPIReader{Reader: r.APIReader},
-		reconcile.WithObservedGeneration{})
-	if err != nil {
-		return err
-	}
-	r.reconciler = rec
-	name := r.Name
-	if name == "" {
-		name = "at"
-	}
-	return ctrl.NewControllerManagedBy(mgr).
-		Named(name).
-		// Status writes do not bump the generation: our own writes do not
-		// wake us, a spec change and the start of a deletion do.
-		For(&v1alpha1.At{}, builder.WithPredicates(predicates.GenerationChanged())).
+	rec, err := reconcile.NewController[v1alpha1.At](mgr, r.reconcile).
+		Named(cmp.Or(r.Name, "at")).
+		Client(r.Client).
+		With(reconcile.WithAPIReader{Reader: r.APIReader}, reconcile.WithObservedGeneration{}).
 		// The Pod's phase changes wake the At that owns it.
 		Owns(&corev1.Pod{}).
-		Complete(r)
+		Complete()
+	r.reconciler = rec
+	return err
 }
 
 // +kubebuilder:rbac:groups=cnat.examples.steadyk8s.io,resources=ats,verbs=get;list;watch;patch;update

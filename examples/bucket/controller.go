@@ -26,6 +26,7 @@
 package bucket
 
 import (
+	"cmp"
 	"context"
 	"embed"
 	"errors"
@@ -39,7 +40,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	crreconcile "sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -47,7 +47,6 @@ import (
 	"github.com/steadyk8s/steady/examples/bucket/api/v1alpha1"
 	"github.com/steadyk8s/steady/finalizer"
 	"github.com/steadyk8s/steady/ownership"
-	"github.com/steadyk8s/steady/predicates"
 	"github.com/steadyk8s/steady/reconcile"
 )
 
@@ -132,8 +131,8 @@ type Reconciler struct {
 	// Client reads and writes; SetupWithManager defaults it to the manager's
 	// (cached) client.
 	Client client.Client
-	// APIReader reads from the API server after a write conflict;
-	// SetupWithManager defaults it to the manager's.
+	// APIReader reads from the API server after a write conflict; nil
+	// means the manager's (reconcile.NewController's default).
 	APIReader client.Reader
 	// S3 reaches object storage.
 	S3 S3Config
@@ -156,36 +155,26 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Client == nil {
 		r.Client = mgr.GetClient()
 	}
-	if r.APIReader == nil {
-		r.APIReader = mgr.GetAPIReader()
-	}
 	s3, err := r.S3.NewClient()
 	if err != nil {
 		return fmt.Errorf("bucket: S3 client for %s: %w", r.S3.Endpoint, err)
 	}
 	r.s3 = s3
-	rec, err := reconcile.For[v1alpha1.Bucket](r.Client, r.reconcile,
-		reconcile.WithAPIReader{Reader: r.APIReader},
-		// Persisted before the body runs, so no bucket is created that a
-		// deletion could miss; on deletion its cleanup runs instead.
-		reconcile.WithFinalizer(Finalizer, finalizer.Func(r.finalize)),
-		reconcile.WithReadySummary(conditions.ForConditionTypes{
-			conditions.Stalled, v1alpha1.ConditionBucketReady, v1alpha1.ConditionCredentialsReady,
-		}, conditions.IgnoreTypesIfMissing{conditions.Stalled}),
-		reconcile.WithObservedGeneration{})
-	if err != nil {
-		return err
-	}
-	r.reconciler = rec
-	name := r.Name
-	if name == "" {
-		name = "bucket"
-	}
-	return ctrl.NewControllerManagedBy(mgr).
-		Named(name).
-		For(&v1alpha1.Bucket{}, builder.WithPredicates(predicates.GenerationChanged())).
+	rec, err := reconcile.NewController[v1alpha1.Bucket](mgr, r.reconcile).
+		Named(cmp.Or(r.Name, "bucket")).
+		Client(r.Client).
+		With(reconcile.WithAPIReader{Reader: r.APIReader},
+			// Persisted before the body runs, so no bucket is created that a
+			// deletion could miss; on deletion its cleanup runs instead.
+			reconcile.WithFinalizer(Finalizer, finalizer.Func(r.finalize)),
+			reconcile.WithReadySummary(conditions.ForConditionTypes{
+				conditions.Stalled, v1alpha1.ConditionBucketReady, v1alpha1.ConditionCredentialsReady,
+			}, conditions.IgnoreTypesIfMissing{conditions.Stalled}),
+			reconcile.WithObservedGeneration{}).
 		Owns(&corev1.Secret{}).
-		Complete(r)
+		Complete()
+	r.reconciler = rec
+	return err
 }
 
 // +kubebuilder:rbac:groups=s3.examples.steadyk8s.io,resources=buckets,verbs=get;list;watch;patch;update

@@ -1,6 +1,7 @@
 package bundle
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -13,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	crreconcile "sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -22,7 +22,6 @@ import (
 	"github.com/steadyk8s/steady/conditions"
 	"github.com/steadyk8s/steady/finalizer"
 	"github.com/steadyk8s/steady/indexer"
-	"github.com/steadyk8s/steady/predicates"
 	"github.com/steadyk8s/steady/reconcile"
 
 	bundlev1alpha1 "github.com/steadyk8s/steady/examples/bundle/api/v1alpha1"
@@ -88,44 +87,35 @@ type Reconciler struct {
 // generic applier.
 // +kubebuilder:rbac:groups=*,resources=*,verbs=get;list;watch;create;patch;delete
 
-// SetupWithManager registers the index and the Bundle controller.
+// SetupWithManager registers the index and the Bundle controller. applyset
+// writes the Bundle's labels and annotations, and we write its status:
+// neither bumps the generation, neither needs a reconcile (NewController's
+// default predicate).
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Client == nil {
 		r.Client = mgr.GetClient()
 	}
 	if r.APIReader == nil {
-		r.APIReader = mgr.GetAPIReader()
+		r.APIReader = mgr.GetAPIReader() // prune reads members through it too
 	}
-	if err := BundlesByConfigMap.Register(context.Background(), mgr.GetFieldIndexer()); err != nil {
-		return err
-	}
-	rec, err := reconcile.For[bundlev1alpha1.Bundle](r.Client, r.reconcile,
-		reconcile.WithAPIReader{Reader: r.APIReader},
-		reconcile.WithFinalizer(Finalizer, finalizer.Func(r.prune)),
-		reconcile.WithReadySummary(conditions.ForConditionTypes{
-			bundlev1alpha1.AppliedCondition,
-			bundlev1alpha1.MembersCurrentCondition,
-		}),
-		reconcile.WithObservedGeneration{},
-		// Reconciling and Stalled are this controller's alone: its values
-		// win on a conflict.
-		reconcile.WithOwnedConditions{conditions.Reconciling, conditions.Stalled},
-	)
-	if err != nil {
-		return err
-	}
-	r.reconciler = rec
-	name := r.Name
-	if name == "" {
-		name = "bundle"
-	}
-	return ctrl.NewControllerManagedBy(mgr).
-		Named(name).
-		// applyset writes the Bundle's labels and annotations, and we write
-		// its status: neither bumps the generation, neither needs a reconcile.
-		For(&bundlev1alpha1.Bundle{}, builder.WithPredicates(predicates.GenerationChanged())).
+	rec, err := reconcile.NewController[bundlev1alpha1.Bundle](mgr, r.reconcile).
+		Named(cmp.Or(r.Name, "bundle")).
+		Client(r.Client).
+		With(reconcile.WithAPIReader{Reader: r.APIReader},
+			reconcile.WithFinalizer(Finalizer, finalizer.Func(r.prune)),
+			reconcile.WithReadySummary(conditions.ForConditionTypes{
+				bundlev1alpha1.AppliedCondition,
+				bundlev1alpha1.MembersCurrentCondition,
+			}),
+			reconcile.WithObservedGeneration{},
+			// Reconciling and Stalled are this controller's alone: its values
+			// win on a conflict.
+			reconcile.WithOwnedConditions{conditions.Reconciling, conditions.Stalled}).
+		Index(BundlesByConfigMap).
 		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.bundlesOfConfigMap)).
-		Complete(r)
+		Complete()
+	r.reconciler = rec
+	return err
 }
 
 // Reconcile implements reconcile.Reconciler; SetupWithManager must have run.

@@ -13,6 +13,7 @@
 package tenant
 
 import (
+	"cmp"
 	"context"
 	"embed"
 	"errors"
@@ -32,7 +33,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 
@@ -97,53 +97,28 @@ type Reconciler struct {
 
 // SetupWithManager registers the indexes and the Tenant controller.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
-	ctx := context.Background()
 	if r.Scheme == nil {
 		r.Scheme = mgr.GetScheme()
 	}
-	if err := TenantsByNamespace.Register(ctx, mgr.GetFieldIndexer()); err != nil {
-		return err
-	}
-	// ownership.ListChildren finds the children of a Tenant through these.
-	for _, err := range []error{
-		indexer.ControllerOwner[*corev1.ResourceQuota]().Register(ctx, mgr.GetFieldIndexer()),
-		indexer.ControllerOwner[*corev1.LimitRange]().Register(ctx, mgr.GetFieldIndexer()),
-		indexer.ControllerOwner[*networkingv1.NetworkPolicy]().Register(ctx, mgr.GetFieldIndexer()),
-		indexer.ControllerOwner[*rbacv1.RoleBinding]().Register(ctx, mgr.GetFieldIndexer()),
-	} {
-		if err != nil {
-			return err
-		}
-	}
-	rec, err := reconcile.For[tenancyv1alpha1.Tenant](r.Client, r.reconcile,
-		reconcile.WithAPIReader{Reader: r.APIReader},
-		reconcile.WithReadySummary(conditions.ForConditionTypes{
-			tenancyv1alpha1.NamespaceQuotaCondition,
-			tenancyv1alpha1.NamespacesConfiguredCondition,
-		}),
-		reconcile.WithObservedGeneration{},
-	)
-	if err != nil {
-		return err
-	}
-	r.reconciler = rec
-	name := r.Name
-	if name == "" {
-		name = "tenant"
-	}
-	return ctrl.NewControllerManagedBy(mgr).
-		Named(name).
-		// Status writes (our own) do not bump the generation: no reconcile.
-		For(&tenancyv1alpha1.Tenant{}, builder.WithPredicates(predicates.GenerationChanged())).
-		Owns(&corev1.ResourceQuota{}).
-		Owns(&corev1.LimitRange{}).
-		Owns(&networkingv1.NetworkPolicy{}).
-		Owns(&rbacv1.RoleBinding{}).
+	rec, err := reconcile.NewController[tenancyv1alpha1.Tenant](mgr, r.reconcile).
+		Named(cmp.Or(r.Name, "tenant")).
+		Client(r.Client).
+		With(reconcile.WithAPIReader{Reader: r.APIReader},
+			reconcile.WithReadySummary(conditions.ForConditionTypes{
+				tenancyv1alpha1.NamespaceQuotaCondition,
+				tenancyv1alpha1.NamespacesConfiguredCondition,
+			}),
+			reconcile.WithObservedGeneration{}).
+		// Watched, and indexed for ownership.ListChildren.
+		Owns(&corev1.ResourceQuota{}, &corev1.LimitRange{}, &networkingv1.NetworkPolicy{}, &rbacv1.RoleBinding{}).
+		Index(TenantsByNamespace).
 		// A namespace joins or leaves a tenant by its label; namespaces
 		// change status (phase) too, which does not matter here.
 		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.tenantsOfNamespace),
-			builder.WithPredicates(predicates.GenerationOrMetadataChanged())).
-		Complete(r)
+			predicates.GenerationOrMetadataChanged()).
+		Complete()
+	r.reconciler = rec
+	return err
 }
 
 // Reconcile implements reconcile.Reconciler; SetupWithManager must have run.

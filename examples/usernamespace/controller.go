@@ -8,6 +8,7 @@
 package usernamespace
 
 import (
+	"cmp"
 	"context"
 	"embed"
 	"errors"
@@ -20,12 +21,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/steadyk8s/steady/conditions"
 	"github.com/steadyk8s/steady/ownership"
-	"github.com/steadyk8s/steady/predicates"
 	"github.com/steadyk8s/steady/reconcile"
 
 	identityv1alpha1 "github.com/steadyk8s/steady/examples/usernamespace/api/v1alpha1"
@@ -71,18 +70,24 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=rolebindings;clusterrolebindings,verbs=get;list;watch;create;update;delete
 // +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=clusterroles,verbs=get;list;watch;create;update;bind;escalate
 
-// Init builds the reconciler on Client and APIReader without registering a
-// controller: for a manager of many clusters (examples/fleet), where each
-// cluster gets a Reconciler of its own. SetupWithManager calls it.
-func (r *Reconciler) Init() error {
-	rec, err := reconcile.For[identityv1alpha1.User](r.Client, r.reconcile,
+// forOptions are the options of the User reconcile, for Init and
+// SetupWithManager alike.
+func (r *Reconciler) forOptions() []reconcile.ForOption {
+	return []reconcile.ForOption{
 		reconcile.WithAPIReader{Reader: r.APIReader},
 		reconcile.WithReadySummary(conditions.ForConditionTypes{
 			identityv1alpha1.NamespaceReadyCondition,
 			identityv1alpha1.RBACReadyCondition,
 		}),
 		reconcile.WithObservedGeneration{},
-	)
+	}
+}
+
+// Init builds the reconciler on Client and APIReader without registering a
+// controller: for a manager of many clusters (examples/fleet), where each
+// cluster gets a Reconciler of its own.
+func (r *Reconciler) Init() error {
+	rec, err := reconcile.For[identityv1alpha1.User](r.Client, r.reconcile, r.forOptions()...)
 	if err != nil {
 		return err
 	}
@@ -92,21 +97,15 @@ func (r *Reconciler) Init() error {
 
 // SetupWithManager registers the User controller.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
-	if err := r.Init(); err != nil {
-		return err
-	}
-	name := r.Name
-	if name == "" {
-		name = "user"
-	}
 	// Owns maps a child to its controller, cluster-scoped owner or not.
-	b := ctrl.NewControllerManagedBy(mgr).
-		Named(name).
-		For(&identityv1alpha1.User{}, builder.WithPredicates(predicates.GenerationChanged()))
-	for _, kind := range Owned() {
-		b = b.Owns(kind)
-	}
-	return b.Complete(r)
+	rec, err := reconcile.NewController[identityv1alpha1.User](mgr, r.reconcile).
+		Named(cmp.Or(r.Name, "user")).
+		Client(r.Client).
+		With(r.forOptions()...).
+		Owns(Owned()...).
+		Complete()
+	r.reconciler = rec
+	return err
 }
 
 // Owned returns an object of each kind of a User's children, which its
