@@ -34,6 +34,10 @@ func (k Key) String() string {
 	return fmt.Sprintf("%s %d", s, k.Code)
 }
 
+// MarshalText writes the key as String does: a Counts is a JSON object
+// keyed by it (-json of cmd/bench).
+func (k Key) MarshalText() ([]byte, error) { return []byte(k.String()), nil }
+
 // Write reports whether the request was a write (POST, PUT, PATCH,
 // DELETE), dry runs included.
 func (k Key) Write() bool {
