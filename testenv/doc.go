@@ -44,8 +44,9 @@
 // [Environment.StartAPIServer]) stops the kube-apiserver and starts it again on
 // the same etcd, address and certificates, as when a cluster's API server
 // restarts: the environment's client and every running manager reconnect by
-// themselves and find every object that was there; the controller manager
-// keeps running.
+// themselves and find every object that was there; the controller manager is
+// restarted once the API server is ready, as its garbage collector may not
+// survive the restart (see StartAPIServer).
 //
 // # CRDs installed later
 //

@@ -100,9 +100,20 @@ func (rs *replicas) start(why string) error {
 	rs.next++
 	r := &replica{n: rs.next, done: make(chan struct{})}
 	rs.mu.Unlock()
-	mgr, err := rs.env.NewManager(rs.opts(r)...)
-	if err != nil {
-		return fmt.Errorf("replica %d: %w", r.n, err)
+	// Setting up talks to the API server (discovery, for the indexes)
+	// through the faults: a replica that fails to start is started again,
+	// as the kubelet restarts a container that exited.
+	var mgr ctrl.Manager
+	var err error
+	for try := 1; ; try++ {
+		if mgr, err = rs.env.NewManager(rs.opts(r)...); err == nil {
+			break
+		}
+		if try == 5 {
+			return fmt.Errorf("replica %d could not start in %d tries: %w", r.n, try, err)
+		}
+		rs.log.add("replica %d could not start (%v); trying again", r.n, err)
+		time.Sleep(time.Second)
 	}
 	r.mgr = mgr
 	ctx, cancel := context.WithCancel(context.Background())
@@ -241,7 +252,7 @@ func (s *state) disrupt(ctx context.Context, env *testenv.Environment, rs *repli
 			continue
 		}
 		report.APIServerDowntime = append(report.APIServerDowntime, time.Since(stopped))
-		s.log.add("kube-apiserver ready again on the same etcd, address and certificates")
+		s.log.add("kube-apiserver ready again on the same etcd, address and certificates; a new kube-controller-manager ready")
 	}
 }
 
