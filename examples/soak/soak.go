@@ -421,7 +421,9 @@ func (s *state) churn(ctx context.Context, kinds []kind, cfg Config, d time.Dura
 var errSkip = fmt.Errorf("nothing to mark")
 
 // markOwner adds the other writer's label, annotation, finalizer and
-// condition to an owner.
+// condition to an owner. From an owner being deleted it takes its
+// finalizer off instead, its own cleanup done, as a controller that
+// holds a finalizer does: the owner goes, and churn can create it again.
 func (s *state) markOwner(ctx context.Context, k kind, key types.NamespacedName) error {
 	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		u, err := s.getUnstructured(ctx, k.newObject(), key)
@@ -429,6 +431,14 @@ func (s *state) markOwner(ctx context.Context, k kind, key types.NamespacedName)
 			return err
 		}
 		if !u.GetDeletionTimestamp().IsZero() {
+			if !slices.Contains(u.GetFinalizers(), OtherFinalizer) {
+				return errSkip
+			}
+			u.SetFinalizers(slices.DeleteFunc(u.GetFinalizers(), func(f string) bool { return f == OtherFinalizer }))
+			if err := s.c.Update(ctx, u); err != nil {
+				return err
+			}
+			s.count("other writer (finalizer released)")
 			return errSkip
 		}
 		mark(u)
