@@ -82,12 +82,12 @@ type Config struct {
 	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
 	// Quiet is the window after convergence in which no write may be made.
 	Quiet time.Duration
-	// FaultRate is the share of the manager's requests that fail.
+	// FaultRate is the share of the replicas' requests that fail.
 	FaultRate float64
 	// WatchDropRate is the share of watch connections cut a few seconds
 	// after they open.
 	WatchDropRate float64
-	// WatchDelay holds back every watch event of the manager.
+	// WatchDelay holds back every watch event of the replicas.
 	WatchDelay time.Duration
 	// Converge bounds the wait for convergence.
 	Converge time.Duration
@@ -116,7 +116,7 @@ type Report struct {
 	Faults map[string]int
 	// Violations lists every broken promise, naming the object.
 	Violations []string
-	// QuietWrites is the number of writes by the manager in the quiet
+	// QuietWrites is the number of writes by the replicas in the quiet
 	// window; QuietRequests describes all its requests there.
 	QuietWrites   int
 	QuietRequests string
