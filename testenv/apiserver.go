@@ -80,20 +80,7 @@ func (e *Environment) StartAPIServer(ctx context.Context) error {
 	if err := waitReady(ctx, e.Config); err != nil {
 		return err
 	}
-	if e.kcm == nil {
-		return nil
-	}
-	stopErr := e.kcm.stop()
-	e.kcm = nil
-	if stopErr != nil {
-		return stopErr
-	}
-	kcm, err := startControllerManager(ctx, e)
-	if err != nil {
-		return fmt.Errorf("testenv: starting kube-controller-manager again after the kube-apiserver: %w", err)
-	}
-	e.kcm = kcm
-	return nil
+	return e.restartControllerManager(ctx)
 }
 
 // RestartAPIServer stops the kube-apiserver and starts it again on the same
