@@ -20,7 +20,7 @@ help:
 	@echo "make generate  regenerate the examples' deepcopy code, CRDs and RBAC (controller-gen, pinned in examples/go.mod)"
 	@echo "make demo     run the five example operators on a local control plane, show their trees, delete everything (DEMO_KEEP=1: keep it running for kubectl)"
 	@echo "make test-compat  the library's suite on controller-runtime v0.25 / k8s.io v0.37 (make test runs it too)"
-	@echo "make soak     the reliability soak of the five example operators: churn, faults, a lagging cache, dropped watches, another writer, a manager restart (make test runs a smoke of it)"
+	@echo "make soak     the reliability soak of the five example operators: churn, faults, a lagging cache, dropped watches, another writer, two replicas with the leader killed, the API server restarted (make test runs a smoke of it)"
 	@echo "make bench    the same operator with steady, hand-written controller-runtime and cluster-api's patch helper, measured; regenerates docs/benchmarks.md (BENCH_N=100,1000 BENCH_RUNS=2 BENCH_FLAGS=...)"
 
 envtest:
@@ -63,7 +63,8 @@ demo:
 	cd examples && KUBEBUILDER_ASSETS="$$assets" go run ./cmd/demo
 
 # The reliability soak (docs/reliability.md): the five example operators in
-# one manager under churn and faults (examples/cmd/soak); make test runs its
+# two replicas with leader election under churn and faults, the leader
+# killed and the API server restarted (examples/cmd/soak); make test runs its
 # smoke (examples/soak TestSoakSmoke). SOAK_OWNERS, SOAK_CHURN, SOAK_QUIET,
 # SOAK_SEED resize it.
 soak:

@@ -90,6 +90,25 @@ func startControllerManager(ctx context.Context, e *Environment) (*controllerMan
 	return k, nil
 }
 
+// restartControllerManager replaces the running controller manager, if
+// any, by a new one that has passed its readiness check. e.mu is held.
+func (e *Environment) restartControllerManager(ctx context.Context) error {
+	if e.kcm == nil {
+		return nil
+	}
+	stopErr := e.kcm.stop()
+	e.kcm = nil
+	if stopErr != nil {
+		return stopErr
+	}
+	kcm, err := startControllerManager(ctx, e)
+	if err != nil {
+		return err
+	}
+	e.kcm = kcm
+	return nil
+}
+
 // checkReady proves that the two controllers work before any test relies on
 // them: a child whose owner is deleted is collected, and a deleted namespace
 // goes away.

@@ -28,18 +28,5 @@ func (e *Environment) InstallCRDs(ctx context.Context, crds ...*apiextensionsv1.
 	if _, err := envtest.InstallCRDs(e.Config, envtest.CRDInstallOptions{CRDs: crds, Scheme: e.Scheme}); err != nil {
 		return fmt.Errorf("testenv: installing CRDs: %w", err)
 	}
-	if e.kcm == nil {
-		return nil
-	}
-	stopErr := e.kcm.stop()
-	e.kcm = nil
-	if stopErr != nil {
-		return stopErr
-	}
-	kcm, err := startControllerManager(ctx, e)
-	if err != nil {
-		return err
-	}
-	e.kcm = kcm
-	return nil
+	return e.restartControllerManager(ctx)
 }

@@ -34,6 +34,20 @@
 // [WithTransport] wraps its requests, to count them or to hold watch events
 // back and test against a lagging cache.
 //
+// To stop a manager before the test ends, or to run several as replicas with
+// leader election and kill the leader, make it with [Environment.NewManager]
+// and start it yourself.
+//
+// # The API server restarted
+//
+// [Environment.RestartAPIServer] (or [Environment.StopAPIServer] and
+// [Environment.StartAPIServer]) stops the kube-apiserver and starts it again on
+// the same etcd, address and certificates, as when a cluster's API server
+// restarts: the environment's client and every running manager reconnect by
+// themselves and find every object that was there; the controller manager is
+// restarted once the API server is ready, as its garbage collector may not
+// survive the restart (see StartAPIServer).
+//
 // # CRDs installed later
 //
 // [Environment.InstallCRDs] installs CRDs into a running environment and, with

@@ -23,6 +23,7 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
@@ -51,6 +52,8 @@ type Environment struct {
 	root    string // temporary directory for everything the control plane writes
 	reaper  *reaper
 	kcm     *controllerManager
+	// apiServerDown is set between StopAPIServer and StartAPIServer.
+	apiServerDown bool
 }
 
 // New returns an Environment configured by opts. Nothing starts until
@@ -143,6 +146,7 @@ func setTestLogger() {
 	switch os.Getenv("STEADY_TESTENV_LOG") {
 	case "":
 		logf.SetLogger(logr.Discard())
+		klog.SetLogger(logr.Discard()) // client-go's: leader election, event broadcasters
 	case "debug":
 		logf.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.UseDevMode(true), zap.Level(zapcore.DebugLevel)))
 	default:
@@ -208,6 +212,9 @@ func (e *Environment) Start() (err error) {
 	e.Envtest.ControlPlane.Etcd = &envtest.Etcd{DataDir: filepath.Join(e.root, "etcd")}
 	e.Envtest.ControlPlane.APIServer = &envtest.APIServer{CertDir: filepath.Join(e.root, "apiserver")}
 	e.Envtest.ControlPlane.APIServer.Path = filepath.Join(assets, APIServerBinary)
+	// Without a bound, a stopping API server waits up to a minute for the
+	// open watches of the clients (a manager's informers) to end.
+	e.Envtest.ControlPlane.APIServer.Configure().Set("shutdown-watch-termination-grace-period", "2s")
 	e.Envtest.ControlPlane.Etcd.Path = filepath.Join(assets, EtcdBinary)
 	e.Envtest.ControlPlane.KubectlPath = filepath.Join(assets, KubectlBinary)
 	e.started = true
@@ -290,6 +297,7 @@ func (e *Environment) stop() error {
 			errs = append(errs, fmt.Errorf("testenv: stopping the control plane: %w", err))
 		}
 		e.started = false
+		e.apiServerDown = false
 	}
 	if e.root != "" {
 		errs = append(errs, os.RemoveAll(e.root))

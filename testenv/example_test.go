@@ -38,3 +38,36 @@ func Example() {
 	fmt.Println(got.Data["hello"])
 	// Output: world
 }
+
+// Restart the API server under a client: it comes back on the same etcd,
+// address and certificates, so the client reconnects by itself and finds
+// what was written before. A running manager reconnects the same way.
+func ExampleEnvironment_RestartAPIServer() {
+	e := testenv.New()
+	if err := e.Start(); err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer e.Stop()
+
+	ctx := context.Background()
+	cm := &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "kept"},
+		Data:       map[string]string{"written": "before the restart"},
+	}
+	if err := e.Client.Create(ctx, cm); err != nil {
+		fmt.Println(err)
+		return
+	}
+	if err := e.RestartAPIServer(ctx); err != nil {
+		fmt.Println(err)
+		return
+	}
+	var got corev1.ConfigMap
+	if err := e.Client.Get(ctx, client.ObjectKeyFromObject(cm), &got); err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(got.Data["written"])
+	// Output: before the restart
+}

@@ -3,6 +3,7 @@ package testenv
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"testing"
 	"time"
@@ -88,13 +89,65 @@ var (
 // checked for uniqueness across the process (SkipNameValidation, unless
 // the options set it), so the same controllers can be registered in each
 // test and with go test -count=2. A failure to start fails t; a manager
-// that stops with an error fails it too, at the end.
+// that stops with an error fails it too, at the end. To stop a manager
+// before the test ends, or to expect an error from it, make it with
+// [Environment.NewManager] and start it yourself.
 func (e *Environment) StartManager(t testing.TB, opts ...ManagerOption) ctrl.Manager {
 	t.Helper()
 	e.Require(t)
+	mgr, o, err := e.newManager(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
+			t.Errorf("testenv: the manager stopped with an error: %v", err)
+		}
+	})
+	for _, obj := range o.Informers {
+		if _, err := mgr.GetCache().GetInformer(ctx, obj); err != nil {
+			t.Fatalf("testenv: starting the informer of %T: %v", obj, err)
+		}
+	}
+	if !mgr.GetCache().WaitForCacheSync(ctx) {
+		t.Fatal("testenv: the manager's cache did not sync")
+	}
+	return mgr
+}
+
+// NewManager returns the manager that [Environment.StartManager] would
+// start, set up but not started, for a test that runs it itself: one that
+// stops a replica mid-test (cancel the context given to its Start) or
+// expects an error from Start ("leader election lost" from a replica that
+// could not renew its lease). [WithInformers] has no effect here: it is
+// what StartManager waits for. Call env.Require(t) first in a test, so that
+// it skips where StartManager would.
+//
+//	mgr, err := env.NewManager(testenv.WithManagerOptions{LeaderElection: true, ...})
+//	ctx, kill := context.WithCancel(context.Background())
+//	go func() { done <- mgr.Start(ctx) }()
+func (e *Environment) NewManager(opts ...ManagerOption) (ctrl.Manager, error) {
+	mgr, _, err := e.newManager(opts)
+	return mgr, err
+}
+
+func (e *Environment) newManager(opts []ManagerOption) (ctrl.Manager, ManagerOptions, error) {
 	o := ManagerOptions{}
 	for _, opt := range opts {
 		opt.ApplyToManager(&o)
+	}
+	e.mu.Lock()
+	started, skip := e.started, e.skip
+	e.mu.Unlock()
+	if skip != "" {
+		return nil, o, errors.New(skip)
+	}
+	if !started {
+		return nil, o, errors.New("testenv: the control plane is not running: call env.Run(m) in TestMain, or Start")
 	}
 	cfg := rest.CopyConfig(e.Config)
 	if o.WrapTransport != nil {
@@ -118,29 +171,12 @@ func (e *Environment) StartManager(t testing.TB, opts ...ManagerOption) ctrl.Man
 	}
 	mgr, err := ctrl.NewManager(cfg, mo)
 	if err != nil {
-		t.Fatalf("testenv: creating a manager: %v", err)
+		return nil, o, fmt.Errorf("testenv: creating a manager: %w", err)
 	}
 	if o.Setup != nil {
 		if err := o.Setup(mgr); err != nil {
-			t.Fatalf("testenv: setting up the manager: %v", err)
+			return nil, o, fmt.Errorf("testenv: setting up the manager: %w", err)
 		}
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
-			t.Errorf("testenv: the manager stopped with an error: %v", err)
-		}
-	})
-	for _, obj := range o.Informers {
-		if _, err := mgr.GetCache().GetInformer(ctx, obj); err != nil {
-			t.Fatalf("testenv: starting the informer of %T: %v", obj, err)
-		}
-	}
-	if !mgr.GetCache().WaitForCacheSync(ctx) {
-		t.Fatal("testenv: the manager's cache did not sync")
-	}
-	return mgr
+	return mgr, o, nil
 }

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -22,7 +24,7 @@ import (
 // deleted At, an orphan (a Secret controlled by a Bucket that does not
 // exist; its apiVersion is one the garbage collector cannot resolve, so
 // that it leaves it for the check), a duplicate child (two ResourceQuotas of one namespace controlled
-// by one User) and an object whose other writer's marks are gone. So a soak
+// by one User, but not a RoleBinding and a NetworkPolicy) and an object whose other writer's marks are gone. So a soak
 // with 0 violations means the checks ran and found none.
 func TestViolationsAreFound(t *testing.T) {
 	env.Require(t)
@@ -71,6 +73,11 @@ func TestViolationsAreFound(t *testing.T) {
 		create(&corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Namespace: Namespace, Name: name, OwnerReferences: []metav1.OwnerReference{{
 			APIVersion: identityv1alpha1.GroupVersion.String(), Kind: "User", Name: user.Name, UID: user.UID, Controller: ptr.To(true)}}}})
 	}
+	// Two kinds listed unstructured, one of each: not a duplicate.
+	userRef := []metav1.OwnerReference{{APIVersion: identityv1alpha1.GroupVersion.String(), Kind: "User", Name: user.Name, UID: user.UID, Controller: ptr.To(true)}}
+	create(&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: Namespace, Name: "soak-one-rb", OwnerReferences: userRef},
+		RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "view"}})
+	create(&networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: Namespace, Name: "soak-one-np", OwnerReferences: userRef}})
 	unmarked := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: Namespace, Name: "soak-unmarked"}}
 	create(unmarked)
 	s.marked.Store(unmarked.UID, "Secret "+Namespace+"/soak-unmarked")
@@ -87,5 +94,8 @@ func TestViolationsAreFound(t *testing.T) {
 		if !slices.ContainsFunc(got, func(v string) bool { return strings.HasPrefix(v, want) }) {
 			t.Errorf("no violation %q", want)
 		}
+	}
+	if slices.ContainsFunc(got, func(v string) bool { return strings.Contains(v, "soak-one-") }) {
+		t.Error("a RoleBinding and a NetworkPolicy of one owner reported as duplicates")
 	}
 }

@@ -43,7 +43,11 @@ type kind struct {
 	setSpec func(obj client.Object, rng *rand.Rand)
 	// child names a child the other writer marks.
 	child func(obj client.Object) (client.Object, types.NamespacedName)
-	// check compares a live, Ready owner's children with its spec.
+	// ready, when set, is the Ready condition's status and reason that the
+	// owner's spec calls for; nil means True.
+	ready func(obj client.Object) (metav1.ConditionStatus, string)
+	// check compares a live owner's children with its spec once its Ready
+	// condition is as its spec calls for.
 	check func(ctx context.Context, s *state, obj client.Object, bad func(string, ...any))
 	// checkGone checks what a deleted owner must not leave behind besides
 	// the objects that point at it (see [state.orphans]).
@@ -127,6 +131,14 @@ func (s *state) kinds() []kind {
 			},
 			child: func(obj client.Object) (client.Object, types.NamespacedName) {
 				return &corev1.ResourceQuota{}, types.NamespacedName{Namespace: obj.GetName(), Name: tenant.ResourceQuotaName}
+			},
+			// With a namespace quota of 0 its namespace is over the quota:
+			// Ready is False by design, with the reason OverQuota.
+			ready: func(obj client.Object) (metav1.ConditionStatus, string) {
+				if q := obj.(*tenancyv1alpha1.Tenant).Spec.NamespaceQuota; q != nil && *q == 0 {
+					return metav1.ConditionFalse, tenancyv1alpha1.ReasonOverQuota
+				}
+				return metav1.ConditionTrue, ""
 			},
 			check: func(ctx context.Context, s *state, obj client.Object, bad func(string, ...any)) {
 				t := obj.(*tenancyv1alpha1.Tenant)

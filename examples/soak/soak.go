@@ -3,9 +3,9 @@
 // bucket, bundle) in one controller-runtime manager on a control plane with
 // the garbage collector, under churn from several goroutines, faults on the
 // manager's transport, a cache held back, dropped watch connections,
-// another writer, and the manager replaced by a new one mid-run. Once churn
-// and faults stop it checks what the operators promise and reports every
-// violation. TestSoakSmoke runs it briefly in make test; make soak runs
+// another writer, two replicas with leader election whose leader is killed
+// mid-run, and the kube-apiserver restarted. Once churn and faults stop it
+// checks what the operators promise and reports every violation. TestSoakSmoke runs it briefly in make test; make soak runs
 // examples/cmd/soak.
 package soak
 
@@ -14,7 +14,6 @@ import (
 	"fmt"
 	"io/fs"
 	"math/rand/v2"
-	"net/http"
 	"path"
 	"runtime"
 	"slices"
@@ -36,11 +35,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/util/retry"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
-	"sigs.k8s.io/controller-runtime/pkg/config"
 
 	"github.com/steadyk8s/steady/conditions"
 	"github.com/steadyk8s/steady/testenv"
@@ -68,19 +65,29 @@ type Config struct {
 	// Churners is the number of goroutines that create, change and delete
 	// owners.
 	Churners int
-	// Churn is how long churn and faults last, split between the managers.
+	// Churn is how long churn and faults last.
 	Churn time.Duration
-	// Managers is how many managers run one after the other (2: one is
-	// stopped mid-run and a new one started).
-	Managers int
+	// Replicas is how many managers run at once, with leader election on
+	// the Lease [LeaseName] in [Namespace]: one leader and standbys.
+	Replicas int
+	// LeaderKills is how often during churn the leader is killed (its
+	// requests cut, its context cancelled, its lease not released); a new
+	// standby replaces it, as a restarted pod would.
+	LeaderKills int
+	// APIServerRestarts is how often during churn the kube-apiserver is
+	// stopped and started again on the same etcd.
+	APIServerRestarts int
+	// LeaseDuration, RenewDeadline and RetryPeriod are the replicas' leader
+	// election timings.
+	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
 	// Quiet is the window after convergence in which no write may be made.
 	Quiet time.Duration
-	// FaultRate is the share of the manager's requests that fail.
+	// FaultRate is the share of the replicas' requests that fail.
 	FaultRate float64
 	// WatchDropRate is the share of watch connections cut a few seconds
 	// after they open.
 	WatchDropRate float64
-	// WatchDelay holds back every watch event of the manager.
+	// WatchDelay holds back every watch event of the replicas.
 	WatchDelay time.Duration
 	// Converge bounds the wait for convergence.
 	Converge time.Duration
@@ -89,11 +96,15 @@ type Config struct {
 }
 
 // Smoke is the run make test does (under 60 s of soak).
-var Smoke = Config{Owners: 2, Churners: 2, Churn: 12 * time.Second, Managers: 2, Quiet: 5 * time.Second,
+var Smoke = Config{Owners: 2, Churners: 2, Churn: 12 * time.Second, Quiet: 5 * time.Second,
+	Replicas: 2, LeaderKills: 1, APIServerRestarts: 1,
+	LeaseDuration: 4 * time.Second, RenewDeadline: 3 * time.Second, RetryPeriod: 500 * time.Millisecond,
 	FaultRate: 0.03, WatchDropRate: 0.1, WatchDelay: 300 * time.Millisecond, Converge: 2 * time.Minute, Seed: 1}
 
 // Long is the run make soak does.
-var Long = Config{Owners: 6, Churners: 4, Churn: 90 * time.Second, Managers: 2, Quiet: 30 * time.Second,
+var Long = Config{Owners: 6, Churners: 4, Churn: 90 * time.Second, Quiet: 30 * time.Second,
+	Replicas: 2, LeaderKills: 1, APIServerRestarts: 1,
+	LeaseDuration: 4 * time.Second, RenewDeadline: 3 * time.Second, RetryPeriod: 500 * time.Millisecond,
 	FaultRate: 0.03, WatchDropRate: 0.1, WatchDelay: 300 * time.Millisecond, Converge: 3 * time.Minute, Seed: 1}
 
 // Report is what a run did and found.
@@ -105,7 +116,7 @@ type Report struct {
 	Faults map[string]int
 	// Violations lists every broken promise, naming the object.
 	Violations []string
-	// QuietWrites is the number of writes by the manager in the quiet
+	// QuietWrites is the number of writes by the replicas in the quiet
 	// window; QuietRequests describes all its requests there.
 	QuietWrites   int
 	QuietRequests string
@@ -113,6 +124,17 @@ type Report struct {
 	// manager and after the last one stopped.
 	GoroutinesBefore, GoroutinesAfter int
 	HeapBefore, HeapAfter             uint64
+	// Events lists what happened to the replicas and the kube-apiserver, in
+	// order, each with the seconds since the run began.
+	Events []string
+	// Elections counts the replicas elected leader; LeasesLost the
+	// replicas that could not renew their lease (the API server away too
+	// long, say) and exited, each replaced by a new one.
+	Elections, LeasesLost int
+	// Takeovers is, for each killed leader, how long until another replica
+	// was elected; APIServerDowntime, for each restart of the
+	// kube-apiserver, how long until it was ready again.
+	Takeovers, APIServerDowntime []time.Duration
 }
 
 // String prints the report.
@@ -120,6 +142,12 @@ func (r *Report) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "operations: %s\n", formatCounts(r.Operations))
 	fmt.Fprintf(&b, "faults injected: %s\n", formatCounts(r.Faults))
+	fmt.Fprintf(&b, "kube-apiserver restarts: %d (ready again after %s)\n", len(r.APIServerDowntime), formatDurations(r.APIServerDowntime))
+	fmt.Fprintf(&b, "leaders killed: %d (taken over after %s); elections: %d; leases lost: %d\n", len(r.Takeovers), formatDurations(r.Takeovers), r.Elections, r.LeasesLost)
+	fmt.Fprintf(&b, "events:\n")
+	for _, e := range r.Events {
+		fmt.Fprintf(&b, "  %s\n", e)
+	}
 	fmt.Fprintf(&b, "writes in the quiet window: %d (%s)\n", r.QuietWrites, r.QuietRequests)
 	fmt.Fprintf(&b, "goroutines: %d before the first manager, %d after the last stopped\n", r.GoroutinesBefore, r.GoroutinesAfter)
 	fmt.Fprintf(&b, "heap in use: %.1f MiB before, %.1f MiB after\n", float64(r.HeapBefore)/(1<<20), float64(r.HeapAfter)/(1<<20))
@@ -128,6 +156,14 @@ func (r *Report) String() string {
 		fmt.Fprintf(&b, "  %s\n", v)
 	}
 	return b.String()
+}
+
+func formatDurations(ds []time.Duration) string {
+	var out []string
+	for _, d := range ds {
+		out = append(out, d.Round(100*time.Millisecond).String())
+	}
+	return strings.Join(out, ", ")
 }
 
 func formatCounts(m map[string]int) string {
@@ -177,8 +213,11 @@ type state struct {
 	c      client.Client
 	s3     s3Client
 	faults *faults
-	ops    sync.Map // string -> *atomic.Int64
-	marked sync.Map // owner or child UID -> description
+	// counter counts the replicas' requests but their lease's.
+	counter *counter
+	log     *eventLog
+	ops     sync.Map // string -> *atomic.Int64
+	marked  sync.Map // owner or child UID -> description
 }
 
 func (s *state) count(what string) {
@@ -195,8 +234,7 @@ func (s *state) key(k kind, i int) types.NamespacedName {
 }
 
 // Run runs the soak on env (started by the caller, see [NewEnvironment])
-// as subtests of t, one per manager, and returns its report; t fails on any
-// violation.
+// and returns its report; t fails on any violation.
 func Run(t *testing.T, env *testenv.Environment, cfg Config) *Report {
 	ctx := context.Background()
 	fake := bucket.NewFakeS3()
@@ -205,7 +243,8 @@ func Run(t *testing.T, env *testenv.Environment, cfg Config) *Report {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &state{c: env.Client, s3: s3, faults: newFaults(cfg.FaultRate, cfg.WatchDropRate, cfg.Seed)}
+	s := &state{c: env.Client, s3: s3, faults: newFaults(cfg.FaultRate, cfg.WatchDropRate, cfg.Seed),
+		counter: &counter{}, log: &eventLog{start: time.Now()}}
 	kinds := s.kinds()
 	if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: Namespace}}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
@@ -246,41 +285,42 @@ func Run(t *testing.T, env *testenv.Environment, cfg Config) *Report {
 
 	report := &Report{}
 	report.GoroutinesBefore, report.HeapBefore = goroutinesAndHeap()
-	counter := &testenv.RequestCounter{}
-	startManager := func(t *testing.T) {
-		env.StartManager(t,
-			testenv.WithTransport(func(rt http.RoundTripper) http.RoundTripper { return counter.Wrap(s.faults.wrap(rt)) }),
-			testenv.WithWatchDelay(cfg.WatchDelay),
-			testenv.WithManagerOptions{Controller: config.Controller{SkipNameValidation: ptr.To(true), MaxConcurrentReconciles: 3}},
-			testenv.WithSetup(func(mgr ctrl.Manager) error { return setup(mgr, fake) }))
-	}
+	rs := newReplicas(env, cfg, s, s.log, func(mgr ctrl.Manager) error { return setup(mgr, fake) })
 	s.faults.on.Store(true)
-	for m := range cfg.Managers {
-		last := m == cfg.Managers-1
-		t.Run(fmt.Sprintf("manager %d", m+1), func(t *testing.T) {
-			startManager(t)
-			s.churn(ctx, kinds, cfg, cfg.Churn/time.Duration(cfg.Managers), cfg.Seed+uint64(m))
-			if !last {
-				return // this manager stops mid-churn
-			}
-			s.faults.on.Store(false)
-			s.removeOtherFinalizers(ctx, kinds, cfg)
-			deadline := time.Now().Add(cfg.Converge)
-			for {
-				report.Violations = s.violations(ctx, kinds, cfg)
-				if len(report.Violations) == 0 || time.Now().After(deadline) {
-					break
-				}
-				time.Sleep(time.Second)
-			}
-			counter.Reset()
-			time.Sleep(cfg.Quiet)
-			report.QuietWrites, report.QuietRequests = counter.Writes(), counter.String()
-			if report.QuietWrites != 0 {
-				report.Violations = append(report.Violations, fmt.Sprintf("%d writes in the quiet window of %s: %s", report.QuietWrites, cfg.Quiet, report.QuietRequests))
-			}
-		})
+	for range cfg.Replicas {
+		if err := rs.start("at the start"); err != nil {
+			t.Fatal(err)
+		}
 	}
+	disrupted := make(chan struct{})
+	go func() {
+		defer close(disrupted)
+		s.disrupt(ctx, env, rs, cfg, cfg.Churn, report)
+	}()
+	s.churn(ctx, kinds, cfg, cfg.Churn, cfg.Seed)
+	<-disrupted
+	s.faults.on.Store(false)
+	s.removeOtherFinalizers(ctx, kinds, cfg)
+	deadline := time.Now().Add(cfg.Converge)
+	for {
+		report.Violations = s.violations(ctx, kinds, cfg)
+		if len(report.Violations) == 0 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(time.Second)
+	}
+	s.counter.Reset()
+	time.Sleep(cfg.Quiet)
+	report.QuietWrites, report.QuietRequests = s.counter.Writes(), s.counter.String()
+	if report.QuietWrites != 0 {
+		report.Violations = append(report.Violations, fmt.Sprintf("%d writes in the quiet window of %s: %s", report.QuietWrites, cfg.Quiet, report.QuietRequests))
+	}
+	rs.stop()
+	s.log.add("every replica stopped")
+	report.Violations = append(report.Violations, s.log.violations...)
+	report.Violations = append(report.Violations, rs.failures...)
+	report.Events = s.log.events
+	report.Elections, report.LeasesLost = rs.elections, rs.leasesLost
 	// Every manager has stopped: its goroutines should be gone.
 	time.Sleep(2 * time.Second)
 	report.GoroutinesAfter, report.HeapAfter = goroutinesAndHeap()
@@ -381,7 +421,9 @@ func (s *state) churn(ctx context.Context, kinds []kind, cfg Config, d time.Dura
 var errSkip = fmt.Errorf("nothing to mark")
 
 // markOwner adds the other writer's label, annotation, finalizer and
-// condition to an owner.
+// condition to an owner. From an owner being deleted it takes its
+// finalizer off instead, its own cleanup done, as a controller that
+// holds a finalizer does: the owner goes, and churn can create it again.
 func (s *state) markOwner(ctx context.Context, k kind, key types.NamespacedName) error {
 	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		u, err := s.getUnstructured(ctx, k.newObject(), key)
@@ -389,6 +431,14 @@ func (s *state) markOwner(ctx context.Context, k kind, key types.NamespacedName)
 			return err
 		}
 		if !u.GetDeletionTimestamp().IsZero() {
+			if !slices.Contains(u.GetFinalizers(), OtherFinalizer) {
+				return errSkip
+			}
+			u.SetFinalizers(slices.DeleteFunc(u.GetFinalizers(), func(f string) bool { return f == OtherFinalizer }))
+			if err := s.c.Update(ctx, u); err != nil {
+				return err
+			}
+			s.count("other writer (finalizer released)")
 			return errSkip
 		}
 		mark(u)
@@ -508,10 +558,14 @@ func (s *state) violations(ctx context.Context, kinds []kind, cfg Config) []stri
 				continue
 			}
 			ready := conditions.Get(getter, conditions.Ready)
+			wantStatus, wantReason := metav1.ConditionTrue, ""
+			if k.ready != nil {
+				wantStatus, wantReason = k.ready(obj)
+			}
 			u, _ := s.getUnstructured(ctx, obj, key)
 			observed, _, _ := unstructured.NestedInt64(u.Object, "status", "observedGeneration")
-			if ready == nil || ready.Status != metav1.ConditionTrue || observed != obj.GetGeneration() {
-				bad("Ready %v, observedGeneration %d of %d", ready, observed, obj.GetGeneration())
+			if ready == nil || ready.Status != wantStatus || wantReason != "" && ready.Reason != wantReason || observed != obj.GetGeneration() {
+				bad("Ready %v (want %s %s), observedGeneration %d of %d", ready, wantStatus, wantReason, observed, obj.GetGeneration())
 				continue
 			}
 			k.check(ctx, s, obj, bad)
@@ -568,7 +622,7 @@ func (s *state) orphansAndDuplicates(ctx context.Context, kinds []kind) []string
 			if !ok {
 				continue
 			}
-			what := fmt.Sprintf("%T %s/%s", item, item.GetNamespace(), item.GetName())
+			what := fmt.Sprintf("%s %s/%s", kindOf(item), item.GetNamespace(), item.GetName())
 			owner := k.newObject()
 			key := types.NamespacedName{Name: ref.Name}
 			if k.namespaced {
@@ -581,7 +635,7 @@ func (s *state) orphansAndDuplicates(ctx context.Context, kinds []kind) []string
 				}
 				continue
 			}
-			dup := fmt.Sprintf("%s %s %T", ref.UID, item.GetNamespace(), item)
+			dup := fmt.Sprintf("%s %s %s", ref.UID, item.GetNamespace(), kindOf(item))
 			if other, ok := seen[dup]; ok {
 				out = append(out, fmt.Sprintf("duplicate child: %s and %s both controlled by %s %s", other, what, ref.Kind, keyString(key)))
 			}
@@ -589,6 +643,15 @@ func (s *state) orphansAndDuplicates(ctx context.Context, kinds []kind) []string
 		}
 	}
 	return out
+}
+
+// kindOf names an item's kind: its Go type, or for an unstructured item
+// (a RoleBinding and a NetworkPolicy are both) the kind it holds.
+func kindOf(item client.Object) string {
+	if u, ok := item.(*unstructured.Unstructured); ok {
+		return u.GetKind()
+	}
+	return fmt.Sprintf("%T", item)
 }
 
 func metaItems(list client.ObjectList) ([]client.Object, error) {

@@ -20,10 +20,11 @@ func TestMain(m *testing.M) {
 }
 
 // TestSoakSmoke runs the soak briefly (soak.Smoke: 12 s of churn and
-// faults over two managers, a 5 s quiet window): the five example
-// operators in one manager under churn, faults, a lagging cache, dropped
-// watches, another writer and a manager restart; it fails on any
-// violation. make soak runs the long one (examples/cmd/soak).
+// faults, a 5 s quiet window): the five example operators in two replicas
+// with leader election under churn, faults, a lagging cache, dropped
+// watches and another writer, the leader killed and the kube-apiserver
+// restarted; it fails on any violation. make soak runs the long one
+// (examples/cmd/soak).
 func TestSoakSmoke(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a control plane and runs for about a minute")
