@@ -84,7 +84,8 @@ type Config struct {
 	// its cache lags behind the API server, as on a loaded cluster.
 	WatchDelay time.Duration
 	// ProfileDir, when set, receives a CPU profile of each variant's
-	// ProfilePhase, as <variant>-<phase>-n<N>.pprof.
+	// ProfilePhase, as <variant>-<phase>-n<N>.pprof, and a heap profile
+	// taken after the phase (after a GC), as <variant>-<phase>-n<N>.heap.
 	ProfileDir   string
 	ProfilePhase string
 	// Logf, when set, reports progress.
@@ -393,6 +394,12 @@ func (r *runner) phase(ctx context.Context, phase string) (PhaseResult, error) {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	pr.LiveHeap = ms.HeapAlloc
+	if r.cfg.ProfileDir != "" && r.cfg.ProfilePhase == phase {
+		// What the live heap holds, after the GC above.
+		if err := writeHeapProfile(filepath.Join(r.cfg.ProfileDir, fmt.Sprintf("%s-%s-n%d.heap", r.variant, phase, r.cfg.N))); err != nil {
+			return pr, err
+		}
+	}
 	if act != nil || idleErr != nil {
 		return pr, errors.Join(act, idleErr)
 	}
@@ -580,4 +587,14 @@ func (r *runner) verify(ctx context.Context, phase string) error {
 		err = fmt.Errorf("the API server does not hold the state the cache showed: %s", why)
 	}
 	return err
+}
+
+// writeHeapProfile writes the heap profile (live objects as of the last
+// GC, and what was allocated since the start) to path.
+func writeHeapProfile(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	return errors.Join(pprof.Lookup("heap").WriteTo(f, 0), f.Close())
 }

@@ -56,7 +56,7 @@ func run() error {
 		doWeight   = flag.Bool("weight", true, "measure the weight of the mains in weight/mains (builds 7 binaries)")
 		out        = flag.String("out", "../docs/benchmarks.md", "the report, - for stdout")
 		jsonOut    = flag.String("json", "", "also write the raw results as JSON to this file")
-		profileDir = flag.String("cpuprofile-dir", "", "write a CPU profile of -cpuprofile-phase of every variant here")
+		profileDir = flag.String("cpuprofile-dir", "", "write a CPU profile of -cpuprofile-phase of every variant here, and a heap profile after it")
 		profPhase  = flag.String("cpuprofile-phase", harness.PhaseNoop, "the phase to profile: "+strings.Join(harness.Phases, ", "))
 		lagN       = flag.Int("lag-n", 100, "also run this many Teams with the manager's cache held back by -lag and -lag-workers workers; 0: don't")
 		lag        = flag.Duration("lag", 200*time.Millisecond, "how far the manager's cache lags in the -lag-n setup")
@@ -64,6 +64,10 @@ func run() error {
 		gcQPS      = flag.Int("gc-qps", 1000, "client rate limit of the garbage collector's kube-controller-manager; 0: testenv's (20 a second)")
 	)
 	flag.Parse()
+	if *profileDir != "" {
+		// Fine-grained heap profiles: the live heaps differ by a few MiB.
+		runtime.MemProfileRate = 4096
+	}
 	ctrl.SetLogger(logr.Discard())
 	var ns []int
 	for _, s := range strings.Split(*sizes, ",") {
