@@ -1,12 +1,12 @@
 package patch
 
 import (
-	"encoding/json"
 	"fmt"
 
-	jsonpatch "github.com/evanphx/json-patch/v5"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/steadyk8s/steady/internal/object"
 )
 
 // part is one write: the status subresource, or the object.
@@ -133,29 +133,11 @@ func plan(bm, snap, am map[string]any, obj client.Object, o Options) ([]*part, e
 }
 
 // mergeDiff is the JSON merge patch from before to after, without the
-// empty objects that add nothing (see prune).
+// empty objects that add nothing (see prune). It works on the maps, without
+// encoding them (see [object.MergeDiff]).
 func mergeDiff(before, after map[string]any) (map[string]any, error) {
-	b, err := json.Marshal(before)
-	if err != nil {
-		return nil, err
-	}
-	a, err := json.Marshal(after)
-	if err != nil {
-		return nil, err
-	}
-	patch, err := jsonpatch.CreateMergePatch(b, a)
-	if err != nil {
-		return nil, err
-	}
-	var diff map[string]any
-	if err := json.Unmarshal(patch, &diff); err != nil {
-		return nil, err
-	}
-	var beforeJSON map[string]any
-	if err := json.Unmarshal(b, &beforeJSON); err != nil {
-		return nil, err
-	}
-	prune(diff, beforeJSON)
+	diff := object.MergeDiff(before, after)
+	prune(diff, before)
 	return diff, nil
 }
 

@@ -1,0 +1,59 @@
+package object
+
+// MergeDiff is the JSON merge patch (RFC 7386) that turns before into
+// after, both JSON values as [ToMap] makes them: a key of after that before
+// lacks, or whose value differs, is set (maps present in both are walked
+// into, lists and other values are replaced whole); a key of before that
+// after lacks is set to null. It is what encoding both maps and asking
+// jsonpatch.CreateMergePatch gives, without the JSON: numbers compare as
+// JSON numbers ([EqualJSON]: an int64 and a float64 of one value are
+// equal, and integers are compared exactly, past 2^53 too). The patch
+// holds copies of after's values: changing it changes neither input. No
+// difference is an empty, non-nil map.
+func MergeDiff(before, after map[string]any) map[string]any {
+	diff := map[string]any{}
+	for k, av := range after {
+		bv, ok := before[k]
+		if !ok {
+			diff[k] = copyJSON(av)
+			continue
+		}
+		am, aIsMap := av.(map[string]any)
+		bm, bIsMap := bv.(map[string]any)
+		if aIsMap && bIsMap {
+			if sub := MergeDiff(bm, am); len(sub) > 0 {
+				diff[k] = sub
+			}
+			continue
+		}
+		if !EqualJSON(bv, av) {
+			diff[k] = copyJSON(av)
+		}
+	}
+	for k := range before {
+		if _, ok := after[k]; !ok {
+			diff[k] = nil
+		}
+	}
+	return diff
+}
+
+// copyJSON copies the maps and lists of a JSON value; other values (strings,
+// numbers, bools) are immutable and shared.
+func copyJSON(v any) any {
+	switch v := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(v))
+		for k, e := range v {
+			out[k] = copyJSON(e)
+		}
+		return out
+	case []any:
+		out := make([]any, len(v))
+		for i, e := range v {
+			out[i] = copyJSON(e)
+		}
+		return out
+	}
+	return v
+}

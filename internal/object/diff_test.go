@@ -1,0 +1,190 @@
+package object
+
+import (
+	"encoding/json"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	jsonpatch "github.com/evanphx/json-patch/v5"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// randomJSON is a random JSON value of the shapes ToMap gives, nested at
+// most depth deep, over a few keys so that before and after share some.
+func randomJSON(rng *rand.Rand, depth int) any {
+	n := 7
+	if depth == 0 {
+		n = 5
+	}
+	switch rng.IntN(n) {
+	case 0:
+		return nil
+	case 1:
+		return []string{"a", "b", "c"}[rng.IntN(3)]
+	case 2:
+		return int64(rng.IntN(3))
+	case 3:
+		return []float64{0, 1, 1.5}[rng.IntN(3)] // 0 and 1 equal int64 0 and 1
+	case 4:
+		return rng.IntN(2) == 0
+	case 5:
+		l := make([]any, rng.IntN(3))
+		for i := range l {
+			l[i] = randomJSON(rng, depth-1)
+		}
+		return l
+	}
+	return randomMap(rng, depth-1)
+}
+
+func randomMap(rng *rand.Rand, depth int) map[string]any {
+	m := map[string]any{}
+	for _, k := range []string{"a", "b", "c", "d"} {
+		if rng.IntN(3) > 0 {
+			m[k] = randomJSON(rng, depth)
+		}
+	}
+	return m
+}
+
+// mutate changes a copy of m at random: a value replaced, a key removed or
+// added, a nested map mutated.
+func mutate(rng *rand.Rand, m map[string]any, depth int) map[string]any {
+	out := runtime.DeepCopyJSON(m)
+	for _, k := range []string{"a", "b", "c", "d", "e"} {
+		switch rng.IntN(6) {
+		case 0:
+			delete(out, k)
+		case 1:
+			out[k] = randomJSON(rng, depth)
+		case 2:
+			if sub, ok := out[k].(map[string]any); ok && depth > 0 {
+				out[k] = mutate(rng, sub, depth-1)
+			}
+		}
+	}
+	return out
+}
+
+func oracle(t *testing.T, before, after map[string]any) map[string]any {
+	t.Helper()
+	b, err := json.Marshal(before)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := json.Marshal(after)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := jsonpatch.CreateMergePatch(b, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var diff map[string]any
+	if err := json.Unmarshal(p, &diff); err != nil {
+		t.Fatal(err)
+	}
+	return diff
+}
+
+// TestMergeDiffIsCreateMergePatch checks MergeDiff against
+// jsonpatch.CreateMergePatch on JSON-encoded copies, over random pairs.
+func TestMergeDiffIsCreateMergePatch(t *testing.T) {
+	for seed := range uint64(3000) {
+		rng := rand.New(rand.NewPCG(seed, 7))
+		before := randomMap(rng, 3)
+		after := mutate(rng, before, 3)
+		beforeCopy, afterCopy := runtime.DeepCopyJSON(before), runtime.DeepCopyJSON(after)
+		got := MergeDiff(before, after)
+		want := oracle(t, before, after)
+		if !EqualJSON(got, want) || got == nil {
+			t.Fatalf("seed %d: before %v, after %v:\nMergeDiff        %v\nCreateMergePatch %v", seed, before, after, got, want)
+		}
+		// The patch holds copies: changing it changes neither input.
+		scribble(got)
+		if !EqualJSON(before, beforeCopy) || !EqualJSON(after, afterCopy) {
+			t.Fatalf("seed %d: changing the patch changed an input", seed)
+		}
+	}
+}
+
+// scribble changes every map and list inside v.
+func scribble(v any) {
+	switch v := v.(type) {
+	case map[string]any:
+		for _, e := range v {
+			scribble(e)
+		}
+		v["scribbled"] = true
+	case []any:
+		for _, e := range v {
+			scribble(e)
+		}
+		if len(v) > 0 {
+			v[0] = "scribbled"
+		}
+	}
+}
+
+func TestMergeDiff(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		before, after string
+		want          string
+	}{
+		{"no change", `{"a":{"b":[1,2]},"c":"x"}`, `{"a":{"b":[1,2]},"c":"x"}`, `{}`},
+		{"added, changed and removed", `{"a":1,"b":{"c":"x","d":"y"}}`, `{"b":{"c":"z"},"e":true}`, `{"a":null,"b":{"c":"z","d":null},"e":true}`},
+		{"list replaced whole", `{"l":[1,2,3]}`, `{"l":[1,3]}`, `{"l":[1,3]}`},
+		{"map to value", `{"m":{"a":1}}`, `{"m":"x"}`, `{"m":"x"}`},
+		{"null to map", `{"m":null}`, `{"m":{"a":1}}`, `{"m":{"a":1}}`},
+		{"emptied map", `{"m":{"a":1}}`, `{"m":{}}`, `{"m":{"a":null}}`},
+		// Past 2^53 a float64 loses the last digit: the patch does not.
+		{"big integers", `{"n":9007199254740993}`, `{"n":9007199254740992}`, `{"n":9007199254740992}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := MergeDiff(decodeInts(t, tc.before), decodeInts(t, tc.after))
+			if want := decodeInts(t, tc.want); !EqualJSON(got, want) {
+				t.Errorf("MergeDiff = %v, want %v", got, want)
+			}
+		})
+	}
+}
+
+// decodeInts decodes s as the API machinery does: integers as int64.
+func decodeInts(t *testing.T, s string) map[string]any {
+	t.Helper()
+	d := json.NewDecoder(strings.NewReader(s))
+	d.UseNumber()
+	var m map[string]any
+	if err := d.Decode(&m); err != nil {
+		t.Fatal(err)
+	}
+	c, err := JSONCopy(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func BenchmarkMergeDiff(b *testing.B) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	before := randomMap(rng, 4)
+	after := mutate(rng, before, 4)
+	b.Run("MergeDiff", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			MergeDiff(before, after)
+		}
+	})
+	b.Run("CreateMergePatch", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			bj, _ := json.Marshal(before)
+			aj, _ := json.Marshal(after)
+			p, _ := jsonpatch.CreateMergePatch(bj, aj)
+			var m map[string]any
+			_ = json.Unmarshal(p, &m)
+		}
+	})
+}
