@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -61,10 +62,17 @@ func validate(c client.Client, owner, child client.Object) error {
 }
 
 // validateScope refuses a namespaced owner of a cluster-scoped child: it
-// asks c (its REST mapper) whether the child's type is namespaced.
+// asks c (its REST mapper) whether the child's type is namespaced, once
+// per kind and cluster (see namespacedKinds).
 func validateScope(c client.Client, owner, child client.Object) error {
 	if owner.GetNamespace() == "" {
 		return nil
+	}
+	gvk, gvkErr := object.GVK(child, c.Scheme())
+	if gvkErr == nil {
+		if _, ok := namespacedKinds.Load(kindOf(c, gvk)); ok {
+			return nil
+		}
 	}
 	namespaced, err := c.IsObjectNamespaced(child)
 	if err != nil {
@@ -74,8 +82,20 @@ func validateScope(c client.Client, owner, child client.Object) error {
 		return &InvalidOwnerError{Child: object.Describe(child, c.Scheme()), Owner: object.Describe(owner, c.Scheme()),
 			Field: "metadata.namespace", Reason: "a namespaced owner cannot own a cluster-scoped object"}
 	}
+	if gvkErr == nil {
+		namespacedKinds.Store(kindOf(c, gvk), struct{}{})
+	}
 	return nil
 }
+
+// namespacedKinds holds the kinds (kindKey: per cluster, as subresources)
+// that c's REST mapper said are namespaced: validateScope asks the mapper
+// once per kind and cluster, not before every write (in controller-runtime
+// v0.24 one question allocates some 70 objects, as much as the rest of a
+// converged child's write). Only that answer is kept, a small set: a
+// cluster-scoped kind, or a failed mapping, is asked again on every call,
+// so a refusal always comes from the mapper.
+var namespacedKinds sync.Map
 
 // SetControllerReference makes owner the controller of child in memory,
 // records owner in child's [OwnerAnnotation], and reports whether child

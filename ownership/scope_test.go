@@ -1,0 +1,65 @@
+package ownership_test
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/steadyk8s/steady/ownership"
+)
+
+// scopeCounting counts the questions "is this kind namespaced?" asked of
+// its REST mapper.
+type scopeCounting struct {
+	client.Client
+	asked atomic.Int64
+}
+
+func (c *scopeCounting) IsObjectNamespaced(obj runtime.Object) (bool, error) {
+	c.asked.Add(1)
+	return c.Client.IsObjectNamespaced(obj)
+}
+
+// TestScopeAskedOncePerKind: the REST mapper is asked whether a kind is
+// namespaced once per kind and cluster, not before every write; a
+// cluster-scoped child given a namespaced owner's namespace is refused on
+// every call, each time on the mapper's word.
+func TestScopeAskedOncePerKind(t *testing.T) {
+	env.Require(t)
+	ctx := context.Background()
+	ns := env.Namespace(t)
+	o := owner(t, ns, "o")
+	// A REST mapper of its own: a cluster ownership has learnt nothing of.
+	direct, err := client.New(env.Config, client.Options{Scheme: env.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &scopeCounting{Client: direct}
+	for i, fn := range []createOr{createOrUpdate, createOrPatch, createOrUpdate} {
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "scope-" + string(rune('a'+i))}}
+		if op, err := fn(ctx, c, o, cm, nil); err != nil || op != "created" {
+			t.Fatalf("child %d: %v, %v", i, op, err)
+		}
+	}
+	if n := c.asked.Load(); n != 1 {
+		t.Errorf("the scope of ConfigMap asked %d times for three children, want once", n)
+	}
+	before := c.asked.Load()
+	for range 2 {
+		_, err := createOrUpdate(ctx, c, o, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "steady-test-scope"}}, nil)
+		var ioe *ownership.InvalidOwnerError
+		if !errors.As(err, &ioe) {
+			t.Fatalf("error = %v, want *InvalidOwnerError", err)
+		}
+	}
+	if n := c.asked.Load() - before; n != 2 {
+		t.Errorf("a cluster-scoped child refused twice asked the mapper %d times, want 2 (a refusal is never remembered)", n)
+	}
+}
