@@ -99,13 +99,17 @@ func updateChild(ctx context.Context, c client.Client, live, child client.Object
 	// defaults to differ before: not sent again, and the live child not
 	// even converted (the converged child of a wholesale mutate, every
 	// reconcile).
-	key, desired, sumErr := "update|"+childKey(c, gvk, child), [32]byte{}, gvkErr
-	if sumErr == nil {
-		desired, sumErr = sum(compared(wantMap))
-	}
-	if sumErr == nil && onlyDefaults(key, live, desired) {
-		object.Copy(child, live)
-		return controllerutil.OperationResultNone, nil
+	// The digest of the desired object is taken only when a verdict on
+	// this live child is remembered, or one is to be remembered.
+	key := ""
+	if gvkErr == nil {
+		key = "update|" + childKey(c, gvk, child)
+		if rememberedAt(key, live) {
+			if desired, err := sum(compared(wantMap)); err == nil && onlyDefaults(key, live, desired) {
+				object.Copy(child, live)
+				return controllerutil.OperationResultNone, nil
+			}
+		}
 	}
 	liveMap, err := object.ToMapWithoutManagedFields(live)
 	if err != nil {
@@ -126,11 +130,16 @@ func updateChild(ctx context.Context, c client.Client, live, child client.Object
 	if err := c.Update(ctx, child); err != nil {
 		return controllerutil.OperationResultNone, fmt.Errorf("ownership: updating %s: %w", name, err)
 	}
-	if answer, err := object.ToMapWithoutManagedFields(child); err == nil && gvkErr == nil {
-		learnStatusSubresource(c, gvk, liveMap, wantMap, answer)
+	// What the answer tells of the kind's status subresource; nothing when
+	// neither object has a status (a ConfigMap): the answer is not
+	// converted then.
+	if gvkErr == nil && (liveMap["status"] != nil || wantMap["status"] != nil) {
+		if answer, err := object.ToMapWithoutManagedFields(child); err == nil {
+			learnStatusSubresource(c, gvk, liveMap, wantMap, answer)
+		}
 	}
 	if child.GetResourceVersion() == live.GetResourceVersion() {
-		if sumErr == nil {
+		if desired, err := sum(compared(wantMap)); err == nil && gvkErr == nil {
 			rememberOnlyDefaults(key, live, desired)
 		}
 		return controllerutil.OperationResultNone, nil // only the server's defaults differed

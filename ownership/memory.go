@@ -139,6 +139,13 @@ func onlyDefaults(key string, live client.Object, s [sha256.Size]byte) bool {
 	return ok && m.uid == live.GetUID() && m.rv == live.GetResourceVersion() && m.sum == s
 }
 
+// rememberedAt reports whether a verdict is remembered for key on live as
+// it is (its UID and resourceVersion), whatever the desired object was.
+func rememberedAt(key string, live client.Object) bool {
+	m, ok := verdicts.get(key)
+	return ok && m.uid == live.GetUID() && m.rv == live.GetResourceVersion()
+}
+
 // rememberOnlyDefaults remembers that a write found only defaults to
 // differ between live and the desired object whose sum is s.
 func rememberOnlyDefaults(key string, live client.Object, s [sha256.Size]byte) {
