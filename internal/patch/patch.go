@@ -120,11 +120,7 @@ func (w *Writer) Patch(ctx context.Context, before, obj client.Object, o Options
 	if unchanged(before, obj, o) {
 		return Result{}, nil // no JSON work for the common reconcile
 	}
-	bm, err := object.ToMapWithoutManagedFields(before)
-	if err != nil {
-		return Result{}, err
-	}
-	am, err := object.ToMapWithoutManagedFields(obj)
+	bm, am, err := toMaps(before, obj, o)
 	if err != nil {
 		return Result{}, err
 	}

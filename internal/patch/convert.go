@@ -1,0 +1,120 @@
+package patch
+
+import (
+	"maps"
+	"reflect"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/steadyk8s/steady/internal/object"
+)
+
+// toMaps converts the snapshot before and the changed obj to maps, without
+// metadata.managedFields, for plan. A top-level field that holds the same
+// value in both (the spec of a status write, say) is left out of both: it
+// makes no difference, and is not converted twice for nothing. metadata,
+// status and the roots of condition lists are always converted (plan reads
+// the generation and the lists there); so is everything when the two are
+// not of one type.
+//
+// What plan and body read of the snapshot map outside the difference is
+// only there: metadata.generation, status.observedGeneration and the lists.
+func toMaps(before, obj client.Object, o Options) (bm, am map[string]any, err error) {
+	keep := func(field string) bool {
+		if field == "metadata" || field == "status" {
+			return true
+		}
+		for _, p := range o.ConditionLists {
+			if len(p) > 0 && p[0] == field {
+				return true
+			}
+		}
+		return false
+	}
+	b, a := before, obj
+	if bu, ok := before.(*unstructured.Unstructured); ok {
+		if au, ok := obj.(*unstructured.Unstructured); ok {
+			b, a = withoutEqualKeys(bu, au, keep)
+		}
+	} else {
+		b, a = withoutEqualFields(before, obj, keep)
+	}
+	if bm, err = object.ToMapWithoutManagedFields(b); err != nil {
+		return nil, nil, err
+	}
+	if am, err = object.ToMapWithoutManagedFields(a); err != nil {
+		return nil, nil, err
+	}
+	return bm, am, nil
+}
+
+// withoutEqualKeys returns shallow copies of b and a without the top-level
+// keys that hold equal JSON in both (but those keep keeps), or b and a
+// themselves when there are none.
+func withoutEqualKeys(b, a *unstructured.Unstructured, keep func(string) bool) (client.Object, client.Object) {
+	var equal []string
+	for k, bv := range b.Object {
+		if k == "apiVersion" || k == "kind" || keep(k) {
+			continue
+		}
+		if av, ok := a.Object[k]; ok && object.EqualJSON(bv, av) {
+			equal = append(equal, k)
+		}
+	}
+	if len(equal) == 0 {
+		return b, a
+	}
+	bc, ac := maps.Clone(b.Object), maps.Clone(a.Object)
+	for _, k := range equal {
+		delete(bc, k)
+		delete(ac, k)
+	}
+	return &unstructured.Unstructured{Object: bc}, &unstructured.Unstructured{Object: ac}
+}
+
+// withoutEqualFields returns shallow copies of the Go structs b and a with
+// the exported top-level fields that hold equal values in both (but the
+// embedded ones, and those keep keeps, by JSON name) set to their zero
+// value, or b and a themselves when there are none or they are not
+// pointers to structs of one type.
+func withoutEqualFields(b, a client.Object, keep func(string) bool) (client.Object, client.Object) {
+	bv, av := reflect.ValueOf(b), reflect.ValueOf(a)
+	if bv.Type() != av.Type() || bv.Kind() != reflect.Pointer || bv.IsNil() || av.IsNil() || bv.Elem().Kind() != reflect.Struct {
+		return b, a
+	}
+	t := bv.Elem().Type()
+	var equal []int
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if f.Anonymous || !f.IsExported() {
+			continue
+		}
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if name == "" || name == "-" || keep(name) {
+			continue
+		}
+		if reflect.DeepEqual(bv.Elem().Field(i).Interface(), av.Elem().Field(i).Interface()) {
+			equal = append(equal, i)
+		}
+	}
+	if len(equal) == 0 {
+		return b, a
+	}
+	copyWithout := func(v reflect.Value) (client.Object, bool) {
+		c := reflect.New(t)
+		c.Elem().Set(v.Elem())
+		for _, i := range equal {
+			c.Elem().Field(i).SetZero()
+		}
+		obj, ok := c.Interface().(client.Object)
+		return obj, ok
+	}
+	bc, bok := copyWithout(bv)
+	ac, aok := copyWithout(av)
+	if !bok || !aok {
+		return b, a
+	}
+	return bc, ac
+}

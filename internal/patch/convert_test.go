@@ -1,0 +1,138 @@
+package patch
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/steadyk8s/steady/internal/object"
+	"github.com/steadyk8s/steady/internal/testapi"
+)
+
+func randomWidget(rng *rand.Rand) *testapi.Widget {
+	w := &testapi.Widget{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "steady.dev/v1", Kind: "Widget"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "w", UID: "u1", ResourceVersion: "7", Generation: int64(1 + rng.IntN(3))},
+	}
+	if rng.IntN(2) == 0 {
+		w.Labels = map[string]string{"a": "1"}
+	}
+	if rng.IntN(2) == 0 {
+		w.Finalizers = []string{"x.dev/f"}
+	}
+	w.Spec = testapi.WidgetSpec{Size: rng.IntN(3), Color: []string{"", "red"}[rng.IntN(2)]}
+	w.Status.ObservedGeneration = int64(rng.IntN(3))
+	w.Status.Phase = []string{"", "Ready"}[rng.IntN(2)]
+	if rng.IntN(2) == 0 {
+		w.Status.Conditions = []metav1.Condition{{Type: "Ready", Status: metav1.ConditionTrue, Reason: "R", LastTransitionTime: metav1.Unix(100, 0)}}
+	}
+	return w
+}
+
+// change makes a random change, or none, to each part of w.
+func change(rng *rand.Rand, w *testapi.Widget) {
+	if rng.IntN(3) == 0 {
+		w.Spec.Size++
+	}
+	if rng.IntN(4) == 0 {
+		w.Spec.Color = ""
+	}
+	if rng.IntN(3) == 0 {
+		w.Status.Phase = "Changed"
+	}
+	if rng.IntN(3) == 0 {
+		w.Status.Conditions = append(w.Status.Conditions, metav1.Condition{Type: "Other", Status: metav1.ConditionFalse, Reason: "R", LastTransitionTime: metav1.Unix(200, 0)})
+	}
+	if rng.IntN(4) == 0 {
+		w.Labels = map[string]string{"b": "2"}
+	}
+	if rng.IntN(4) == 0 {
+		w.Finalizers = append(w.Finalizers, "y.dev/g")
+	}
+}
+
+// TestToMapsPlansAlike: the maps of toMaps, which leave out what is equal
+// in both objects, give the writes (each part's body on the snapshot) the
+// full conversion gives, for typed and unstructured objects, over random
+// changes; and an unchanged spec is left out.
+func TestToMapsPlansAlike(t *testing.T) {
+	left := 0
+	for seed := range uint64(500) {
+		rng := rand.New(rand.NewPCG(seed, 11))
+		before := randomWidget(rng)
+		after := before.DeepCopy()
+		change(rng, after)
+		o := Options{ObservedGeneration: rng.IntN(2) == 0, OwnedConditions: []string{"Ready"}}
+		ub, err := object.ToMap(before)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ua, err := object.ToMap(after)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, pair := range []struct {
+			kind          string
+			before, after client.Object
+		}{
+			{"typed", before, after},
+			{"unstructured", &unstructured.Unstructured{Object: ub}, &unstructured.Unstructured{Object: ua}},
+		} {
+			full := func() (map[string]any, map[string]any) {
+				bm, err := object.ToMapWithoutManagedFields(pair.before)
+				if err != nil {
+					t.Fatal(err)
+				}
+				am, err := object.ToMapWithoutManagedFields(pair.after)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return bm, am
+			}
+			fb, fa := full()
+			sb, sa, err := toMaps(pair.before, pair.after, o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if before.Spec == after.Spec {
+				if spec, _ := sb["spec"].(map[string]any); len(spec) > 0 {
+					t.Fatalf("seed %d %s: an unchanged spec was converted: %v", seed, pair.kind, spec)
+				}
+				left++
+			}
+			want := bodies(t, fb, fa, pair.after, o)
+			got := bodies(t, sb, sa, pair.after, o)
+			if !object.EqualJSON(got, want) {
+				t.Fatalf("seed %d %s: with toMaps %v, with the full conversion %v", seed, pair.kind, got, want)
+			}
+		}
+	}
+	if left == 0 {
+		t.Fatal("no case had an unchanged spec")
+	}
+}
+
+// bodies plans the change from bm to am and returns each part's step and
+// body on the snapshot bm.
+func bodies(t *testing.T, bm, am map[string]any, obj client.Object, o Options) map[string]any {
+	t.Helper()
+	snap := runtime.DeepCopyJSON(bm)
+	parts, err := plan(runtime.DeepCopyJSON(bm), snap, am, obj, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]any{}
+	for i, p := range parts {
+		body, lock, stale, err := p.body(snap, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[fmt.Sprintf("%d %s lock=%v stale=%q", i, p.step(), lock, stale)] = body
+	}
+	return out
+}
