@@ -11,8 +11,11 @@ import (
 	"time"
 
 	jsonpatch "github.com/evanphx/json-patch/v5"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 
 	"github.com/steadyk8s/steady/internal/object"
@@ -149,7 +152,7 @@ func TestPatchAsTheJSONRoundTripsMadeIt(t *testing.T) {
 		// The object's patch, as patchChild builds it.
 		oldData, oldDiff, oldLocked, oldErr := jsonPatchChild(t, live, want, typ)
 		diff := mergePatch(live, want)
-		if (diff == nil) != (oldDiff == "") {
+		if (diff == nil) != (oldDiff == nil) {
 			t.Fatalf("%s: patch %v, before %s", where, diff, oldData)
 		}
 		if diff != nil {
@@ -175,8 +178,8 @@ func TestPatchAsTheJSONRoundTripsMadeIt(t *testing.T) {
 			if err != nil {
 				refused++
 			}
-			if string(data) != string(oldData) || locked != oldLocked || mustJSON(t, diff) != oldDiff {
-				t.Fatalf("%s:\npatch %s, locked %v, fields %s\nbefore %s, locked %v, fields %s", where, data, locked, mustJSON(t, diff), oldData, oldLocked, oldDiff)
+			if string(data) != string(oldData) || locked != oldLocked || mustJSON(t, diff) != mustJSON(t, oldDiff) {
+				t.Fatalf("%s:\npatch %s, locked %v, fields %s\nbefore %s, locked %v, fields %s", where, data, locked, mustJSON(t, diff), oldData, oldLocked, mustJSON(t, oldDiff))
 			}
 			scribble(diff)
 		}
@@ -222,32 +225,65 @@ func TestPatchAsTheJSONRoundTripsMadeIt(t *testing.T) {
 
 // jsonPatchChild is patchChild's patch as it was built by JSON round trips
 // through jsonpatch: the patch sent (uid "u-1", and resourceVersion "42"
-// when locked), the fields changedAt is given (as JSON), whether it is
-// locked; a nil patch for no difference.
-func jsonPatchChild(t *testing.T, live, want map[string]any, typ reflect.Type) (data []byte, fields string, locked bool, err error) {
+// when locked), the fields changedAt is given, whether it is locked; a nil
+// patch and fields for no difference.
+func jsonPatchChild(t testing.TB, live, want map[string]any, typ reflect.Type) (data []byte, fields map[string]any, locked bool, err error) {
 	t.Helper()
 	p := jsonMergePatch(t, live, want)
 	if p == nil {
-		return nil, "", false, nil
+		return nil, nil, false, nil
 	}
-	var diff map[string]any
-	decode(t, string(p), &diff)
-	dropsWhole := removeOnlyKeysRead(diff, live, typ)
-	p = []byte(mustJSON(t, diff))
-	locked = dropsWhole || replacesList(diff, live)
+	// removeOnlyKeysRead as it was: decode, rewrite, encode if changed.
+	var m map[string]any
+	decode(t, string(p), &m)
+	changed, dropsWhole := jsonDropKeysRead(m, live, typ)
+	if changed {
+		p = []byte(mustJSON(t, m))
+	}
+	decode(t, string(p), &fields)
+	locked = dropsWhole || replacesList(fields, live)
 	if locked {
 		if p, err = jsonWithMetadata(t, p, "resourceVersion", "42"); err != nil {
-			return nil, mustJSON(t, diff), locked, err
+			return nil, fields, locked, err
 		}
 	}
 	p, err = jsonWithMetadata(t, p, "uid", "u-1")
-	return p, mustJSON(t, diff), locked, err
+	return p, fields, locked, err
+}
+
+// jsonDropKeysRead is removeOnlyKeysRead as it was, reporting also whether
+// it changed the patch.
+func jsonDropKeysRead(patch, live map[string]any, t reflect.Type) (changed, dropsWhole bool) {
+	for k, v := range patch {
+		ft := fieldType(t, k)
+		switch pv := v.(type) {
+		case nil:
+			read, ok := live[k].(map[string]any)
+			if !ok || len(read) == 0 {
+				continue
+			}
+			if !isMap(ft) || hasObjects(read) {
+				dropsWhole = true
+				continue
+			}
+			n := make(map[string]any, len(read))
+			for key := range read {
+				n[key] = nil
+			}
+			patch[k], changed = n, true
+		case map[string]any:
+			read, _ := live[k].(map[string]any)
+			c, d := jsonDropKeysRead(pv, read, ft)
+			changed, dropsWhole = changed || c, dropsWhole || d
+		}
+	}
+	return changed, dropsWhole
 }
 
 // jsonPatchStatus is patchStatus's patch (locked: uid "u-1",
 // resourceVersion "42") as it was built by JSON round trips, and whether
 // it replaces a list or removes an object; nil for no difference.
-func jsonPatchStatus(t *testing.T, base, want any, typ reflect.Type) ([]byte, bool) {
+func jsonPatchStatus(t testing.TB, base, want any, typ reflect.Type) ([]byte, bool) {
 	t.Helper()
 	data := jsonMergePatch(t, map[string]any{"status": base}, map[string]any{"status": want})
 	if data == nil {
@@ -262,7 +298,7 @@ func jsonPatchStatus(t *testing.T, base, want any, typ reflect.Type) ([]byte, bo
 		}
 		parsed["status"] = n
 	}
-	dropsWhole := removeOnlyKeysRead(parsed, map[string]any{"status": base}, typ)
+	_, dropsWhole := jsonDropKeysRead(parsed, map[string]any{"status": base}, typ)
 	lists := dropsWhole || replacesList(parsed, map[string]any{"status": base})
 	data, err := jsonWithMetadata(t, []byte(mustJSON(t, parsed)), "uid", "u-1")
 	if err == nil {
@@ -276,7 +312,7 @@ func jsonPatchStatus(t *testing.T, base, want any, typ reflect.Type) ([]byte, bo
 
 // jsonMergePatch is mergePatch as it was: jsonpatch.CreateMergePatch of
 // both maps encoded, nil for "{}".
-func jsonMergePatch(t *testing.T, a, b map[string]any) []byte {
+func jsonMergePatch(t testing.TB, a, b map[string]any) []byte {
 	t.Helper()
 	p, err := jsonpatch.CreateMergePatch([]byte(mustJSON(t, a)), []byte(mustJSON(t, b)))
 	if err != nil {
@@ -289,7 +325,7 @@ func jsonMergePatch(t *testing.T, a, b map[string]any) []byte {
 }
 
 // jsonWithMetadata is withMetadata as it was.
-func jsonWithMetadata(t *testing.T, patch []byte, field, value string) ([]byte, error) {
+func jsonWithMetadata(t testing.TB, patch []byte, field, value string) ([]byte, error) {
 	t.Helper()
 	var p map[string]any
 	decode(t, string(patch), &p)
@@ -300,7 +336,7 @@ func jsonWithMetadata(t *testing.T, patch []byte, field, value string) ([]byte, 
 }
 
 // jsonOverlay is overlay as it was: jsonpatch.MergePatch on JSON.
-func jsonOverlay(t *testing.T, base any, set map[string]any) any {
+func jsonOverlay(t testing.TB, base any, set map[string]any) any {
 	t.Helper()
 	b := []byte(mustJSON(t, base))
 	if base == nil {
@@ -424,18 +460,92 @@ func scribble(v any) {
 	}
 }
 
-func decode(t *testing.T, s string, into any) {
+func decode(t testing.TB, s string, into any) {
 	t.Helper()
 	if err := json.Unmarshal([]byte(s), into); err != nil {
 		t.Fatalf("%s: %v", s, err)
 	}
 }
 
-func mustJSON(t *testing.T, v any) string {
+func mustJSON(t testing.TB, v any) string {
 	t.Helper()
 	b, err := json.Marshal(v)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// BenchmarkBuildPatch measures building CreateOrPatch's patch of a
+// Deployment, its spec assigned wholesale (dropping the server's defaults)
+// with another replica count, without the API server: the JSON round trips
+// as they were (the oracle of TestPatchAsTheJSONRoundTripsMadeIt) beside
+// the map it is now, from the two objects in map form to the bytes sent.
+func BenchmarkBuildPatch(b *testing.B) {
+	live, want := deploymentMaps(b)
+	typ := reflect.TypeOf(&appsv1.Deployment{})
+	b.Run("json-round-trips", func(b *testing.B) {
+		b.ReportAllocs()
+		for i := 0; i < b.N; i++ {
+			if data, _, _, err := jsonPatchChild(b, withoutStatus(live), withoutStatus(want), typ); err != nil || data == nil {
+				b.Fatal(data, err)
+			}
+		}
+	})
+	b.Run("maps", func(b *testing.B) {
+		b.ReportAllocs()
+		for i := 0; i < b.N; i++ {
+			diff := mergePatch(withoutStatus(live), withoutStatus(want))
+			locked := removeOnlyKeysRead(diff, live, typ) || replacesList(diff, withoutStatus(live))
+			pre := []precondition{{"uid", "u-1"}}
+			if locked {
+				pre = append(pre, precondition{"resourceVersion", "42"})
+			}
+			if data, err := encodePatch(diff, pre...); err != nil || data == nil {
+				b.Fatal(data, err)
+			}
+		}
+	})
+}
+
+// deploymentMaps are a Deployment as the API server stores it (defaults
+// set, a status) and as a wholesale mutate wants it, in map form without
+// the server's metadata.
+func deploymentMaps(b *testing.B) (live, want map[string]any) {
+	labels := map[string]string{"app": "web"}
+	spec := func(replicas int32) appsv1.DeploymentSpec {
+		return appsv1.DeploymentSpec{
+			Replicas: &replicas,
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "nginx:1", Ports: []corev1.ContainerPort{{ContainerPort: 8080}}}}},
+			},
+		}
+	}
+	d := &appsv1.Deployment{TypeMeta: metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web", UID: "u-1", ResourceVersion: "42", Generation: 3,
+			Annotations: map[string]string{"deployment.kubernetes.io/revision": "1"},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "test.steady.dev/v1", Kind: "Widget", Name: "owner", UID: "o-1",
+				Controller: new(true), BlockOwnerDeletion: new(true)}}},
+		Spec: spec(2)}
+	s := &d.Spec
+	s.Strategy = appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStrategyType, RollingUpdate: &appsv1.RollingUpdateDeployment{
+		MaxUnavailable: new(intstr.FromString("25%")), MaxSurge: new(intstr.FromString("25%"))}}
+	s.RevisionHistoryLimit, s.ProgressDeadlineSeconds = new(int32(10)), new(int32(600))
+	ps := &s.Template.Spec
+	ps.RestartPolicy, ps.DNSPolicy, ps.SchedulerName = corev1.RestartPolicyAlways, corev1.DNSClusterFirst, corev1.DefaultSchedulerName
+	ps.TerminationGracePeriodSeconds, ps.SecurityContext = new(int64(30)), &corev1.PodSecurityContext{}
+	c := &ps.Containers[0]
+	c.TerminationMessagePath, c.TerminationMessagePolicy, c.ImagePullPolicy = "/dev/termination-log", corev1.TerminationMessageReadFile, corev1.PullIfNotPresent
+	c.Ports[0].Protocol = corev1.ProtocolTCP
+	d.Status = appsv1.DeploymentStatus{ObservedGeneration: 3, Replicas: 2, UpdatedReplicas: 2, ReadyReplicas: 2, AvailableReplicas: 2,
+		Conditions: []appsv1.DeploymentCondition{{Type: appsv1.DeploymentAvailable, Status: corev1.ConditionTrue, Reason: "MinimumReplicasAvailable", Message: "Deployment has minimum availability."}}}
+	w := d.DeepCopy()
+	w.Spec = spec(3)
+	lm, wm, err := maps(d, w)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return lm, wm
 }
