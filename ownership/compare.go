@@ -1,10 +1,8 @@
 package ownership
 
 import (
-	"encoding/json"
 	"reflect"
 
-	jsonpatch "github.com/evanphx/json-patch/v5"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/steadyk8s/steady/internal/object"
@@ -124,22 +122,12 @@ func changedAt(p, live, answer map[string]any) bool {
 }
 
 // mergePatch is the JSON merge patch from a to b (removals as nulls), or
-// nil when there is no difference.
-func mergePatch(a, b map[string]any) ([]byte, error) {
-	aj, err := json.Marshal(a)
-	if err != nil {
-		return nil, err
+// nil when there is no difference: a map that shares no map or list with a
+// or b (see [object.MergeDiff]), to rewrite in place (removeOnlyKeysRead,
+// the preconditions) and encode once, right before the request.
+func mergePatch(a, b map[string]any) map[string]any {
+	if p := object.MergeDiff(a, b); len(p) > 0 {
+		return p
 	}
-	bj, err := json.Marshal(b)
-	if err != nil {
-		return nil, err
-	}
-	p, err := jsonpatch.CreateMergePatch(aj, bj)
-	if err != nil {
-		return nil, err
-	}
-	if string(p) == "{}" {
-		return nil, nil
-	}
-	return p, nil
+	return nil
 }

@@ -6,11 +6,8 @@ import (
 	"errors"
 	"fmt"
 
-	jsonpatch "github.com/evanphx/json-patch/v5"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
-	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
@@ -96,10 +93,7 @@ func createWithStatus(ctx context.Context, c client.Client, child client.Object,
 	// creation (a Pod's phase, say): a field mutate left unset is not
 	// a removal of the server's value.
 	if set, ok := wanted["status"].(map[string]any); ok && len(set) > 0 {
-		want, err := overlay(created["status"], set)
-		if err != nil {
-			return controllerutil.OperationResultCreated, fmt.Errorf("ownership: created %s, but writing its status failed: %w", name, err)
-		}
+		want := overlay(created["status"], set)
 		if _, err := patchStatus(ctx, c, child, created["status"], want, false); err != nil {
 			return controllerutil.OperationResultCreated, fmt.Errorf("ownership: created %s, but writing its status failed: %w", name, err)
 		}
@@ -121,50 +115,47 @@ func patchChild(ctx context.Context, c client.Client, live, child client.Object,
 	// child of a wholesale mutate, every reconcile).
 	gvk, gvkErr := object.GVK(child, c.Scheme())
 	key, answerKey, desired, sumErr := "patch|"+childKey(c, gvk, child), "answer|"+childKey(c, gvk, child), [32]byte{}, gvkErr
-	var mainPatch []byte
-	var dropsWhole bool
+	// The patch's fields (removals as nulls), before the preconditions: one
+	// map, rewritten in place, encoded once below.
+	var diff map[string]any
 	if !sameExceptStatus(liveMap, wantMap) {
 		if sumErr == nil {
 			desired, sumErr = sum(withoutStatus(wantMap))
 		}
 		if sumErr != nil || !onlyDefaults(key, live, desired) {
-			if mainPatch, err = mergePatch(withoutStatus(liveMap), withoutStatus(wantMap)); err != nil {
-				return controllerutil.OperationResultNone, fmt.Errorf("ownership: %s: %w", name, err)
-			}
-			if mainPatch, dropsWhole, err = removeOnlyKeysRead(mainPatch, liveMap, goType(c, child)); err != nil {
-				return controllerutil.OperationResultNone, fmt.Errorf("ownership: %s: %w", name, err)
-			}
+			diff = mergePatch(withoutStatus(liveMap), withoutStatus(wantMap))
 		}
 	}
-	if mainPatch == nil && !statusDiffers {
+	if diff == nil && !statusDiffers {
 		object.Copy(child, live)
 		return controllerutil.OperationResultNone, nil
+	}
+	var data []byte // the patch sent: diff with the preconditions
+	var locked bool
+	if diff != nil {
+		dropsWhole := removeOnlyKeysRead(diff, liveMap, goType(c, child))
+		locked = dropsWhole || replacesList(diff, withoutStatus(liveMap))
+		var pre []precondition
+		if locked {
+			pre = append(pre, precondition{"resourceVersion", live.GetResourceVersion()})
+		}
+		// The UID read: the API server refuses to change it, so the patch
+		// never lands on a child deleted and created again under the name
+		// (another owner's, say) since the read.
+		if uid := live.GetUID(); uid != "" {
+			pre = append(pre, precondition{"uid", string(uid)})
+		}
+		if data, err = encodePatch(diff, pre...); err != nil {
+			return controllerutil.OperationResultNone, fmt.Errorf("ownership: %s: %w", name, err)
+		}
 	}
 	if err := beforeWrite(); err != nil {
 		return controllerutil.OperationResultNone, err
 	}
 
 	result := controllerutil.OperationResultNone
-	if mainPatch != nil {
-		var diff map[string]any // the patch's fields, before the preconditions
-		if err := json.Unmarshal(mainPatch, &diff); err != nil {
-			return controllerutil.OperationResultNone, fmt.Errorf("ownership: %s: %w", name, err)
-		}
-		locked := dropsWhole || replacesList(diff, withoutStatus(liveMap))
-		if locked {
-			if mainPatch, err = withMetadata(mainPatch, "resourceVersion", live.GetResourceVersion()); err != nil {
-				return controllerutil.OperationResultNone, fmt.Errorf("ownership: %s: %w", name, err)
-			}
-		}
-		// The UID read: the API server refuses to change it, so the patch
-		// never lands on a child deleted and created again under the name
-		// (another owner's, say) since the read.
-		if uid := live.GetUID(); uid != "" {
-			if mainPatch, err = withMetadata(mainPatch, "uid", string(uid)); err != nil {
-				return controllerutil.OperationResultNone, fmt.Errorf("ownership: %s: %w", name, err)
-			}
-		}
-		patch := client.RawPatch(types.MergePatchType, mainPatch)
+	if diff != nil {
+		patch := client.RawPatch(types.MergePatchType, data)
 		if err := c.Patch(ctx, child, patch); err != nil {
 			return controllerutil.OperationResultNone, fmt.Errorf("ownership: patching %s: %w", name, recreated(c, child, err))
 		}
@@ -219,16 +210,54 @@ func patchChild(ctx context.Context, c client.Client, live, child client.Object,
 	return result, nil
 }
 
-// withMetadata sets metadata.<field> in a merge patch.
-func withMetadata(patch []byte, field, value string) ([]byte, error) {
-	var p map[string]any
-	if err := json.Unmarshal(patch, &p); err != nil {
-		return nil, err
-	}
-	if err := unstructured.SetNestedField(p, value, "metadata", field); err != nil {
-		return nil, err
+// precondition is a metadata field a patch carries for the API server to
+// check: the resourceVersion or the UID read.
+type precondition struct{ field, value string }
+
+// encodePatch is the merge patch p in JSON, with the preconditions set in
+// its metadata. p is left as it is (its metadata map is copied, not
+// changed): it still tells what the patch changes (see [changedAt]).
+func encodePatch(p map[string]any, pre ...precondition) ([]byte, error) {
+	if len(pre) > 0 {
+		p = shallowCopy(p)
+		if md, ok := p["metadata"].(map[string]any); ok {
+			p["metadata"] = shallowCopy(md)
+		}
+		for _, f := range pre {
+			if err := setMetadata(p, f.field, f.value); err != nil {
+				return nil, err
+			}
+		}
 	}
 	return json.Marshal(p)
+}
+
+// shallowCopy is a new map with m's entries (the values shared), room for
+// one more.
+func shallowCopy(m map[string]any) map[string]any {
+	out := make(map[string]any, len(m)+1)
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+// setMetadata sets metadata.<field> of the merge patch p to value, in
+// place, adding the metadata when p has none. A patch that removes the
+// metadata (a null) or sets it to something other than an object has no
+// field to set: an error.
+func setMetadata(p map[string]any, field, value string) error {
+	v, ok := p["metadata"]
+	if !ok {
+		p["metadata"] = map[string]any{field: value}
+		return nil
+	}
+	md, ok := v.(map[string]any)
+	if !ok {
+		return fmt.Errorf("the patch sets metadata to %v, not an object: metadata.%s cannot be set", v, field)
+	}
+	md[field] = value
+	return nil
 }
 
 // recreated turns the API server's refusal of a patch for its
@@ -248,27 +277,62 @@ func recreated(c client.Client, child client.Object, err error) error {
 	return err
 }
 
-// overlay applies set onto base as a JSON merge patch would: the fields of
-// set win, maps merge, the rest of base stays.
-func overlay(base any, set map[string]any) (any, error) {
-	b, err := json.Marshal(base)
-	if err != nil {
-		return nil, err
+// overlay is set applied onto base as jsonpatch.MergePatch applies a
+// JSON merge patch (RFC 7386): a null in set removes the field, an object
+// merges into an object of base field by field, anything else replaces
+// base's value; a value set where base holds no object (or nothing, or a
+// null) is set without its null fields, in the objects of its lists too (as
+// jsonpatch.MergePatch sets it). A base that is not an object counts as an
+// empty one. The result is a new map: it shares no map or list with base
+// or set.
+func overlay(base any, set map[string]any) map[string]any {
+	doc, _ := base.(map[string]any)
+	out := jsonCopy(doc, false).(map[string]any)
+	mergeInto(out, set)
+	return out
+}
+
+// mergeInto applies the merge patch p to doc, in place, as [overlay] says;
+// what it puts into doc are copies.
+func mergeInto(doc, p map[string]any) {
+	for k, v := range p {
+		if v == nil {
+			delete(doc, k)
+			continue
+		}
+		cur, curIsMap := doc[k].(map[string]any)
+		pm, pIsMap := v.(map[string]any)
+		switch {
+		case curIsMap && pIsMap:
+			mergeInto(cur, pm) // cur is doc's own copy
+		case curIsMap:
+			doc[k] = jsonCopy(v, false)
+		default:
+			doc[k] = jsonCopy(v, true)
+		}
 	}
-	if base == nil {
-		b = []byte("{}")
+}
+
+// jsonCopy copies the maps and lists of a JSON value (a nil map gives an
+// empty one); with dropNulls it leaves out the null fields of its objects,
+// at any depth, in lists too (a null element of a list stays).
+func jsonCopy(v any, dropNulls bool) any {
+	switch v := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(v))
+		for k, e := range v {
+			if e == nil && dropNulls {
+				continue
+			}
+			out[k] = jsonCopy(e, dropNulls)
+		}
+		return out
+	case []any:
+		out := make([]any, len(v))
+		for i, e := range v {
+			out[i] = jsonCopy(e, dropNulls)
+		}
+		return out
 	}
-	p, err := json.Marshal(set)
-	if err != nil {
-		return nil, err
-	}
-	merged, err := jsonpatch.MergePatch(b, p)
-	if err != nil {
-		return nil, err
-	}
-	out := map[string]any{}
-	if err := utiljson.Unmarshal(merged, &out); err != nil { // int64 for integers, as ToMap has them
-		return nil, err
-	}
-	return out, nil
+	return v
 }

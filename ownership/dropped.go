@@ -1,7 +1,6 @@
 package ownership
 
 import (
-	"encoding/json"
 	"reflect"
 	"strings"
 
@@ -12,36 +11,19 @@ import (
 	"github.com/steadyk8s/steady/internal/object"
 )
 
-// removeOnlyKeysRead rewrites a merge patch made from live so that it
-// removes no key another writer added since the read: each map the patch
-// removes whole (a null where live holds a non-empty object), such as
+// removeOnlyKeysRead rewrites, in place, a merge patch made from live so
+// that it removes no key another writer added since the read: each map the
+// patch removes whole (a null where live holds a non-empty object), such as
 // cm.Data = nil or dropped labels, becomes the removal of the keys read,
 // one by one, where that means the same: a map of the child's Go type t
 // (labels, annotations, a ConfigMap's data; for a kind without a Go type,
-// the metadata's maps only) whose values are not objects. Removing any
-// other object whole (a struct, which the API server may not take empty; a
-// map of objects; a field of a kind without a Go type) stays a null, and
-// dropsWhole reports it: such a patch must carry the resourceVersion read.
-func removeOnlyKeysRead(patch []byte, live map[string]any, t reflect.Type) (_ []byte, dropsWhole bool, _ error) {
-	if patch == nil {
-		return nil, false, nil
-	}
-	var p map[string]any
-	if err := json.Unmarshal(patch, &p); err != nil {
-		return nil, false, err
-	}
-	changed, dropsWhole := dropKeysRead(p, live, t)
-	if !changed {
-		return patch, dropsWhole, nil
-	}
-	out, err := json.Marshal(p)
-	return out, dropsWhole, err
-}
-
-// dropKeysRead does removeOnlyKeysRead's rewrite in place on a patch (a
-// map) made from live, of Go type t (nil: unknown). It reports whether it
-// changed the patch and whether the patch still removes an object whole.
-func dropKeysRead(patch, live map[string]any, t reflect.Type) (changed, dropsWhole bool) {
+// the metadata's maps only; nil: unknown) whose values are not objects.
+// Removing any other object whole (a struct, which the API server may not
+// take empty; a map of objects; a field of a kind without a Go type) stays
+// a null, and dropsWhole reports it: such a patch must carry the
+// resourceVersion read. The maps of nulls it puts in are new: the patch
+// shares nothing with live.
+func removeOnlyKeysRead(patch, live map[string]any, t reflect.Type) (dropsWhole bool) {
 	for k, v := range patch {
 		ft := fieldType(t, k)
 		switch pv := v.(type) {
@@ -54,18 +36,22 @@ func dropKeysRead(patch, live map[string]any, t reflect.Type) (changed, dropsWho
 				dropsWhole = true
 				continue
 			}
-			nulls := make(map[string]any, len(read))
-			for key := range read {
-				nulls[key] = nil
-			}
-			patch[k], changed = nulls, true
+			patch[k] = nulls(read)
 		case map[string]any:
 			read, _ := live[k].(map[string]any)
-			c, d := dropKeysRead(pv, read, ft)
-			changed, dropsWhole = changed || c, dropsWhole || d
+			dropsWhole = removeOnlyKeysRead(pv, read, ft) || dropsWhole
 		}
 	}
-	return changed, dropsWhole
+	return dropsWhole
+}
+
+// nulls is the merge patch that removes the keys of read, one by one.
+func nulls(read map[string]any) map[string]any {
+	out := make(map[string]any, len(read))
+	for key := range read {
+		out[key] = nil
+	}
+	return out
 }
 
 // hasObjects reports whether a map holds an object among its values: its

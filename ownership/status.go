@@ -2,7 +2,6 @@ package ownership
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"reflect"
 	"sync"
@@ -40,50 +39,36 @@ func patchStatus(ctx context.Context, c client.Client, child client.Object, base
 	if equalStatus(have["status"], want) {
 		return false, nil
 	}
-	data, err := mergePatch(map[string]any{"status": base}, map[string]any{"status": want})
-	if err != nil || data == nil {
-		return false, err
+	// One map, rewritten in place and encoded once, below.
+	p := mergePatch(map[string]any{"status": base}, map[string]any{"status": want})
+	if p == nil {
+		return false, nil
 	}
-	var parsed map[string]any
-	if err := json.Unmarshal(data, &parsed); err != nil {
-		return false, err
-	}
-	if read, ok := base.(map[string]any); ok && len(read) > 0 && parsed["status"] == nil {
+	if read, ok := base.(map[string]any); ok && len(read) > 0 && p["status"] == nil {
 		// The whole status removed: remove the fields read, not those
 		// another writer set since.
-		nulls := make(map[string]any, len(read))
-		for k := range read {
-			nulls[k] = nil
-		}
-		parsed["status"] = nulls
-		if data, err = json.Marshal(parsed); err != nil {
-			return false, err
-		}
+		p["status"] = nulls(read)
 	}
 	// A nested map removed whole removes the keys read, or locks.
-	changed, dropsWhole := dropKeysRead(parsed, map[string]any{"status": base}, goType(c, child))
-	if changed {
-		if data, err = json.Marshal(parsed); err != nil {
-			return false, err
-		}
-	}
+	dropsWhole := removeOnlyKeysRead(p, map[string]any{"status": base}, goType(c, child))
 	gvk, gvkErr := object.GVK(child, c.Scheme())
 	has, known := statusSubresource(c, gvk)
 	onObject := known && !has && gvkErr == nil
-	lists := dropsWhole || replacesList(parsed, map[string]any{"status": base})
-	if lists && !equalStatus(have["status"], base) {
-		return false, conflict(c, child, errors.New("its status changed since it was read, and the status patch replaces a list or removes an object"))
-	}
+	lists := dropsWhole || replacesList(p, map[string]any{"status": base})
+	var pre []precondition
 	if lock && child.GetUID() != "" {
 		// Checked on the object itself, ignored by a status subresource.
-		if data, err = withMetadata(data, "uid", string(child.GetUID())); err != nil {
-			return false, err
-		}
+		pre = append(pre, precondition{"uid", string(child.GetUID())})
 	}
 	if lists || lock && !onObject {
-		if data, err = withMetadata(data, "resourceVersion", child.GetResourceVersion()); err != nil {
-			return false, err
-		}
+		pre = append(pre, precondition{"resourceVersion", child.GetResourceVersion()})
+	}
+	data, err := encodePatch(p, pre...)
+	if err != nil {
+		return false, err
+	}
+	if lists && !equalStatus(have["status"], base) {
+		return false, conflict(c, child, errors.New("its status changed since it was read, and the status patch replaces a list or removes an object"))
 	}
 	rv := child.GetResourceVersion()
 	patch := client.RawPatch(types.MergePatchType, data)
