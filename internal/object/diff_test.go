@@ -2,6 +2,7 @@ package object
 
 import (
 	"encoding/json"
+	"math"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -187,4 +188,24 @@ func BenchmarkMergeDiff(b *testing.B) {
 			_ = json.Unmarshal(p, &m)
 		}
 	})
+}
+
+func TestEqualJSONNumbers(t *testing.T) {
+	for _, tc := range []struct {
+		a, b any
+		want bool
+	}{
+		{int64(3), float64(3), true},
+		{float64(3), int64(3), true},
+		{int64(3), float64(3.5), false},
+		{int64(1<<53 + 1), float64(1 << 53), false}, // float64(2^53+1) rounds to 2^53
+		{float64(1 << 53), int64(1<<53 + 1), false},
+		{int64(1 << 53), float64(1 << 53), true},
+		{int64(math.MaxInt64), float64(math.MaxInt64), false}, // the float64 is 2^63
+		{int64(math.MinInt64), float64(math.MinInt64), true},
+	} {
+		if got := EqualJSON(tc.a, tc.b); got != tc.want {
+			t.Errorf("EqualJSON(%v (%T), %v (%T)) = %v, want %v", tc.a, tc.a, tc.b, tc.b, got, tc.want)
+		}
+	}
 }

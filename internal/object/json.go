@@ -238,7 +238,7 @@ func EqualJSON(a, b any) bool {
 		case int64:
 			return a == b
 		case float64: // the same JSON number, decoded another way
-			return float64(a) == b
+			return sameNumber(a, b)
 		}
 		return false
 	case float64:
@@ -246,7 +246,7 @@ func EqualJSON(a, b any) bool {
 		case float64:
 			return a == b
 		case int64:
-			return a == float64(b)
+			return sameNumber(b, a)
 		}
 		return false
 	case bool:
@@ -256,4 +256,12 @@ func EqualJSON(a, b any) bool {
 		return b == nil
 	}
 	return reflect.DeepEqual(a, b)
+}
+
+// sameNumber reports whether i and f are one number, exactly: past 2^53 a
+// float64 holds only some integers, and float64(i) rounds (2^53+1 is not
+// the float64 2^53).
+func sameNumber(i int64, f float64) bool {
+	// -2^63 <= f < 2^63: int64(f) is defined.
+	return f >= math.MinInt64 && f < math.MaxInt64 && f == math.Trunc(f) && int64(f) == i
 }
