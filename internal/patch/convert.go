@@ -14,16 +14,21 @@ import (
 // toMaps converts the snapshot before and the changed obj to maps, without
 // metadata.managedFields, for plan. A top-level field that holds the same
 // value in both (the spec of a status write, say) is left out of both: it
-// makes no difference, and is not converted twice for nothing. metadata,
-// status and the roots of condition lists are always converted (plan reads
-// the generation and the lists there); so is everything when the two are
-// not of one type.
+// makes no difference, and is not converted twice for nothing. metadata
+// and the roots of condition lists are always converted (plan reads the
+// generation and the lists there), and so is status when the options make
+// it matter (observedGeneration, owned conditions); so is everything when
+// the two are not of one type.
 //
 // What plan and body read of the snapshot map outside the difference is
 // only there: metadata.generation, status.observedGeneration and the lists.
 func toMaps(before, obj client.Object, o Options) (bm, am map[string]any, err error) {
+	// Without options, a status equal in both plans no write (no
+	// observedGeneration to set, no owned condition to impose): a
+	// finalizer's write leaves it out too.
+	statusMatters := o.ObservedGeneration || len(o.OwnedConditions) > 0
 	keep := func(field string) bool {
-		if field == "metadata" || field == "status" {
+		if field == "metadata" || field == "status" && statusMatters {
 			return true
 		}
 		for _, p := range o.ConditionLists {
