@@ -2,19 +2,11 @@ package harness
 
 import (
 	"context"
-	"fmt"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	"k8s.io/apimachinery/pkg/types"
-	ctrl "sigs.k8s.io/controller-runtime"
-
-	benchv1 "github.com/steadyk8s/steady/bench/api/v1alpha1"
 	"github.com/steadyk8s/steady/bench/operator"
 )
-
-var convergeRuns atomic.Int64
 
 // BenchmarkConvergeReconcile measures the reconcile that converges a new
 // Team (finalizer, three children created, status written), called
@@ -31,51 +23,33 @@ func BenchmarkConvergeReconcile(b *testing.B) {
 	env.Require(b)
 	for _, v := range []string{operator.Steady, operator.HandWritten} {
 		b.Run(v, func(b *testing.B) {
-			ctx := context.Background()
-			// A namespace of its own for every call (the framework calls
-			// this function more than once).
-			run := int(convergeRuns.Add(1)) + 1000*int(time.Now().Unix()%1000000)
-			r, stop, err := start(ctx, Config{RESTConfig: env.Config, N: 1, Run: run}, v)
+			next, requests, stop, err := convergeFixture(context.Background(), Config{RESTConfig: env.Config, Run: 400}, v)
 			if err != nil {
 				b.Fatal(err)
 			}
 			defer stop()
-			r.tally.paused.Store(true)
 			var cpu time.Duration
-			requests := int64(0)
-			n := 0
+			var sent int64
 			b.ReportAllocs()
 			b.ResetTimer()
 			b.StopTimer()
 			for range b.N {
-				name := fmt.Sprintf("converge-%05d", n)
-				n++
-				if err := r.driver.Create(ctx, r.newTeam(name)); err != nil {
-					b.Fatal(err)
-				}
-				key := types.NamespacedName{Namespace: r.ns, Name: name}
-				if err := r.waitFor(ctx, time.Millisecond, func(ctx context.Context) (string, error) {
-					if err := r.mgr.GetCache().Get(ctx, key, &benchv1.Team{}); err != nil {
-						return err.Error(), nil
-					}
-					return "", nil
+				if err := next(func(reconcile func() error) error {
+					r0, c0 := requests(), cpuTime()
+					b.StartTimer()
+					err := reconcile()
+					b.StopTimer()
+					cpu += cpuTime() - c0
+					sent += requests() - r0
+					return err
 				}); err != nil {
 					b.Fatal(err)
 				}
-				before, c0 := r.counter.requests.Load(), cpuTime()
-				b.StartTimer()
-				res, err := r.tally.inner.Reconcile(ctx, ctrl.Request{NamespacedName: key})
-				b.StopTimer()
-				cpu += cpuTime() - c0
-				requests += r.counter.requests.Load() - before
-				if err != nil || res != (ctrl.Result{}) {
-					b.Fatalf("reconcile of %s: %+v, %v", name, res, err)
-				}
 			}
-			b.ReportMetric(float64(requests)/float64(n), "requests/op")
-			b.ReportMetric(float64(cpu.Nanoseconds())/float64(n), "cpu-ns/op")
-			if requests != 5*int64(n) {
-				b.Fatalf("%d requests for %d Teams, want 5 each", requests, n)
+			b.ReportMetric(float64(sent)/float64(b.N), "requests/op")
+			b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N), "cpu-ns/op")
+			if sent != convergeRequests*int64(b.N) {
+				b.Fatalf("%d requests for %d Teams, want %d each", sent, b.N, convergeRequests)
 			}
 		})
 	}

@@ -130,6 +130,23 @@ func checkCounts(t *testing.T, res Result, lagging bool) {
 	check(PhaseDelete, "Team writes", teamWrites(res.Phase(PhaseDelete).Counts), n)
 }
 
+// TestConvergeCostSmoke converges a few new Teams one reconcile each, as
+// make bench measures a converging reconcile: MeasureConverge fails unless
+// each sends exactly the finalizer, three creates and the status.
+func TestConvergeCostSmoke(t *testing.T) {
+	env.Require(t)
+	for _, v := range []string{operator.Steady, operator.HandWritten} {
+		cost, err := MeasureConverge(context.Background(), Config{RESTConfig: env.Config, Run: 500}, v, 5)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cost.Requests != convergeRequests || cost.Allocs == 0 || cost.CPUNs == 0 {
+			t.Errorf("%s: %+v", v, cost)
+		}
+		t.Logf("%s: %.0fµs CPU, %.0f allocations per converging reconcile", v, cost.CPUNs/1e3, cost.Allocs)
+	}
+}
+
 // TestCounterClassifiesRequests checks the names the counter gives to the
 // paths the clients use.
 func TestCounterClassifiesRequests(t *testing.T) {

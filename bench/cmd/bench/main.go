@@ -47,21 +47,22 @@ func main() {
 
 func run() error {
 	var (
-		sizes      = flag.String("n", "100,1000", "numbers of Teams, comma-separated (10000 works too, and takes long)")
-		runs       = flag.Int("runs", 2, "runs per N; the variants' order rotates between runs")
-		variants   = flag.String("variants", strings.Join(operator.Variants, ","), "variants to run")
-		workers    = flag.Int("workers", 1, "MaxConcurrentReconciles of every controller")
-		idle       = flag.Duration("idle", 500*time.Millisecond, "how long a controller must be idle for a phase to end")
-		warmup     = flag.Bool("warmup", true, "run every variant once with 20 Teams, unmeasured, first")
-		doWeight   = flag.Bool("weight", true, "measure the weight of the mains in weight/mains (builds 7 binaries)")
-		out        = flag.String("out", "../docs/benchmarks.md", "the report, - for stdout")
-		jsonOut    = flag.String("json", "", "also write the raw results as JSON to this file")
-		profileDir = flag.String("cpuprofile-dir", "", "write a CPU profile of -cpuprofile-phase of every variant here, and a heap profile after it")
-		profPhase  = flag.String("cpuprofile-phase", harness.PhaseNoop, "the phase to profile: "+strings.Join(harness.Phases, ", "))
-		lagN       = flag.Int("lag-n", 100, "also run this many Teams with the manager's cache held back by -lag and -lag-workers workers; 0: don't")
-		lag        = flag.Duration("lag", 200*time.Millisecond, "how far the manager's cache lags in the -lag-n setup")
-		lagWorkers = flag.Int("lag-workers", 2, "MaxConcurrentReconciles in the -lag-n setup")
-		gcQPS      = flag.Int("gc-qps", 1000, "client rate limit of the garbage collector's kube-controller-manager; 0: testenv's (20 a second)")
+		sizes         = flag.String("n", "100,1000", "numbers of Teams, comma-separated (10000 works too, and takes long)")
+		runs          = flag.Int("runs", 2, "runs per N; the variants' order rotates between runs")
+		variants      = flag.String("variants", strings.Join(operator.Variants, ","), "variants to run")
+		workers       = flag.Int("workers", 1, "MaxConcurrentReconciles of every controller")
+		idle          = flag.Duration("idle", 500*time.Millisecond, "how long a controller must be idle for a phase to end")
+		warmup        = flag.Bool("warmup", true, "run every variant once with 20 Teams, unmeasured, first")
+		doWeight      = flag.Bool("weight", true, "measure the weight of the mains in weight/mains (builds 7 binaries)")
+		out           = flag.String("out", "../docs/benchmarks.md", "the report, - for stdout")
+		jsonOut       = flag.String("json", "", "also write the raw results as JSON to this file")
+		convergeTeams = flag.Int("converge-teams", 300, "new Teams converged one reconcile each, per variant and run, to measure a converging reconcile; 0: don't")
+		profileDir    = flag.String("cpuprofile-dir", "", "write a CPU profile of -cpuprofile-phase of every variant here, and a heap profile after it")
+		profPhase     = flag.String("cpuprofile-phase", harness.PhaseNoop, "the phase to profile: "+strings.Join(harness.Phases, ", "))
+		lagN          = flag.Int("lag-n", 100, "also run this many Teams with the manager's cache held back by -lag and -lag-workers workers; 0: don't")
+		lag           = flag.Duration("lag", 200*time.Millisecond, "how far the manager's cache lags in the -lag-n setup")
+		lagWorkers    = flag.Int("lag-workers", 2, "MaxConcurrentReconciles in the -lag-n setup")
+		gcQPS         = flag.Int("gc-qps", 1000, "client rate limit of the garbage collector's kube-controller-manager; 0: testenv's (20 a second)")
 	)
 	flag.Parse()
 	if *profileDir != "" {
@@ -172,6 +173,19 @@ func run() error {
 			}
 			logf("  %s: one no-op reconcile %.0fµs, %d B, %d allocations, %d requests", v, float64(cost.NsPerOp)/1e3, cost.BytesPerOp, cost.AllocsPerOp, cost.Requests)
 			rep.Noop = append(rep.Noop, cost)
+		}
+		for _, v := range order {
+			if v == operator.ClusterAPI || *convergeTeams == 0 {
+				continue // it converges in several reconciles
+			}
+			c := cfg
+			c.Run = 310 + run
+			cost, err := harness.MeasureConverge(ctx, c, v, *convergeTeams)
+			if err != nil {
+				return err
+			}
+			logf("  %s: one converging reconcile %.0fµs CPU, %.0f B, %.0f allocations, %.0f requests", v, cost.CPUNs/1e3, cost.Bytes, cost.Allocs, cost.Requests)
+			rep.Converge = append(rep.Converge, cost)
 		}
 	}
 	if *doWeight {
