@@ -34,66 +34,116 @@ func (r *runner) lists(ctx context.Context, rd client.Reader) (*benchv1.TeamList
 // converged reports "" when all N Teams are Ready for their generation,
 // with the finalizer and their three children as wanted, or what is not
 // yet. With touched, every Team must show the touch annotation and every
-// child a write newer than its tampering.
-//
-// With v, a Team that v found converged at its current four
-// resourceVersions is not checked again (see verdicts); without it, every
-// Team is checked in full. The answer is the same either way.
-func (r *runner) converged(ctx context.Context, rd client.Reader, touched bool, v *verdicts) (string, error) {
+// child a write newer than its tampering. It lists the Teams and children
+// and checks every Team in full: the check after a phase (verify), which
+// the machinery of the checks during a phase (mirror) cannot fool.
+func (r *runner) converged(ctx context.Context, rd client.Reader, touched bool) (string, error) {
 	teams, cms, sas, rbs, err := r.lists(ctx, rd)
 	if err != nil {
 		return "", err
 	}
-	if len(teams.Items) != len(r.names) {
-		return fmt.Sprintf("%d of %d Teams exist", len(teams.Items), len(r.names)), nil
-	}
-	kids := &children{}
-	if v != nil {
-		v.use(touched)
-		kids = &v.kids // maps reused from poll to poll
-	}
-	kids.index(cms, sas, rbs)
-	defer kids.clear() // hold no object of this poll until the next one
-	pending, first := judge(teams.Items, kids, v, func(t *benchv1.Team, cm *corev1.ConfigMap, sa *corev1.ServiceAccount, rb *rbacv1.RoleBinding) string {
-		return r.teamPending(t, cm, sa, rb, touched)
-	})
-	if pending > 0 {
-		return fmt.Sprintf("%d of %d Teams not converged; first: %s", pending, len(teams.Items), first), nil
-	}
-	return "", nil
+	return r.convergedIn(teams.Items, cms, sas, rbs, touched), nil
 }
 
-// children indexes the children of one poll by name (a child is named as
-// its Team).
-type children struct {
-	cm map[string]*corev1.ConfigMap
-	sa map[string]*corev1.ServiceAccount
-	rb map[string]*rbacv1.RoleBinding
+// convergedIn is converged of the Teams and children listed.
+func (r *runner) convergedIn(teams []benchv1.Team, cms *corev1.ConfigMapList, sas *corev1.ServiceAccountList, rbs *rbacv1.RoleBindingList, touched bool) string {
+	if len(teams) != len(r.names) {
+		return fmt.Sprintf("%d of %d Teams exist", len(teams), len(r.names))
+	}
+	batch := fromLists(teams, cms, sas, rbs)
+	judge(batch, nil, r.check(touched))
+	return summarize(batch, len(teams))
 }
 
-// index fills the maps with the items of the lists, making them only the
-// first time: clear keeps their buckets for the next poll.
-func (c *children) index(cms *corev1.ConfigMapList, sas *corev1.ServiceAccountList, rbs *rbacv1.RoleBindingList) {
-	if c.cm == nil {
-		c.cm = make(map[string]*corev1.ConfigMap, len(cms.Items))
-		c.sa = make(map[string]*corev1.ServiceAccount, len(sas.Items))
-		c.rb = make(map[string]*rbacv1.RoleBinding, len(rbs.Items))
+// watchedConverged is converged as the mirror shows the manager's cache,
+// checking only the Teams changed since the last poll and those still
+// pending; the checks of a phase.
+func (r *runner) watchedConverged(touched bool) string {
+	return r.pollMirror(touched, r.check(touched))
+}
+
+// pollMirror is watchedConverged with check for teamPending.
+func (r *runner) pollMirror(touched bool, check func(*teamObjs) string) string {
+	if r.verdicts.ok == nil || r.verdicts.touched != touched {
+		r.resetChecks(touched)
 	}
+	return r.poll.poll(r.mirror, len(r.names), &r.verdicts, check)
+}
+
+// resetChecks makes the next poll of the mirror check every Team again,
+// with touched: at the start of a phase, and whenever the meaning of the
+// check changes (touched, the tampered versions).
+func (r *runner) resetChecks(touched bool) {
+	r.verdicts.reset(touched)
+	r.mirror.markAll()
+	r.poll.reset()
+}
+
+// check is teamPending with touched.
+func (r *runner) check(touched bool) func(*teamObjs) string {
+	return func(o *teamObjs) string { return r.teamPending(o.team, o.cm, o.sa, o.rb, touched) }
+}
+
+// teamObjs are a Team and its children (nil: missing) as one check sees
+// them (a child is named as its Team), and the check's verdict.
+type teamObjs struct {
+	team *benchv1.Team
+	cm   *corev1.ConfigMap
+	sa   *corev1.ServiceAccount
+	rb   *rbacv1.RoleBinding
+	// why is judge's verdict: "" converged, or what is pending.
+	why string
+	// entry is the mirror's entry a poll took the objects from.
+	entry *mirrored
+}
+
+// fromLists pairs every Team of teams with its children in the lists.
+func fromLists(teams []benchv1.Team, cms *corev1.ConfigMapList, sas *corev1.ServiceAccountList, rbs *rbacv1.RoleBindingList) []teamObjs {
+	cm := make(map[string]*corev1.ConfigMap, len(cms.Items))
 	for i := range cms.Items {
-		c.cm[cms.Items[i].Name] = &cms.Items[i]
+		cm[cms.Items[i].Name] = &cms.Items[i]
 	}
+	sa := make(map[string]*corev1.ServiceAccount, len(sas.Items))
 	for i := range sas.Items {
-		c.sa[sas.Items[i].Name] = &sas.Items[i]
+		sa[sas.Items[i].Name] = &sas.Items[i]
 	}
+	rb := make(map[string]*rbacv1.RoleBinding, len(rbs.Items))
 	for i := range rbs.Items {
-		c.rb[rbs.Items[i].Name] = &rbs.Items[i]
+		rb[rbs.Items[i].Name] = &rbs.Items[i]
 	}
+	out := make([]teamObjs, len(teams))
+	for i := range teams {
+		t := &teams[i]
+		out[i] = teamObjs{team: t, cm: cm[t.Name], sa: sa[t.Name], rb: rb[t.Name]}
+	}
+	return out
 }
 
-func (c *children) clear() {
-	clear(c.cm)
-	clear(c.sa)
-	clear(c.rb)
+// summarize returns "" when no Team of batch is pending, or how many of
+// the total are and the reason of the first by name.
+func summarize(batch []teamObjs, total int) string {
+	n, first := pendingOf(batch)
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%d of %d Teams not converged; first: %s", n, total, first)
+}
+
+// pendingOf counts the Teams of batch judged pending, and returns the
+// reason of the first by name.
+func pendingOf(batch []teamObjs) (n int, first string) {
+	var firstName string
+	for i := range batch {
+		o := &batch[i]
+		if o.why == "" {
+			continue
+		}
+		if n == 0 || o.team.Name < firstName {
+			firstName, first = o.team.Name, o.why
+		}
+		n++
+	}
+	return n, first
 }
 
 // teamRVs are the resourceVersions of a Team, its ConfigMap, its
@@ -111,62 +161,45 @@ type teamRVs [4]string
 type verdicts struct {
 	touched bool
 	ok      map[string]teamRVs // Team name -> where it was found converged
-	kids    children
 }
 
 // reset forgets every verdict; the check is then one with touched.
 func (v *verdicts) reset(touched bool) {
 	v.touched = touched
-	clear(v.ok)
-}
-
-// use makes v one of a check with touched, forgetting every verdict if
-// it was not.
-func (v *verdicts) use(touched bool) {
 	if v.ok == nil {
 		v.ok = map[string]teamRVs{}
 	}
-	if v.touched != touched {
-		v.reset(touched)
-	}
+	clear(v.ok)
 }
 
-// judge counts the Teams that check finds pending, with the reason of the
-// first in the order of teams. With v, a Team whose four resourceVersions
-// are those at which v found it converged is not checked again (it is
-// converged), a Team check finds converged is remembered, a pending one
-// forgotten; a Team with a missing child is always checked.
-func judge(teams []benchv1.Team, kids *children, v *verdicts, check func(*benchv1.Team, *corev1.ConfigMap, *corev1.ServiceAccount, *rbacv1.RoleBinding) string) (pending int, first string) {
-	for i := range teams {
-		t := &teams[i]
-		cm, sa, rb := kids.cm[t.Name], kids.sa[t.Name], kids.rb[t.Name]
+// judge sets the verdict of check on every Team of batch. With v, a Team
+// whose four resourceVersions are those at which v found it converged is
+// not checked again (it is converged), a Team check finds converged is
+// remembered, a pending one forgotten; a Team with a missing child is
+// always checked.
+func judge(batch []teamObjs, v *verdicts, check func(*teamObjs) string) {
+	for i := range batch {
+		o := &batch[i]
 		var at teamRVs
-		memo := v != nil && cm != nil && sa != nil && rb != nil
+		memo := v != nil && o.cm != nil && o.sa != nil && o.rb != nil
 		if memo {
-			at = teamRVs{t.ResourceVersion, cm.ResourceVersion, sa.ResourceVersion, rb.ResourceVersion}
+			at = teamRVs{o.team.ResourceVersion, o.cm.ResourceVersion, o.sa.ResourceVersion, o.rb.ResourceVersion}
 			memo = at[0] != "" && at[1] != "" && at[2] != "" && at[3] != ""
 		}
 		if memo {
-			if was, ok := v.ok[t.Name]; ok && was == at {
+			if was, ok := v.ok[o.team.Name]; ok && was == at {
+				o.why = ""
 				continue
 			}
 		}
-		why := check(t, cm, sa, rb)
-		if why == "" {
-			if memo {
-				v.ok[t.Name] = at
-			}
-			continue
-		}
-		if v != nil {
-			delete(v.ok, t.Name)
-		}
-		pending++
-		if first == "" {
-			first = why
+		o.why = check(o)
+		switch {
+		case o.why == "" && memo:
+			v.ok[o.team.Name] = at
+		case o.why != "" && v != nil:
+			delete(v.ok, o.team.Name)
 		}
 	}
-	return pending, first
 }
 
 // teamPending reports "" when t and its children are as wanted, or what is
@@ -207,36 +240,57 @@ func (r *runner) teamPending(t *benchv1.Team, cm *corev1.ConfigMap, sa *corev1.S
 	return ""
 }
 
-// gone reports "" when no Team and no child of a Team is left.
+// gone reports "" when no Team and no child of a Team is left, listing
+// them; the check after the delete phase (verify).
 func (r *runner) gone(ctx context.Context, rd client.Reader) (string, error) {
 	teams, cms, sas, rbs, err := r.lists(ctx, rd)
 	if err != nil {
 		return "", err
 	}
-	left := 0
-	for _, refs := range ownerRefs(cms, sas, rbs) {
-		for _, ref := range refs {
-			if ref.Kind == "Team" && ref.Controller != nil && *ref.Controller {
-				left++
-			}
-		}
-	}
-	if n := len(teams.Items); n > 0 || left > 0 {
-		return fmt.Sprintf("%d Teams and %d children left", n, left), nil
-	}
-	return "", nil
+	return goneIn(teams.Items, cms, sas, rbs), nil
 }
 
-func ownerRefs(cms *corev1.ConfigMapList, sas *corev1.ServiceAccountList, rbs *rbacv1.RoleBindingList) [][]metav1.OwnerReference {
-	var out [][]metav1.OwnerReference
+// goneIn is gone of the Teams and children listed.
+func goneIn(teams []benchv1.Team, cms *corev1.ConfigMapList, sas *corev1.ServiceAccountList, rbs *rbacv1.RoleBindingList) string {
+	left := 0
 	for i := range cms.Items {
-		out = append(out, cms.Items[i].OwnerReferences)
+		left += b2i(teamControlled(&cms.Items[i]))
 	}
 	for i := range sas.Items {
-		out = append(out, sas.Items[i].OwnerReferences)
+		left += b2i(teamControlled(&sas.Items[i]))
 	}
 	for i := range rbs.Items {
-		out = append(out, rbs.Items[i].OwnerReferences)
+		left += b2i(teamControlled(&rbs.Items[i]))
 	}
-	return out
+	return goneWhy(len(teams), left)
+}
+
+// watchedGone is gone as the mirror shows the manager's cache; the checks
+// of the delete phase.
+func (r *runner) watchedGone() string {
+	return goneWhy(r.mirror.left())
+}
+
+func goneWhy(teams, children int) string {
+	if teams > 0 || children > 0 {
+		return fmt.Sprintf("%d Teams and %d children left", teams, children)
+	}
+	return ""
+}
+
+// teamControlled reports whether obj has a Team as controller.
+func teamControlled(obj client.Object) bool {
+	for _, ref := range obj.GetOwnerReferences() {
+		if ref.Kind == "Team" && ref.Controller != nil && *ref.Controller {
+			return true
+		}
+	}
+	return false
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
 
 	benchv1 "github.com/steadyk8s/steady/bench/api/v1alpha1"
 	"github.com/steadyk8s/steady/bench/operator"
@@ -52,32 +53,47 @@ func convergedCluster(n int) (*runner, *cluster) {
 }
 
 // BenchmarkConvergedPoll is one poll of the convergence check of 1000
-// converged Teams, lists aside: in full, and with the Teams remembered;
-// and, apart, what the cache's four Lists cost a poll besides (without
-// copies, the items are still set into new slices).
+// converged Teams: from lists, in full (as verify) and with the Teams
+// remembered (lists aside), and from a mirror (as a phase), with nothing
+// changed since the last poll and with every Team changed; and, apart,
+// what the cache's four Lists cost a poll that lists (without copies, the
+// items are still set into new slices).
 func BenchmarkConvergedPoll(b *testing.B) {
 	r, c := convergedCluster(1000)
-	check := func(t *benchv1.Team, cm *corev1.ConfigMap, sa *corev1.ServiceAccount, rb *rbacv1.RoleBinding) string {
-		return r.teamPending(t, cm, sa, rb, false)
-	}
+	check := r.check(false)
 	for _, memo := range []bool{false, true} {
 		b.Run(fmt.Sprintf("remembered=%v", memo), func(b *testing.B) {
 			var v *verdicts
 			if memo {
 				v = &verdicts{}
+				v.reset(false)
 			}
 			b.ReportAllocs()
 			for b.Loop() {
-				kids := &children{}
-				if v != nil {
-					v.use(false)
-					kids = &v.kids
-				}
-				kids.index(&c.cms, &c.sas, &c.rbs)
-				if n, first := judge(c.teams, kids, v, check); n != 0 {
+				batch := fromLists(c.teams, &c.cms, &c.sas, &c.rbs)
+				judge(batch, v, check)
+				if n, first := pendingOf(batch); n != 0 {
 					b.Fatalf("%d pending, first: %s", n, first)
 				}
-				kids.clear()
+			}
+		})
+	}
+	for _, changed := range []bool{false, true} {
+		b.Run(fmt.Sprintf("mirror,changed=%v", changed), func(b *testing.B) {
+			r.mirror = newMirror(len(r.names))
+			c.feed(r.mirror)
+			r.resetChecks(false)
+			if why := r.watchedConverged(false); why != "" { // every Team checked once
+				b.Fatal(why)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				if changed {
+					r.mirror.markAll()
+				}
+				if why := r.watchedConverged(false); why != "" {
+					b.Fatal(why)
+				}
 			}
 		})
 	}
@@ -100,4 +116,25 @@ func BenchmarkConvergedPoll(b *testing.B) {
 			}
 		}
 	})
+}
+
+// BenchmarkMirrorEvent is what the mirror's handler costs an informer per
+// event: an update of a ConfigMap of 1000 Teams.
+func BenchmarkMirrorEvent(b *testing.B) {
+	_, c := convergedCluster(1000)
+	m := newMirror(1000)
+	c.feed(m)
+	h := toolscache.ResourceEventHandler(m.handler(kindConfigMap))
+	b.ReportAllocs()
+	var batch []teamObjs
+	i := 0
+	for b.Loop() {
+		cm := &c.cms.Items[i%1000]
+		h.OnUpdate(cm, cm)
+		i++
+		if i%1000 == 0 {
+			batch, _, _ = m.take(1000, nil, batch[:0]) // as the polls do
+			clear(batch)
+		}
+	}
 }

@@ -52,20 +52,15 @@ func (c *cluster) bump(i, kind int) {
 // poll judges c as converged does, with v (nil: in full), and returns the
 // answer and the Teams check was called for.
 func (c *cluster) poll(v *verdicts, pending map[string]bool) (n int, first string, checked []string) {
-	kids := &children{}
-	if v != nil {
-		v.use(false)
-		kids = &v.kids
-	}
-	kids.index(&c.cms, &c.sas, &c.rbs)
-	defer kids.clear()
-	n, first = judge(c.teams, kids, v, func(t *benchv1.Team, cm *corev1.ConfigMap, sa *corev1.ServiceAccount, rb *rbacv1.RoleBinding) string {
-		checked = append(checked, t.Name)
-		if pending[t.Name] || cm == nil || sa == nil || rb == nil {
-			return "Team " + t.Name + ": pending"
+	batch := fromLists(c.teams, &c.cms, &c.sas, &c.rbs)
+	judge(batch, v, func(o *teamObjs) string {
+		checked = append(checked, o.team.Name)
+		if pending[o.team.Name] || o.cm == nil || o.sa == nil || o.rb == nil {
+			return "Team " + o.team.Name + ": pending"
 		}
 		return ""
 	})
+	n, first = pendingOf(batch)
 	return n, first, checked
 }
 
@@ -78,6 +73,7 @@ func TestVerdicts(t *testing.T) {
 	c := newCluster("team-a", "team-b", "team-c")
 	pending := map[string]bool{"team-c": true}
 	var v verdicts
+	v.reset(false)
 	expect := func(step string, wantChecked ...string) {
 		t.Helper()
 		n, first, checked := c.poll(&v, pending)
@@ -138,9 +134,9 @@ func TestVerdicts(t *testing.T) {
 	// A new phase, or a check of another meaning, forgets.
 	v.reset(false)
 	expect("after reset", "team-a", "team-b", "team-c")
-	v.use(true)
-	if len(v.ok) != 0 {
-		t.Errorf("use(true) kept %d verdicts of a check without touched", len(v.ok))
+	v.reset(true)
+	if len(v.ok) != 0 || !v.touched {
+		t.Errorf("reset(true) kept %d verdicts of a check without touched", len(v.ok))
 	}
 }
 
@@ -156,6 +152,7 @@ func TestVerdictsRandom(t *testing.T) {
 	c := newCluster(names...)
 	pending := map[string]bool{}
 	var v verdicts
+	v.reset(false)
 	for poll := range 200 {
 		for range rng.IntN(10) {
 			i := rng.IntN(len(names))
