@@ -77,7 +77,9 @@
 // under a namespaced owner, in memory, as controllerutil does). The last
 // two are refused before any request; the scope of the child's kind, which
 // the REST mapper tells, is asked only when there is something to write (a
-// call that finds the child as mutate wants it asks nothing). Options are
+// call that finds the child as mutate wants it asks nothing), and once per
+// kind and cluster: a namespaced kind is remembered, a refusal is asked
+// again every time. Options are
 // small types passed to each call that takes them: [Adopt] (CreateOrUpdate,
 // CreateOrPatch, Apply, SetControllerReference) and [Force] (Apply).
 //
