@@ -164,6 +164,14 @@ func FromMap(m map[string]any, into runtime.Object) error {
 	return nil
 }
 
+// Move sets dst, an object of the same Go type as src, to src's value
+// without a deep copy: they share their maps and slices after, so neither
+// may be changed while the other is still read (src is an answer of the
+// API server that only dst will hold, say).
+func Move(dst, src runtime.Object) {
+	reflect.ValueOf(dst).Elem().Set(reflect.ValueOf(src).Elem())
+}
+
 // Copy sets dst, an object of the same Go type as src, to a deep copy of
 // src.
 func Copy(dst, src runtime.Object) {

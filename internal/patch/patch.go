@@ -59,7 +59,9 @@ type Result struct {
 	Stale string
 	// StatusBase is the latest object, as a map, that the status write was
 	// rebased on, and StatusAnswer the API server's answer to it (both set
-	// when status was written).
+	// when status was written). StatusAnswer may share its maps and slices
+	// with the object Patch wrote the last answer into: read it before
+	// that object changes.
 	StatusBase   map[string]any
 	StatusAnswer client.Object
 }
@@ -155,7 +157,9 @@ func (w *Writer) Patch(ctx context.Context, before, obj client.Object, o Options
 		}
 	}
 	if answer != nil {
-		object.Copy(obj, answer)
+		// The answer is this call's own: obj takes it without a copy
+		// (Result.StatusAnswer, which may be it, is only read).
+		object.Move(obj, answer)
 	}
 	return res, nil
 }
