@@ -19,6 +19,8 @@ import (
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 
 	"github.com/steadyk8s/steady/internal/object"
+
+	"github.com/steadyk8s/steady/internal/testapi"
 )
 
 // TestOverlay: set applied onto base as jsonpatch.MergePatch applies a
@@ -56,7 +58,7 @@ func TestOverlay(t *testing.T) {
 				t.Errorf("overlay(%s, %s) = %v, jsonpatch.MergePatch gives %v", tc.base, tc.set, got, old)
 			}
 			baseJSON, setJSON := mustJSON(t, base), mustJSON(t, set)
-			scribble(got)
+			testapi.Scribble(got)
 			if mustJSON(t, base) != baseJSON || mustJSON(t, set) != setJSON {
 				t.Errorf("changing the result changed base or set: %s, %s", mustJSON(t, base), mustJSON(t, set))
 			}
@@ -181,7 +183,7 @@ func TestPatchAsTheJSONRoundTripsMadeIt(t *testing.T) {
 			if string(data) != string(oldData) || locked != oldLocked || mustJSON(t, diff) != mustJSON(t, oldDiff) {
 				t.Fatalf("%s:\npatch %s, locked %v, fields %s\nbefore %s, locked %v, fields %s", where, data, locked, mustJSON(t, diff), oldData, oldLocked, mustJSON(t, oldDiff))
 			}
-			scribble(diff)
+			testapi.Scribble(diff)
 		}
 
 		// The status patch, as patchStatus builds it.
@@ -202,7 +204,7 @@ func TestPatchAsTheJSONRoundTripsMadeIt(t *testing.T) {
 			if string(data) != string(oldStatus) || lists != oldLists {
 				t.Fatalf("%s:\nstatus patch %s, locked %v\nbefore %s, locked %v", where, data, lists, oldStatus, oldLists)
 			}
-			scribble(p)
+			testapi.Scribble(p)
 		}
 
 		// overlay, as createWithStatus uses it.
@@ -211,7 +213,7 @@ func TestPatchAsTheJSONRoundTripsMadeIt(t *testing.T) {
 			if old := jsonOverlay(t, live["status"], set); mustJSON(t, got) != mustJSON(t, old) {
 				t.Fatalf("%s: overlay %s, before %s", where, mustJSON(t, got), mustJSON(t, old))
 			}
-			scribble(got)
+			testapi.Scribble(got)
 		}
 		if mustJSON(t, live) != liveJSON || mustJSON(t, want) != wantJSON {
 			t.Fatalf("changing a patch changed its objects: live %s, want %s; were %s, %s", mustJSON(t, live), mustJSON(t, want), liveJSON, wantJSON)
@@ -442,22 +444,6 @@ func mutatedValue(r *rand.Rand, v any) any {
 		return l
 	}
 	return v
-}
-
-// scribble changes every map and list in v: what shares them sees it.
-func scribble(v any) {
-	switch v := v.(type) {
-	case map[string]any:
-		for _, e := range v {
-			scribble(e)
-		}
-		v["scribbled"] = true
-	case []any:
-		for i, e := range v {
-			scribble(e)
-			v[i] = "scribbled"
-		}
-	}
 }
 
 func decode(t testing.TB, s string, into any) {

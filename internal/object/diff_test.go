@@ -9,6 +9,8 @@ import (
 
 	jsonpatch "github.com/evanphx/json-patch/v5"
 	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/steadyk8s/steady/internal/testapi"
 )
 
 // randomJSON is a random JSON value of the shapes ToMap gives, nested at
@@ -103,27 +105,9 @@ func TestMergeDiffIsCreateMergePatch(t *testing.T) {
 			t.Fatalf("seed %d: before %v, after %v:\nMergeDiff        %v\nCreateMergePatch %v", seed, before, after, got, want)
 		}
 		// The patch holds copies: changing it changes neither input.
-		scribble(got)
+		testapi.Scribble(got)
 		if !EqualJSON(before, beforeCopy) || !EqualJSON(after, afterCopy) {
 			t.Fatalf("seed %d: changing the patch changed an input", seed)
-		}
-	}
-}
-
-// scribble changes every map and list inside v.
-func scribble(v any) {
-	switch v := v.(type) {
-	case map[string]any:
-		for _, e := range v {
-			scribble(e)
-		}
-		v["scribbled"] = true
-	case []any:
-		for _, e := range v {
-			scribble(e)
-		}
-		if len(v) > 0 {
-			v[0] = "scribbled"
 		}
 	}
 }
