@@ -5,30 +5,34 @@ import (
 	"reflect"
 	"strings"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/steadyk8s/steady/internal/object"
 )
 
+var objectMetaType = reflect.TypeFor[metav1.ObjectMeta]()
+
 // toMaps converts the snapshot before and the changed obj to maps, without
 // metadata.managedFields, for plan. A top-level field that holds the same
 // value in both (the spec of a status write, say) is left out of both: it
 // makes no difference, and is not converted twice for nothing. metadata
-// and the roots of condition lists are always converted (plan reads the
-// generation and the lists there), and so is status when the options make
-// it matter (observedGeneration, owned conditions); so is everything when
-// the two are not of one type.
+// the same in both is reduced to its generation, which plan and body read
+// (its lists are unchanged: nothing to rebase). The roots of condition
+// lists are always converted, and so is status when the options make it
+// matter (observedGeneration, owned conditions); so is everything when the
+// two are not of one type.
 //
 // What plan and body read of the snapshot map outside the difference is
-// only there: metadata.generation, status.observedGeneration and the lists.
+// only that: metadata.generation, status.observedGeneration and the lists.
 func toMaps(before, obj client.Object, o Options) (bm, am map[string]any, err error) {
 	// Without options, a status equal in both plans no write (no
 	// observedGeneration to set, no owned condition to impose): a
 	// finalizer's write leaves it out too.
 	statusMatters := o.ObservedGeneration || len(o.OwnedConditions) > 0
 	keep := func(field string) bool {
-		if field == "metadata" || field == "status" && statusMatters {
+		if field == "status" && statusMatters {
 			return true
 		}
 		for _, p := range o.ConditionLists {
@@ -60,15 +64,20 @@ func toMaps(before, obj client.Object, o Options) (bm, am map[string]any, err er
 // themselves when there are none.
 func withoutEqualKeys(b, a *unstructured.Unstructured, keep func(string) bool) (client.Object, client.Object) {
 	var equal []string
+	sameMeta := false
 	for k, bv := range b.Object {
 		if k == "apiVersion" || k == "kind" || keep(k) {
 			continue
 		}
 		if av, ok := a.Object[k]; ok && object.EqualJSON(bv, av) {
+			if k == "metadata" {
+				sameMeta = true
+				continue
+			}
 			equal = append(equal, k)
 		}
 	}
-	if len(equal) == 0 {
+	if len(equal) == 0 && !sameMeta {
 		return b, a
 	}
 	bc, ac := maps.Clone(b.Object), maps.Clone(a.Object)
@@ -76,7 +85,24 @@ func withoutEqualKeys(b, a *unstructured.Unstructured, keep func(string) bool) (
 		delete(bc, k)
 		delete(ac, k)
 	}
+	if sameMeta {
+		md := generationOnly(b.Object["metadata"])
+		bc["metadata"], ac["metadata"] = md, generationOnly(b.Object["metadata"])
+	}
 	return &unstructured.Unstructured{Object: bc}, &unstructured.Unstructured{Object: ac}
+}
+
+// generationOnly is the metadata map md reduced to its generation: what
+// plan and body read of metadata that is the same in the snapshot and the
+// object (its lists are unchanged, so not rebased).
+func generationOnly(md any) map[string]any {
+	out := map[string]any{}
+	if m, ok := md.(map[string]any); ok {
+		if g, has := m["generation"]; has {
+			out["generation"] = g
+		}
+	}
+	return out
 }
 
 // withoutEqualFields returns shallow copies of the Go structs b and a with
@@ -91,8 +117,14 @@ func withoutEqualFields(b, a client.Object, keep func(string) bool) (client.Obje
 	}
 	t := bv.Elem().Type()
 	var equal []int
+	meta := -1 // the embedded ObjectMeta, when it is the same in both
 	for i := range t.NumField() {
 		f := t.Field(i)
+		if f.Anonymous && f.Type == objectMetaType && !keep("metadata") &&
+			reflect.DeepEqual(bv.Elem().Field(i).Interface(), av.Elem().Field(i).Interface()) {
+			meta = i
+			continue
+		}
 		if f.Anonymous || !f.IsExported() {
 			continue
 		}
@@ -104,7 +136,7 @@ func withoutEqualFields(b, a client.Object, keep func(string) bool) (client.Obje
 			equal = append(equal, i)
 		}
 	}
-	if len(equal) == 0 {
+	if len(equal) == 0 && meta < 0 {
 		return b, a
 	}
 	copyWithout := func(v reflect.Value) (client.Object, bool) {
@@ -112,6 +144,11 @@ func withoutEqualFields(b, a client.Object, keep func(string) bool) (client.Obje
 		c.Elem().Set(v.Elem())
 		for _, i := range equal {
 			c.Elem().Field(i).SetZero()
+		}
+		if meta >= 0 {
+			// Only the generation (see generationOnly).
+			m := c.Elem().Field(meta).Addr().Interface().(*metav1.ObjectMeta)
+			*m = metav1.ObjectMeta{Generation: m.Generation}
 		}
 		obj, ok := c.Interface().(client.Object)
 		return obj, ok

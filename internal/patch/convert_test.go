@@ -3,6 +3,7 @@ package patch
 import (
 	"fmt"
 	"math/rand/v2"
+	"reflect"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -108,10 +109,20 @@ func TestToMapsPlansAlike(t *testing.T) {
 				}
 				left++
 			}
-			want := bodies(t, fb, fa, pair.after, o)
-			got := bodies(t, sb, sa, pair.after, o)
-			if !object.EqualJSON(got, want) {
-				t.Fatalf("seed %d %s: with toMaps %v, with the full conversion %v", seed, pair.kind, got, want)
+			if reflect.DeepEqual(before.ObjectMeta, after.ObjectMeta) {
+				if md, _ := sb["metadata"].(map[string]any); len(md) != 1 || md["generation"] == nil {
+					t.Fatalf("seed %d %s: unchanged metadata converted as %v, want its generation alone", seed, pair.kind, md)
+				}
+			}
+			// On the snapshot (the first write), and on the live object
+			// as a re-read after a conflict shows it, whole: moved on by
+			// another writer (a new generation observed, a label).
+			for _, latest := range []map[string]any{nil, fullLive(t, before)} {
+				want := bodies(t, fb, fa, latest, pair.after, o)
+				got := bodies(t, sb, sa, latest, pair.after, o)
+				if !object.EqualJSON(got, want) {
+					t.Fatalf("seed %d %s: with toMaps %v, with the full conversion %v", seed, pair.kind, got, want)
+				}
 			}
 		}
 	}
@@ -120,18 +131,36 @@ func TestToMapsPlansAlike(t *testing.T) {
 	}
 }
 
-// bodies plans the change from bm to am and returns each part's step and
-// body on the snapshot bm.
-func bodies(t *testing.T, bm, am map[string]any, obj client.Object, o Options) map[string]any {
+// fullLive is before as another writer left it, converted whole: the
+// next generation, observed, and another label.
+func fullLive(t *testing.T, before *testapi.Widget) map[string]any {
 	t.Helper()
-	snap := runtime.DeepCopyJSON(bm)
-	parts, err := plan(runtime.DeepCopyJSON(bm), snap, am, obj, o)
+	live := before.DeepCopy()
+	live.Generation++
+	live.Status.ObservedGeneration = live.Generation
+	live.Labels = map[string]string{"other": "writer"}
+	m, err := object.ToMapWithoutManagedFields(live)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return m
+}
+
+// bodies plans the change from bm to am and returns each part's step and
+// body on latest, or on the snapshot bm when latest is nil.
+func bodies(t *testing.T, bm, am, latest map[string]any, obj client.Object, o Options) map[string]any {
+	t.Helper()
+	snap := runtime.DeepCopyJSON(bm)
+	parts, err := plan(runtime.DeepCopyJSON(bm), snap, runtime.DeepCopyJSON(am), obj, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if latest == nil {
+		latest = snap
+	}
 	out := map[string]any{}
 	for i, p := range parts {
-		body, lock, stale, err := p.body(snap, o)
+		body, lock, stale, err := p.body(runtime.DeepCopyJSON(latest), o)
 		if err != nil {
 			t.Fatal(err)
 		}
