@@ -14,11 +14,15 @@ import (
 // randomJSON is a random JSON value of the shapes ToMap gives, nested at
 // most depth deep, over a few keys so that before and after share some.
 func randomJSON(rng *rand.Rand, depth int) any {
-	n := 7
+	n := 9
 	if depth == 0 {
 		n = 5
 	}
 	switch rng.IntN(n) {
+	case 7:
+		return []any(nil) // JSON null, as code's var items []any is
+	case 8:
+		return map[string]any(nil)
 	case 0:
 		return nil
 	case 1:
@@ -60,7 +64,7 @@ func mutate(rng *rand.Rand, m map[string]any, depth int) map[string]any {
 		case 1:
 			out[k] = randomJSON(rng, depth)
 		case 2:
-			if sub, ok := out[k].(map[string]any); ok && depth > 0 {
+			if sub, ok := out[k].(map[string]any); ok && sub != nil && depth > 0 {
 				out[k] = mutate(rng, sub, depth-1)
 			}
 		}
@@ -99,7 +103,7 @@ func TestMergeDiffIsCreateMergePatch(t *testing.T) {
 		beforeCopy, afterCopy := runtime.DeepCopyJSON(before), runtime.DeepCopyJSON(after)
 		got := MergeDiff(before, after)
 		want := oracle(t, before, after)
-		if !EqualJSON(got, want) || got == nil {
+		if !SameJSON(got, want) || got == nil {
 			t.Fatalf("seed %d: before %v, after %v:\nMergeDiff        %v\nCreateMergePatch %v", seed, before, after, got, want)
 		}
 		// The patch holds copies: changing it changes neither input.
@@ -207,5 +211,31 @@ func TestEqualJSONNumbers(t *testing.T) {
 		if got := EqualJSON(tc.a, tc.b); got != tc.want {
 			t.Errorf("EqualJSON(%v (%T), %v (%T)) = %v, want %v", tc.a, tc.a, tc.b, tc.b, got, tc.want)
 		}
+	}
+}
+
+// TestMergeDiffTypedNil: a nil []any or map[string]any inside an
+// unstructured object (var items []any, filled by no append) is JSON null,
+// as json.Marshal and jsonpatch.CreateMergePatch (the diff before MergeDiff)
+// have it: a removal, not an empty list, nor the removal of each key.
+func TestMergeDiffTypedNil(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		before, after map[string]any
+	}{
+		{"list set to a nil slice", map[string]any{"l": []any{"a"}}, map[string]any{"l": []any(nil)}},
+		{"map set to a nil map", map[string]any{"m": map[string]any{"a": "x"}}, map[string]any{"m": map[string]any(nil)}},
+		{"nil slice to an empty list", map[string]any{"l": []any(nil)}, map[string]any{"l": []any{}}},
+		{"empty list to a nil slice", map[string]any{"l": []any{}}, map[string]any{"l": []any(nil)}},
+		{"nil map to an empty map", map[string]any{"m": map[string]any(nil)}, map[string]any{"m": map[string]any{}}},
+		{"empty map to a nil map", map[string]any{"m": map[string]any{}}, map[string]any{"m": map[string]any(nil)}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, _ := json.Marshal(MergeDiff(tc.before, tc.after))
+			want, _ := json.Marshal(oracle(t, tc.before, tc.after))
+			if string(got) != string(want) {
+				t.Errorf("MergeDiff = %s, CreateMergePatch = %s", got, want)
+			}
+		})
 	}
 }

@@ -204,8 +204,22 @@ func Equal(a, b runtime.Object) bool {
 // numbers, bools, nil; an int64 and a float64 of the same value are the
 // same JSON number), without its bookkeeping: an unstructured object
 // compares in a fraction of the time. Values of other Go types are left to
-// reflect.DeepEqual.
-func EqualJSON(a, b any) bool {
+// reflect.DeepEqual. A Go nil map or list ([]any(nil): JSON null) and an
+// empty one are alike to it; [SameJSON] tells them apart.
+func EqualJSON(a, b any) bool { return equalJSON(a, b, false) }
+
+// SameJSON is [EqualJSON] exactly as the JSON encoder has the values: a Go
+// nil map[string]any or []any (code's var items []any, filled by no
+// append) is null, as an absent value is, not an empty map or list. It is
+// what decides whether a merge patch must set a field.
+func SameJSON(a, b any) bool { return equalJSON(a, b, true) }
+
+func equalJSON(a, b any, nulls bool) bool {
+	if nulls {
+		if an, bn := IsNull(a), IsNull(b); an || bn {
+			return an && bn
+		}
+	}
 	switch a := a.(type) {
 	case map[string]any:
 		b, ok := b.(map[string]any)
@@ -214,7 +228,7 @@ func EqualJSON(a, b any) bool {
 		}
 		for k, av := range a {
 			bv, ok := b[k]
-			if !ok || !EqualJSON(av, bv) {
+			if !ok || !equalJSON(av, bv, nulls) {
 				return false
 			}
 		}
@@ -225,7 +239,7 @@ func EqualJSON(a, b any) bool {
 			return false
 		}
 		for i := range a {
-			if !EqualJSON(a[i], b[i]) {
+			if !equalJSON(a[i], b[i], nulls) {
 				return false
 			}
 		}
@@ -256,6 +270,20 @@ func EqualJSON(a, b any) bool {
 		return b == nil
 	}
 	return reflect.DeepEqual(a, b)
+}
+
+// IsNull reports whether v encodes as JSON null: nil, or a Go nil
+// map[string]any or []any (code's var items []any, filled by no append).
+func IsNull(v any) bool {
+	switch v := v.(type) {
+	case nil:
+		return true
+	case map[string]any:
+		return v == nil
+	case []any:
+		return v == nil
+	}
+	return false
 }
 
 // sameNumber reports whether i and f are one number, exactly: past 2^53 a

@@ -56,15 +56,16 @@ func toMaps(before, obj client.Object, o Options) (bm, am map[string]any, err er
 }
 
 // withoutEqualKeys returns shallow copies of b and a without the top-level
-// keys that hold equal JSON in both (but those keep keeps), or b and a
-// themselves when there are none.
+// keys that hold the same JSON in both ([object.SameJSON]: a nil list is
+// no empty one), but those keep keeps, or b and a themselves when there
+// are none.
 func withoutEqualKeys(b, a *unstructured.Unstructured, keep func(string) bool) (client.Object, client.Object) {
 	var equal []string
 	for k, bv := range b.Object {
 		if k == "apiVersion" || k == "kind" || keep(k) {
 			continue
 		}
-		if av, ok := a.Object[k]; ok && object.EqualJSON(bv, av) {
+		if av, ok := a.Object[k]; ok && object.SameJSON(bv, av) {
 			equal = append(equal, k)
 		}
 	}
