@@ -2,6 +2,8 @@ package patch
 
 import (
 	"context"
+	"errors"
+	"math"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -9,6 +11,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	"github.com/steadyk8s/steady/internal/object"
 )
 
 // sent patches before with obj through a client that records each patch
@@ -24,7 +28,17 @@ func sent(t *testing.T, before, obj client.Object, o Options) []string {
 		bodies = append(bodies, string(data))
 		return nil
 	}
-	c := interceptor.NewClient(fake.NewClientBuilder().WithScheme(runtime.NewScheme()).Build(), interceptor.Funcs{
+	w := Writer{Client: recording(record)}
+	if _, err := w.Patch(context.Background(), before, obj, o); err != nil {
+		t.Fatal(err)
+	}
+	return bodies
+}
+
+// recording is a client whose patches (of the object and of its status)
+// go to record, and are answered with nothing.
+func recording(record func(client.Patch) error) client.Client {
+	return interceptor.NewClient(fake.NewClientBuilder().WithScheme(runtime.NewScheme()).Build(), interceptor.Funcs{
 		Patch: func(_ context.Context, _ client.WithWatch, _ client.Object, p client.Patch, _ ...client.PatchOption) error {
 			return record(p)
 		},
@@ -32,11 +46,6 @@ func sent(t *testing.T, before, obj client.Object, o Options) []string {
 			return record(p)
 		},
 	})
-	w := Writer{Client: c}
-	if _, err := w.Patch(context.Background(), before, obj, o); err != nil {
-		t.Fatal(err)
-	}
-	return bodies
 }
 
 // TestPatchSendsNilSliceAndMapAsNull: an unstructured object whose code set
@@ -78,5 +87,31 @@ func TestPatchSendsNilSliceAndMapAsNull(t *testing.T) {
 				t.Errorf("sent %q, want [%s]", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestNotJSONWritesNothing: an object holding a value JSON cannot encode
+// (a NaN a division by zero left in a float field) is refused before any
+// write, as when both objects were encoded whole: not half written (status,
+// then the error on the rest).
+func TestNotJSONWritesNothing(t *testing.T) {
+	writes := 0
+	c := recording(func(client.Patch) error { writes++; return nil })
+	snapshot := func() *unstructured.Unstructured {
+		return &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "steady.dev/v1", "kind": "Widget",
+			"metadata": map[string]any{"name": "w", "namespace": "ns", "resourceVersion": "7"},
+			"spec":     map[string]any{"ratio": 0.5},
+			"status":   map[string]any{"phase": "A"},
+		}}
+	}
+	before, obj := snapshot(), snapshot()
+	obj.Object["spec"].(map[string]any)["ratio"] = math.NaN()
+	obj.Object["status"].(map[string]any)["phase"] = "B"
+	w := Writer{Client: c}
+	res, err := w.Patch(context.Background(), before, obj, Options{})
+	var pe *object.PathError
+	if !errors.As(err, &pe) || pe.Path != "spec.ratio" || writes != 0 || len(res.Wrote) != 0 {
+		t.Errorf("error %v, %d writes (wrote %v); want a *object.PathError naming spec.ratio and no write", err, writes, res.Wrote)
 	}
 }
