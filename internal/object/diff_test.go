@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"math"
 	"math/rand/v2"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -238,4 +239,40 @@ func TestMergeDiffTypedNil(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestMergeDiffInvalidUTF8: the JSON encoder writes each byte of a string
+// that is not UTF-8 as U+FFFD, so a string holding such bytes and one
+// holding U+FFFD in their place are the same JSON: no difference to send
+// (a patch that changes nothing, on every reconcile), as
+// jsonpatch.CreateMergePatch of the encoded objects had it.
+func TestMergeDiffInvalidUTF8(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		before, after string
+	}{
+		{"replaced as written", "a\ufffd\ufffdb", "a\xff\xfeb"},
+		{"raw bytes, other raw bytes", "a\xffb", "a\xfeb"},
+		{"one replacement per byte", "a\ufffdb", "a\xff\xfeb"},
+		{"valid strings", "a", "b"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before, after := map[string]any{"s": tc.before}, map[string]any{"s": tc.after}
+			// As sent: encoded, and decoded again to compare.
+			var got map[string]any
+			if err := json.Unmarshal(must(json.Marshal(MergeDiff(before, after))), &got); err != nil {
+				t.Fatal(err)
+			}
+			if want := oracle(t, before, after); !reflect.DeepEqual(got, want) {
+				t.Errorf("MergeDiff = %s, CreateMergePatch = %s", got, want)
+			}
+		})
+	}
+}
+
+func must(b []byte, err error) []byte {
+	if err != nil {
+		panic(err)
+	}
+	return b
 }

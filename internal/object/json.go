@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"slices"
 	"strconv"
+	"unicode/utf8"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -210,8 +212,9 @@ func EqualJSON(a, b any) bool { return equalJSON(a, b, false) }
 
 // SameJSON is [EqualJSON] exactly as the JSON encoder has the values: a Go
 // nil map[string]any or []any (code's var items []any, filled by no
-// append) is null, as an absent value is, not an empty map or list. It is
-// what decides whether a merge patch must set a field.
+// append) is null, as an absent value is, not an empty map or list; a
+// string's bytes that are not UTF-8 are each U+FFFD. It is what decides
+// whether a merge patch must set a field.
 func SameJSON(a, b any) bool { return equalJSON(a, b, true) }
 
 func equalJSON(a, b any, nulls bool) bool {
@@ -246,7 +249,7 @@ func equalJSON(a, b any, nulls bool) bool {
 		return true
 	case string:
 		b, ok := b.(string)
-		return ok && a == b
+		return ok && (a == b || nulls && sameEncoded(a, b))
 	case int64:
 		switch b := b.(type) {
 		case int64:
@@ -270,6 +273,16 @@ func equalJSON(a, b any, nulls bool) bool {
 		return b == nil
 	}
 	return reflect.DeepEqual(a, b)
+}
+
+// sameEncoded reports whether two unequal strings encode alike: the JSON
+// encoder writes each byte that is not UTF-8 as U+FFFD.
+func sameEncoded(a, b string) bool {
+	if utf8.ValidString(a) && utf8.ValidString(b) {
+		return false
+	}
+	ar, br := []rune(a), []rune(b) // a byte that is not UTF-8 is one U+FFFD
+	return slices.Equal(ar, br)
 }
 
 // IsNull reports whether v encodes as JSON null: nil, or a Go nil

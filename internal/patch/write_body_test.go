@@ -115,3 +115,22 @@ func TestNotJSONWritesNothing(t *testing.T) {
 		t.Errorf("error %v, %d writes (wrote %v); want a *object.PathError naming spec.ratio and no write", err, writes, res.Wrote)
 	}
 }
+
+// TestPatchSameEncodedStringWritesNothing: a string of bytes that are not
+// UTF-8, which the JSON encoder writes as U+FFFD each, where the object
+// holds those U+FFFD (the API server's answer to the last write of it):
+// no change, no request on every reconcile.
+func TestPatchSameEncodedStringWritesNothing(t *testing.T) {
+	before := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "steady.dev/v1", "kind": "Widget",
+		"metadata": map[string]any{"name": "w", "namespace": "ns", "resourceVersion": "7",
+			"annotations": map[string]any{"raw": "a\ufffdb"}},
+		"spec": map[string]any{"note": "\ufffd"},
+	}}
+	obj := before.DeepCopy()
+	obj.Object["metadata"].(map[string]any)["annotations"] = map[string]any{"raw": "a\xffb"}
+	obj.Object["spec"] = map[string]any{"note": "\xfe"}
+	if got := sent(t, before, obj, Options{}); len(got) != 0 {
+		t.Errorf("sent %q, want nothing", got)
+	}
+}
