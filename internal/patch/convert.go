@@ -46,6 +46,16 @@ func toMaps(before, obj client.Object, o Options) (bm, am map[string]any, err er
 	} else {
 		b, a = withoutEqualFields(before, obj, keep)
 	}
+	if bm, am, err = convertBoth(b, a); err != nil && (b != before || a != obj) {
+		// A field left out is converted as its zero value, which its type
+		// may refuse to encode (a MarshalJSON that validates): convert the
+		// objects whole, as they are.
+		return convertBoth(before, obj)
+	}
+	return bm, am, err
+}
+
+func convertBoth(b, a client.Object) (bm, am map[string]any, err error) {
 	if bm, err = object.ToMapWithoutManagedFields(b); err != nil {
 		return nil, nil, err
 	}
