@@ -166,26 +166,43 @@ func jsonValue(v any, path string) (any, error) {
 	return nil, notJSON(nil)
 }
 
-func isJSON(v any) bool {
+func isJSON(v any) bool { return jsonTyped(v, false) }
+
+// jsonTyped reports whether v holds JSON types only; with finite, no NaN
+// or infinity either (which the JSON encoder refuses).
+func jsonTyped(v any, finite bool) bool {
 	switch v := v.(type) {
-	case nil, string, int64, float64, bool:
+	case nil, string, int64, bool:
 		return true
+	case float64:
+		return !finite || !math.IsNaN(v) && !math.IsInf(v, 0)
 	case map[string]any:
 		for _, e := range v {
-			if !isJSON(e) {
+			if !jsonTyped(e, finite) {
 				return false
 			}
 		}
 		return true
 	case []any:
 		for _, e := range v {
-			if !isJSON(e) {
+			if !jsonTyped(e, finite) {
 				return false
 			}
 		}
 		return true
 	}
 	return false
+}
+
+// CheckJSON reports a value in m that the JSON encoder refuses (a NaN, an
+// infinity, a Go value that is no JSON value) as a [*PathError] naming
+// its field; nil, without a copy, when there is none.
+func CheckJSON(m map[string]any) error {
+	if jsonTyped(m, true) {
+		return nil
+	}
+	_, err := JSONCopy(m)
+	return err
 }
 
 // Equal reports whether a and b hold the same Go values, field for field

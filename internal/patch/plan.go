@@ -127,7 +127,7 @@ func plan(bm, snap, am map[string]any, obj client.Object, o Options) ([]*part, e
 	for _, p := range []*part{status, main} {
 		// A value JSON cannot encode (a NaN) is refused before any write,
 		// not after the status was written.
-		if _, err := object.JSONCopy(p.diff); err != nil {
+		if err := object.CheckJSON(p.diff); err != nil {
 			return nil, err
 		}
 		if len(p.diff) > 0 || len(p.lists) > 0 {
