@@ -276,3 +276,33 @@ func must(b []byte, err error) []byte {
 	}
 	return b
 }
+
+// TestSameJSON: SameJSON is EqualJSON as the encoder writes the values: a
+// Go nil map or list is null, not an empty one; bytes that are not UTF-8
+// are U+FFFD each.
+func TestSameJSON(t *testing.T) {
+	for _, tc := range []struct {
+		a, b        any
+		same, equal bool
+	}{
+		{[]any(nil), []any{}, false, true},
+		{map[string]any(nil), map[string]any{}, false, true},
+		{[]any(nil), nil, true, false},
+		{map[string]any(nil), []any(nil), true, false},
+		{[]any{map[string]any(nil)}, []any{nil}, true, false},
+		{"a\xff", "a\ufffd", true, false},
+		{"a\xff", "a\xfe", true, false},
+		{"a\xff\xfe", "a\ufffd", false, false},
+		{int64(2), float64(2), true, true},
+	} {
+		if got := SameJSON(tc.a, tc.b); got != tc.same {
+			t.Errorf("SameJSON(%#v, %#v) = %v, want %v", tc.a, tc.b, got, tc.same)
+		}
+		if got := SameJSON(tc.b, tc.a); got != tc.same {
+			t.Errorf("SameJSON(%#v, %#v) = %v, want %v", tc.b, tc.a, got, tc.same)
+		}
+		if got := EqualJSON(tc.a, tc.b); got != tc.equal {
+			t.Errorf("EqualJSON(%#v, %#v) = %v, want %v (unchanged)", tc.a, tc.b, got, tc.equal)
+		}
+	}
+}
