@@ -283,11 +283,13 @@ func recreated(c client.Client, child client.Object, err error) error {
 // base's value; a value set where base holds no object (or nothing, or a
 // null) is set without its null fields, in the objects of its lists too (as
 // jsonpatch.MergePatch sets it). A base that is not an object counts as an
-// empty one. The result is a new map: it shares no map or list with base
-// or set.
+// empty one. A Go nil map or list is null, as the JSON encoder has it. The
+// result is a new map: it shares no map or list with base or set.
 func overlay(base any, set map[string]any) map[string]any {
-	doc, _ := base.(map[string]any)
-	out := jsonCopy(doc, false).(map[string]any)
+	out, _ := jsonCopy(base, false).(map[string]any)
+	if out == nil {
+		out = map[string]any{}
+	}
 	mergeInto(out, set)
 	return out
 }
@@ -296,7 +298,7 @@ func overlay(base any, set map[string]any) map[string]any {
 // what it puts into doc are copies.
 func mergeInto(doc, p map[string]any) {
 	for k, v := range p {
-		if v == nil {
+		if object.IsNull(v) {
 			delete(doc, k)
 			continue
 		}
@@ -313,15 +315,19 @@ func mergeInto(doc, p map[string]any) {
 	}
 }
 
-// jsonCopy copies the maps and lists of a JSON value (a nil map gives an
-// empty one); with dropNulls it leaves out the null fields of its objects,
-// at any depth, in lists too (a null element of a list stays).
+// jsonCopy copies the maps and lists of a JSON value (a Go nil map or list
+// is null: [object.IsNull]); with dropNulls it leaves out the null fields
+// of its objects, at any depth, in lists too (a null element of a list
+// stays).
 func jsonCopy(v any, dropNulls bool) any {
+	if object.IsNull(v) {
+		return nil
+	}
 	switch v := v.(type) {
 	case map[string]any:
 		out := make(map[string]any, len(v))
 		for k, e := range v {
-			if e == nil && dropNulls {
+			if dropNulls && object.IsNull(e) {
 				continue
 			}
 			out[k] = jsonCopy(e, dropNulls)

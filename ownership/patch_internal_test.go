@@ -208,7 +208,7 @@ func TestPatchAsTheJSONRoundTripsMadeIt(t *testing.T) {
 		}
 
 		// overlay, as createWithStatus uses it.
-		if set, ok := want["status"].(map[string]any); ok {
+		if set, ok := want["status"].(map[string]any); ok && len(set) > 0 {
 			got := overlay(live["status"], set)
 			if old := jsonOverlay(t, live["status"], set); mustJSON(t, got) != mustJSON(t, old) {
 				t.Fatalf("%s: overlay %s, before %s", where, mustJSON(t, got), mustJSON(t, old))
@@ -406,7 +406,7 @@ func randomValue(r *rand.Rand, depth int) any {
 }
 
 // mutated is a deep copy of v with random changes: values changed,
-// removed, emptied, set to null, added.
+// removed, emptied, set to null (also as a Go nil map or list), added.
 func mutated(r *rand.Rand, v map[string]any) map[string]any {
 	out := map[string]any{}
 	for k, e := range v {
@@ -422,6 +422,15 @@ func mutated(r *rand.Rand, v map[string]any) map[string]any {
 				continue
 			}
 			out[k] = mutatedValue(r, e)
+		case 4: // code's nil map or list (var items []any): JSON null
+			switch e.(type) {
+			case map[string]any:
+				out[k] = map[string]any(nil)
+			case []any:
+				out[k] = []any(nil)
+			default:
+				out[k] = mutatedValue(r, e)
+			}
 		default:
 			out[k] = mutatedValue(r, e)
 		}
@@ -534,4 +543,22 @@ func deploymentMaps(b *testing.B) (live, want map[string]any) {
 		b.Fatal(err)
 	}
 	return lm, wm
+}
+
+// TestOverlayNilIsNull: a Go nil map or list mutate set in status (var
+// items []any, filled by no append) is JSON null, as jsonpatch.MergePatch
+// had it: it removes base's value, and is no empty map or list.
+func TestOverlayNilIsNull(t *testing.T) {
+	base := map[string]any{"m": map[string]any{"a": int64(1)}, "l": []any{int64(1)}, "k": "v"}
+	set := map[string]any{"m": map[string]any(nil), "l": []any(nil), "n": map[string]any{"x": []any(nil), "y": int64(2)}}
+	got := overlay(base, set)
+	if want := `{"k":"v","n":{"y":2}}`; mustJSON(t, got) != want {
+		t.Errorf("overlay = %s, want %s", mustJSON(t, got), want)
+	}
+	if old := jsonOverlay(t, base, set); mustJSON(t, got) != mustJSON(t, old) {
+		t.Errorf("overlay = %s, jsonpatch.MergePatch gives %s", mustJSON(t, got), mustJSON(t, old))
+	}
+	if got := overlay(map[string]any(nil), map[string]any{"a": int64(1)}); mustJSON(t, got) != `{"a":1}` {
+		t.Errorf("overlay on a nil map = %s", mustJSON(t, got))
+	}
 }

@@ -68,7 +68,9 @@ func validateScope(c client.Client, owner, child client.Object) error {
 	if owner.GetNamespace() == "" {
 		return nil
 	}
-	gvk, gvkErr := object.GVK(child, c.Scheme())
+	// The kind the mapper is asked about (c.IsObjectNamespaced): a typed
+	// child's Go type, whatever its type meta says.
+	gvk, gvkErr := apiutil.GVKForObject(child, c.Scheme())
 	if gvkErr == nil {
 		if _, ok := namespacedKinds.Load(kindOf(c, gvk)); ok {
 			return nil

@@ -5,9 +5,10 @@ package object
 // lacks, or whose value differs, is set (maps present in both are walked
 // into, lists and other values are replaced whole); a key of before that
 // after lacks is set to null. It is what encoding both maps and asking
-// jsonpatch.CreateMergePatch gives, without the JSON: numbers compare as
-// JSON numbers ([EqualJSON]: an int64 and a float64 of one value are
-// equal, and integers are compared exactly, past 2^53 too). The patch
+// jsonpatch.CreateMergePatch gives, without the JSON: values compare as
+// [SameJSON] (an int64 and a float64 of one value are equal, integers are
+// compared exactly, past 2^53 too; a Go nil map or list is null, not an
+// empty one, as the JSON encoder has it). The patch
 // holds copies of after's values: changing it changes neither input. No
 // difference is an empty, non-nil map.
 func MergeDiff(before, after map[string]any) map[string]any {
@@ -20,13 +21,13 @@ func MergeDiff(before, after map[string]any) map[string]any {
 		}
 		am, aIsMap := av.(map[string]any)
 		bm, bIsMap := bv.(map[string]any)
-		if aIsMap && bIsMap {
+		if aIsMap && bIsMap && am != nil && bm != nil {
 			if sub := MergeDiff(bm, am); len(sub) > 0 {
 				diff[k] = sub
 			}
 			continue
 		}
-		if !EqualJSON(bv, av) {
+		if !SameJSON(bv, av) {
 			diff[k] = copyJSON(av)
 		}
 	}
@@ -38,9 +39,12 @@ func MergeDiff(before, after map[string]any) map[string]any {
 	return diff
 }
 
-// copyJSON copies the maps and lists of a JSON value; other values (strings,
-// numbers, bools) are immutable and shared.
+// copyJSON copies the maps and lists of a JSON value (a nil map or list is
+// null); other values (strings, numbers, bools) are immutable and shared.
 func copyJSON(v any) any {
+	if IsNull(v) {
+		return nil
+	}
 	switch v := v.(type) {
 	case map[string]any:
 		out := make(map[string]any, len(v))

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"math"
 	"math/rand/v2"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -16,11 +17,15 @@ import (
 // randomJSON is a random JSON value of the shapes ToMap gives, nested at
 // most depth deep, over a few keys so that before and after share some.
 func randomJSON(rng *rand.Rand, depth int) any {
-	n := 7
+	n := 9
 	if depth == 0 {
 		n = 5
 	}
 	switch rng.IntN(n) {
+	case 7:
+		return []any(nil) // JSON null, as code's var items []any is
+	case 8:
+		return map[string]any(nil)
 	case 0:
 		return nil
 	case 1:
@@ -62,7 +67,7 @@ func mutate(rng *rand.Rand, m map[string]any, depth int) map[string]any {
 		case 1:
 			out[k] = randomJSON(rng, depth)
 		case 2:
-			if sub, ok := out[k].(map[string]any); ok && depth > 0 {
+			if sub, ok := out[k].(map[string]any); ok && sub != nil && depth > 0 {
 				out[k] = mutate(rng, sub, depth-1)
 			}
 		}
@@ -101,7 +106,7 @@ func TestMergeDiffIsCreateMergePatch(t *testing.T) {
 		beforeCopy, afterCopy := runtime.DeepCopyJSON(before), runtime.DeepCopyJSON(after)
 		got := MergeDiff(before, after)
 		want := oracle(t, before, after)
-		if !EqualJSON(got, want) || got == nil {
+		if !SameJSON(got, want) || got == nil {
 			t.Fatalf("seed %d: before %v, after %v:\nMergeDiff        %v\nCreateMergePatch %v", seed, before, after, got, want)
 		}
 		// The patch holds copies: changing it changes neither input.
@@ -190,6 +195,98 @@ func TestEqualJSONNumbers(t *testing.T) {
 	} {
 		if got := EqualJSON(tc.a, tc.b); got != tc.want {
 			t.Errorf("EqualJSON(%v (%T), %v (%T)) = %v, want %v", tc.a, tc.a, tc.b, tc.b, got, tc.want)
+		}
+	}
+}
+
+// TestMergeDiffTypedNil: a nil []any or map[string]any inside an
+// unstructured object (var items []any, filled by no append) is JSON null,
+// as json.Marshal and jsonpatch.CreateMergePatch (the diff before MergeDiff)
+// have it: a removal, not an empty list, nor the removal of each key.
+func TestMergeDiffTypedNil(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		before, after map[string]any
+	}{
+		{"list set to a nil slice", map[string]any{"l": []any{"a"}}, map[string]any{"l": []any(nil)}},
+		{"map set to a nil map", map[string]any{"m": map[string]any{"a": "x"}}, map[string]any{"m": map[string]any(nil)}},
+		{"nil slice to an empty list", map[string]any{"l": []any(nil)}, map[string]any{"l": []any{}}},
+		{"empty list to a nil slice", map[string]any{"l": []any{}}, map[string]any{"l": []any(nil)}},
+		{"nil map to an empty map", map[string]any{"m": map[string]any(nil)}, map[string]any{"m": map[string]any{}}},
+		{"empty map to a nil map", map[string]any{"m": map[string]any{}}, map[string]any{"m": map[string]any(nil)}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, _ := json.Marshal(MergeDiff(tc.before, tc.after))
+			want, _ := json.Marshal(oracle(t, tc.before, tc.after))
+			if string(got) != string(want) {
+				t.Errorf("MergeDiff = %s, CreateMergePatch = %s", got, want)
+			}
+		})
+	}
+}
+
+// TestMergeDiffInvalidUTF8: the JSON encoder writes each byte of a string
+// that is not UTF-8 as U+FFFD, so a string holding such bytes and one
+// holding U+FFFD in their place are the same JSON: no difference to send
+// (a patch that changes nothing, on every reconcile), as
+// jsonpatch.CreateMergePatch of the encoded objects had it.
+func TestMergeDiffInvalidUTF8(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		before, after string
+	}{
+		{"replaced as written", "a\ufffd\ufffdb", "a\xff\xfeb"},
+		{"raw bytes, other raw bytes", "a\xffb", "a\xfeb"},
+		{"one replacement per byte", "a\ufffdb", "a\xff\xfeb"},
+		{"valid strings", "a", "b"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before, after := map[string]any{"s": tc.before}, map[string]any{"s": tc.after}
+			// As sent: encoded, and decoded again to compare.
+			var got map[string]any
+			if err := json.Unmarshal(must(json.Marshal(MergeDiff(before, after))), &got); err != nil {
+				t.Fatal(err)
+			}
+			if want := oracle(t, before, after); !reflect.DeepEqual(got, want) {
+				t.Errorf("MergeDiff = %s, CreateMergePatch = %s", got, want)
+			}
+		})
+	}
+}
+
+func must(b []byte, err error) []byte {
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+// TestSameJSON: SameJSON is EqualJSON as the encoder writes the values: a
+// Go nil map or list is null, not an empty one; bytes that are not UTF-8
+// are U+FFFD each.
+func TestSameJSON(t *testing.T) {
+	for _, tc := range []struct {
+		a, b        any
+		same, equal bool
+	}{
+		{[]any(nil), []any{}, false, true},
+		{map[string]any(nil), map[string]any{}, false, true},
+		{[]any(nil), nil, true, false},
+		{map[string]any(nil), []any(nil), true, false},
+		{[]any{map[string]any(nil)}, []any{nil}, true, false},
+		{"a\xff", "a\ufffd", true, false},
+		{"a\xff", "a\xfe", true, false},
+		{"a\xff\xfe", "a\ufffd", false, false},
+		{int64(2), float64(2), true, true},
+	} {
+		if got := SameJSON(tc.a, tc.b); got != tc.same {
+			t.Errorf("SameJSON(%#v, %#v) = %v, want %v", tc.a, tc.b, got, tc.same)
+		}
+		if got := SameJSON(tc.b, tc.a); got != tc.same {
+			t.Errorf("SameJSON(%#v, %#v) = %v, want %v", tc.b, tc.a, got, tc.same)
+		}
+		if got := EqualJSON(tc.a, tc.b); got != tc.equal {
+			t.Errorf("EqualJSON(%#v, %#v) = %v, want %v (unchanged)", tc.a, tc.b, got, tc.equal)
 		}
 	}
 }

@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"slices"
 	"strconv"
+	"unicode/utf8"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -164,26 +166,43 @@ func jsonValue(v any, path string) (any, error) {
 	return nil, notJSON(nil)
 }
 
-func isJSON(v any) bool {
+func isJSON(v any) bool { return jsonTyped(v, false) }
+
+// jsonTyped reports whether v holds JSON types only; with finite, no NaN
+// or infinity either (which the JSON encoder refuses).
+func jsonTyped(v any, finite bool) bool {
 	switch v := v.(type) {
-	case nil, string, int64, float64, bool:
+	case nil, string, int64, bool:
 		return true
+	case float64:
+		return !finite || !math.IsNaN(v) && !math.IsInf(v, 0)
 	case map[string]any:
 		for _, e := range v {
-			if !isJSON(e) {
+			if !jsonTyped(e, finite) {
 				return false
 			}
 		}
 		return true
 	case []any:
 		for _, e := range v {
-			if !isJSON(e) {
+			if !jsonTyped(e, finite) {
 				return false
 			}
 		}
 		return true
 	}
 	return false
+}
+
+// CheckJSON reports a value in m that the JSON encoder refuses (a NaN, an
+// infinity, a Go value that is no JSON value) as a [*PathError] naming
+// its field; nil, without a copy, when there is none.
+func CheckJSON(m map[string]any) error {
+	if jsonTyped(m, true) {
+		return nil
+	}
+	_, err := JSONCopy(m)
+	return err
 }
 
 // Equal reports whether a and b hold the same Go values, field for field
@@ -204,8 +223,23 @@ func Equal(a, b runtime.Object) bool {
 // numbers, bools, nil; an int64 and a float64 of the same value are the
 // same JSON number), without its bookkeeping: an unstructured object
 // compares in a fraction of the time. Values of other Go types are left to
-// reflect.DeepEqual.
-func EqualJSON(a, b any) bool {
+// reflect.DeepEqual. A Go nil map or list ([]any(nil): JSON null) and an
+// empty one are alike to it; [SameJSON] tells them apart.
+func EqualJSON(a, b any) bool { return equalJSON(a, b, false) }
+
+// SameJSON is [EqualJSON] exactly as the JSON encoder has the values: a Go
+// nil map[string]any or []any (code's var items []any, filled by no
+// append) is null, as an absent value is, not an empty map or list; a
+// string's bytes that are not UTF-8 are each U+FFFD. It is what decides
+// whether a merge patch must set a field.
+func SameJSON(a, b any) bool { return equalJSON(a, b, true) }
+
+func equalJSON(a, b any, nulls bool) bool {
+	if nulls {
+		if an, bn := IsNull(a), IsNull(b); an || bn {
+			return an && bn
+		}
+	}
 	switch a := a.(type) {
 	case map[string]any:
 		b, ok := b.(map[string]any)
@@ -214,7 +248,7 @@ func EqualJSON(a, b any) bool {
 		}
 		for k, av := range a {
 			bv, ok := b[k]
-			if !ok || !EqualJSON(av, bv) {
+			if !ok || !equalJSON(av, bv, nulls) {
 				return false
 			}
 		}
@@ -225,14 +259,14 @@ func EqualJSON(a, b any) bool {
 			return false
 		}
 		for i := range a {
-			if !EqualJSON(a[i], b[i]) {
+			if !equalJSON(a[i], b[i], nulls) {
 				return false
 			}
 		}
 		return true
 	case string:
 		b, ok := b.(string)
-		return ok && a == b
+		return ok && (a == b || nulls && sameEncoded(a, b))
 	case int64:
 		switch b := b.(type) {
 		case int64:
@@ -256,6 +290,30 @@ func EqualJSON(a, b any) bool {
 		return b == nil
 	}
 	return reflect.DeepEqual(a, b)
+}
+
+// sameEncoded reports whether two unequal strings encode alike: the JSON
+// encoder writes each byte that is not UTF-8 as U+FFFD.
+func sameEncoded(a, b string) bool {
+	if utf8.ValidString(a) && utf8.ValidString(b) {
+		return false
+	}
+	ar, br := []rune(a), []rune(b) // a byte that is not UTF-8 is one U+FFFD
+	return slices.Equal(ar, br)
+}
+
+// IsNull reports whether v encodes as JSON null: nil, or a Go nil
+// map[string]any or []any (code's var items []any, filled by no append).
+func IsNull(v any) bool {
+	switch v := v.(type) {
+	case nil:
+		return true
+	case map[string]any:
+		return v == nil
+	case []any:
+		return v == nil
+	}
+	return false
 }
 
 // sameNumber reports whether i and f are one number, exactly: past 2^53 a

@@ -50,6 +50,16 @@ func toMaps(before, obj client.Object, o Options) (bm, am map[string]any, err er
 	} else {
 		b, a = withoutEqualFields(before, obj, keep)
 	}
+	if bm, am, err = convertBoth(b, a); err != nil && (b != before || a != obj) {
+		// A field left out is converted as its zero value, which its type
+		// may refuse to encode (a MarshalJSON that validates): convert the
+		// objects whole, as they are.
+		return convertBoth(before, obj)
+	}
+	return bm, am, err
+}
+
+func convertBoth(b, a client.Object) (bm, am map[string]any, err error) {
 	if bm, err = object.ToMapWithoutManagedFields(b); err != nil {
 		return nil, nil, err
 	}
@@ -60,8 +70,9 @@ func toMaps(before, obj client.Object, o Options) (bm, am map[string]any, err er
 }
 
 // withoutEqualKeys returns shallow copies of b and a without the top-level
-// keys that hold equal JSON in both (but those keep keeps), or b and a
-// themselves when there are none.
+// keys that hold the same JSON in both ([object.SameJSON]: a nil list is
+// no empty one), but those keep keeps, or b and a themselves when there
+// are none.
 func withoutEqualKeys(b, a *unstructured.Unstructured, keep func(string) bool) (client.Object, client.Object) {
 	var equal []string
 	sameMeta := false
@@ -69,7 +80,7 @@ func withoutEqualKeys(b, a *unstructured.Unstructured, keep func(string) bool) (
 		if k == "apiVersion" || k == "kind" || keep(k) {
 			continue
 		}
-		if av, ok := a.Object[k]; ok && object.EqualJSON(bv, av) {
+		if av, ok := a.Object[k]; ok && object.SameJSON(bv, av) {
 			if k == "metadata" {
 				sameMeta = true
 				continue

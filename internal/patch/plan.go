@@ -125,6 +125,11 @@ func plan(bm, snap, am map[string]any, obj client.Object, o Options) ([]*part, e
 		status.rest = main
 	}
 	for _, p := range []*part{status, main} {
+		// A value JSON cannot encode (a NaN) is refused before any write,
+		// not after the status was written.
+		if err := object.CheckJSON(p.diff); err != nil {
+			return nil, err
+		}
 		if len(p.diff) > 0 || len(p.lists) > 0 {
 			parts = append(parts, p)
 		}
