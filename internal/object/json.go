@@ -57,7 +57,11 @@ func JSONCopy(m map[string]any) (map[string]any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return v.(map[string]any), nil
+	out, _ := v.(map[string]any)
+	if out == nil {
+		out = map[string]any{} // an object's content: never null
+	}
+	return out, nil
 }
 
 func jsonValue(v any, path string) (any, error) {
@@ -82,6 +86,9 @@ func jsonValue(v any, path string) (any, error) {
 		}
 		return x, nil
 	case map[string]any:
+		if x == nil {
+			return nil, nil // JSON null, not an empty object
+		}
 		out := make(map[string]any, len(x))
 		for k, e := range x {
 			c, err := jsonValue(e, sub(k))
@@ -92,6 +99,9 @@ func jsonValue(v any, path string) (any, error) {
 		}
 		return out, nil
 	case []any:
+		if x == nil {
+			return nil, nil // JSON null, not an empty list
+		}
 		out := make([]any, len(x))
 		for i, e := range x {
 			c, err := jsonValue(e, fmt.Sprintf("%s[%d]", path, i))
@@ -140,6 +150,9 @@ func jsonValue(v any, path string) (any, error) {
 	// []int32): element by element. Structs, pointers and the rest are no
 	// JSON value of an unstructured object.
 	rv := reflect.ValueOf(v)
+	if (rv.Kind() == reflect.Slice || rv.Kind() == reflect.Map) && rv.IsNil() {
+		return nil, nil // a nil []string or map[string]string encodes as null
+	}
 	switch {
 	case rv.Kind() == reflect.Slice && rv.Type().Elem().Kind() != reflect.Uint8, rv.Kind() == reflect.Array:
 		out := make([]any, rv.Len())

@@ -126,6 +126,17 @@ func TestJSONCopy(t *testing.T) {
 	if _, err := JSONCopy(map[string]any{"n": uint64(math.MaxUint64)}); err == nil {
 		t.Error("a uint64 past int64 was accepted")
 	}
+	// A nil list or map is JSON null (what the encoder writes), not empty:
+	// a patch made from the copy removes it.
+	m, err = JSONCopy(map[string]any{"n": 1, "l": []any(nil), "s": []string(nil), "m": map[string]any(nil), "t": map[string]string(nil),
+		"e": []string{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want = map[string]any{"n": int64(1), "l": nil, "s": nil, "m": nil, "t": nil, "e": []any{}}
+	if !reflect.DeepEqual(m, want) {
+		t.Fatalf("JSONCopy of nil lists and maps = %#v, want %#v", m, want)
+	}
 }
 
 func TestEqual(t *testing.T) {
