@@ -623,3 +623,48 @@ func TestArchitectureGraph(t *testing.T) {
 		}
 	}
 }
+
+// TestNoMergeConflictMarkers: no file of the repository (Go, Markdown,
+// go.mod, YAML, shell, Makefile) holds a line a merge conflict left
+// (CHANGELOG.md once kept one for two sessions).
+func TestNoMergeConflictMarkers(t *testing.T) {
+	root := repoRoot(t)
+	starts := []string{strings.Repeat("<", 7) + " ", strings.Repeat(">", 7) + " "}
+	text := func(name string) bool {
+		switch filepath.Ext(name) {
+		case ".go", ".md", ".mod", ".yaml", ".yml", ".sh":
+			return true
+		}
+		return name == "Makefile"
+	}
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if d.Name() == ".git" || d.Name() == "node_modules" {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !text(d.Name()) {
+			return nil
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		for i, line := range strings.Split(string(data), "\n") {
+			for _, s := range starts {
+				if strings.HasPrefix(line, s) {
+					rel, _ := filepath.Rel(root, path)
+					t.Errorf("%s:%d: a merge conflict marker: %q", rel, i+1, line)
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
