@@ -3,6 +3,11 @@ package ownership
 import (
 	"context"
 	"fmt"
+	"reflect"
+	"strings"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/api/equality"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -83,11 +88,6 @@ func CreateOrUpdate(ctx context.Context, c client.Client, owner, child client.Ob
 // updateChild is CreateOrUpdate's write of an existing child: compare,
 // then update.
 func updateChild(ctx context.Context, c client.Client, live, child client.Object, name fmt.Stringer, beforeWrite func() error) (controllerutil.OperationResult, error) {
-	wantMap, err := object.ToMapWithoutManagedFields(child)
-	if err != nil {
-		return controllerutil.OperationResultNone, fmt.Errorf("ownership: %s: %w", name, err)
-	}
-	wantMap = withoutServerMetadata(wantMap)
 	gvk, gvkErr := object.GVK(child, c.Scheme())
 	// The update of a kind with a status subresource cannot write status:
 	// a difference there is not compared, nor paid for with an update.
@@ -95,33 +95,66 @@ func updateChild(ctx context.Context, c client.Client, live, child client.Object
 	if has, _ := statusSubresource(c, gvk); has && gvkErr == nil {
 		compared = withoutStatus
 	}
+	// The objects as maps, converted when needed: the desired one from
+	// desired (child as mutated, or a shallow copy of it once child holds
+	// the answer).
+	var wantMap, liveMap map[string]any
+	desired := child
+	maps := func() error {
+		var err error
+		if wantMap == nil {
+			if wantMap, err = object.ToMapWithoutManagedFields(desired); err != nil {
+				return fmt.Errorf("ownership: %s: %w", name, err)
+			}
+			wantMap = withoutServerMetadata(wantMap)
+		}
+		if liveMap == nil {
+			if liveMap, err = object.ToMapWithoutManagedFields(live); err != nil {
+				return fmt.Errorf("ownership: %s: %w", name, err)
+			}
+			liveMap = withoutServerMetadata(liveMap)
+		}
+		return nil
+	}
 	// An update of this desired object on this live child found only
-	// defaults to differ before: not sent again, and the live child not
-	// even converted (the converged child of a wholesale mutate, every
-	// reconcile).
-	// The digest of the desired object is taken only when a verdict on
-	// this live child is remembered, or one is to be remembered.
+	// defaults to differ before: not sent again (the converged child of a
+	// wholesale mutate, every reconcile). The digest of the desired object
+	// is taken only when a verdict on this live child is remembered, or
+	// one is to be remembered.
 	key := ""
+	remembered := false
 	if gvkErr == nil {
 		key = "update|" + childKey(c, gvk, child)
-		if rememberedAt(key, live) {
-			if desired, err := sum(compared(wantMap)); err == nil && onlyDefaults(key, live, desired) {
-				object.Copy(child, live)
-				return controllerutil.OperationResultNone, nil
-			}
+		remembered = rememberedAt(key, live)
+	}
+	if remembered {
+		if err := maps(); err != nil {
+			return controllerutil.OperationResultNone, err
+		}
+		if sum, err := sum(compared(wantMap)); err == nil && onlyDefaults(key, live, sum) {
+			object.Copy(child, live)
+			return controllerutil.OperationResultNone, nil
 		}
 	}
-	liveMap, err := object.ToMapWithoutManagedFields(live)
-	if err != nil {
-		return controllerutil.OperationResultNone, fmt.Errorf("ownership: %s: %w", name, err)
-	}
-	liveMap = withoutServerMetadata(liveMap)
-	if sameObject(compared(liveMap), compared(wantMap)) {
-		object.Copy(child, live) // show the live state
-		return controllerutil.OperationResultNone, nil
+	// A difference in the labels, annotations, finalizers or owner
+	// references (a repair of drift, the common update) is a difference
+	// in JSON too: no conversion is needed to tell. Else the maps tell.
+	if remembered || !metadataDiffers(live, child) {
+		if err := maps(); err != nil {
+			return controllerutil.OperationResultNone, err
+		}
+		if sameObject(compared(liveMap), compared(wantMap)) {
+			object.Copy(child, live) // show the live state
+			return controllerutil.OperationResultNone, nil
+		}
 	}
 	if err := beforeWrite(); err != nil {
 		return controllerutil.OperationResultNone, err
+	}
+	if wantMap == nil {
+		// The update decodes its answer into child, in new maps and
+		// slices: a shallow copy keeps the desired object.
+		desired = object.Shallow(child)
 	}
 	// The update carries the resourceVersion read: it is refused, or
 	// applied to the live object as read. One whose difference is only
@@ -133,16 +166,54 @@ func updateChild(ctx context.Context, c client.Client, live, child client.Object
 	// What the answer tells of the kind's status subresource; nothing when
 	// neither object has a status (a ConfigMap): the answer is not
 	// converted then.
-	if gvkErr == nil && (liveMap["status"] != nil || wantMap["status"] != nil) {
-		if answer, err := object.ToMapWithoutManagedFields(child); err == nil {
-			learnStatusSubresource(c, gvk, liveMap, wantMap, answer)
+	if gvkErr == nil && (hasStatus(live) || hasStatus(desired)) {
+		if err := maps(); err == nil && (liveMap["status"] != nil || wantMap["status"] != nil) {
+			if answer, err := object.ToMapWithoutManagedFields(child); err == nil {
+				learnStatusSubresource(c, gvk, liveMap, wantMap, answer)
+			}
 		}
 	}
 	if child.GetResourceVersion() == live.GetResourceVersion() {
-		if desired, err := sum(compared(wantMap)); err == nil && gvkErr == nil {
-			rememberOnlyDefaults(key, live, desired)
+		if err := maps(); err == nil && gvkErr == nil {
+			if sum, err := sum(compared(wantMap)); err == nil {
+				rememberOnlyDefaults(key, live, sum)
+			}
 		}
 		return controllerutil.OperationResultNone, nil // only the server's defaults differed
 	}
 	return controllerutil.OperationResultUpdated, nil
 }
+
+// metadataDiffers reports whether a and b differ in their labels,
+// annotations, finalizers or owner references, nil and empty alike: a
+// difference their JSON, as compared, has too.
+func metadataDiffers(a, b client.Object) bool {
+	return !equality.Semantic.DeepEqual(a.GetLabels(), b.GetLabels()) ||
+		!equality.Semantic.DeepEqual(a.GetAnnotations(), b.GetAnnotations()) ||
+		!equality.Semantic.DeepEqual(a.GetFinalizers(), b.GetFinalizers()) ||
+		!equality.Semantic.DeepEqual(a.GetOwnerReferences(), b.GetOwnerReferences())
+}
+
+// hasStatus reports whether obj may hold a status: an unstructured object,
+// or a Go struct with a field whose JSON name is "status".
+func hasStatus(obj client.Object) bool {
+	t := reflect.TypeOf(obj)
+	if t.Kind() != reflect.Pointer || t.Elem().Kind() != reflect.Struct {
+		return true
+	}
+	if v, ok := statusFields.Load(t); ok {
+		return v.(bool)
+	}
+	has := false
+	for i := range t.Elem().NumField() {
+		if name, _, _ := strings.Cut(t.Elem().Field(i).Tag.Get("json"), ","); name == "status" {
+			has = true
+			break
+		}
+	}
+	statusFields.Store(t, has)
+	return has
+}
+
+// statusFields caches hasStatus per Go type.
+var statusFields sync.Map

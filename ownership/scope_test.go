@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/steadyk8s/steady/internal/testapi"
 	"github.com/steadyk8s/steady/ownership"
 )
 
@@ -61,5 +62,40 @@ func TestScopeAskedOncePerKind(t *testing.T) {
 	}
 	if n := c.asked.Load() - before; n != 2 {
 		t.Errorf("a cluster-scoped child refused twice asked the mapper %d times, want 2 (a refusal is never remembered)", n)
+	}
+}
+
+// TestLabelRepairLearnsTheStatusSubresource: an update found needed by its
+// labels alone (no conversion to tell) still learns, from the answer and
+// the desired object as it was sent, that the kind keeps its status: the
+// next call, whose only difference is a status the update cannot write,
+// sends nothing.
+func TestLabelRepairLearnsTheStatusSubresource(t *testing.T) {
+	env.Require(t)
+	ctx := context.Background()
+	ns := env.Namespace(t)
+	o := owner(t, ns, "o")
+	c, n := counting(t) // a REST mapper of its own: the kind not known yet
+	w := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "repaired"}}
+	if op, err := createOrUpdate(ctx, c, o, w, nil); err != nil || op != "created" {
+		t.Fatalf("create: %v, %v", op, err)
+	}
+	mutate := func() error {
+		w.Labels = map[string]string{"repaired": "yes"}
+		w.Status.Phase = "Wanted"
+		return nil
+	}
+	if op, err := createOrUpdate(ctx, c, o, w, mutate); err != nil || op != "updated" {
+		t.Fatalf("repair: %v, %v", op, err)
+	}
+	if w.Labels["repaired"] != "yes" || w.Status.Phase != "" {
+		t.Fatalf("after the repair the child shows labels %v and phase %q, want the label and the live (empty) phase", w.Labels, w.Status.Phase)
+	}
+	n.Reset()
+	if op, err := createOrUpdate(ctx, c, o, w, mutate); err != nil || op != "unchanged" {
+		t.Fatalf("after the repair: %v, %v", op, err)
+	}
+	if n.Writes() != 0 {
+		t.Errorf("requests %s for a status the update cannot write, want no write", n)
 	}
 }

@@ -164,6 +164,18 @@ func FromMap(m map[string]any, into runtime.Object) error {
 	return nil
 }
 
+// Shallow returns a copy of obj that shares its maps and slices: what a
+// later decode into obj (which allocates new ones) leaves as it was.
+func Shallow[T runtime.Object](obj T) T {
+	if u, ok := any(obj).(*unstructured.Unstructured); ok {
+		return any(&unstructured.Unstructured{Object: maps.Clone(u.Object)}).(T)
+	}
+	v := reflect.ValueOf(obj)
+	c := reflect.New(v.Elem().Type())
+	c.Elem().Set(v.Elem())
+	return c.Interface().(T)
+}
+
 // Move sets dst, an object of the same Go type as src, to src's value
 // without a deep copy: they share their maps and slices after, so neither
 // may be changed while the other is still read (src is an answer of the
