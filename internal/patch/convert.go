@@ -132,7 +132,7 @@ func withoutEqualFields(b, a client.Object, keep func(string) bool) (client.Obje
 	for i := range t.NumField() {
 		f := t.Field(i)
 		if f.Anonymous && f.Type == objectMetaType && !keep("metadata") &&
-			reflect.DeepEqual(bv.Elem().Field(i).Interface(), av.Elem().Field(i).Interface()) {
+			sameField(bv, av, i) {
 			meta = i
 			continue
 		}
@@ -143,7 +143,7 @@ func withoutEqualFields(b, a client.Object, keep func(string) bool) (client.Obje
 		if name == "" || name == "-" || keep(name) {
 			continue
 		}
-		if reflect.DeepEqual(bv.Elem().Field(i).Interface(), av.Elem().Field(i).Interface()) {
+		if sameField(bv, av, i) {
 			equal = append(equal, i)
 		}
 	}
@@ -170,4 +170,11 @@ func withoutEqualFields(b, a client.Object, keep func(string) bool) (client.Obje
 		return b, a
 	}
 	return bc, ac
+}
+
+// sameField reports whether field i of the structs b and a point to holds
+// equal values, compared through pointers (boxing the values would copy
+// them).
+func sameField(b, a reflect.Value, i int) bool {
+	return reflect.DeepEqual(b.Elem().Field(i).Addr().Interface(), a.Elem().Field(i).Addr().Interface())
 }
