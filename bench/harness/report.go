@@ -417,7 +417,7 @@ const causes = `What causes it, as far as the counters and the CPU profile tell:
   the maps (no JSON encoding), the condition lists and finalizers rebased by entry on the latest
   object, the patch encoded once. The hand-written code sends the whole object with ` + "`Update`" + `,
   which costs less CPU and more bytes (the request-bytes rows). ` + "`BenchmarkPatch`" + ` in reconcile/
-  measures one status write: 44 KB in 479 allocations against the hand-written
+  measures one status write: 44 KB in 460 allocations against the hand-written
   ` + "`Status().Update`" + `'s 28 KB in 279 (` + "`go test -bench Patch -benchmem ./reconcile/`" + `; 56 KB in 702
   before this round). In a CPU profile of the converging reconcile (` + "`BenchmarkConvergeReconcile`" + `,
   1,500 Teams), steady's two writes took about 400µs per Team against 240µs for the two updates;
