@@ -3,6 +3,7 @@ package patch
 import (
 	"maps"
 	"reflect"
+	"slices"
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -75,20 +76,25 @@ func convertBoth(b, a client.Object) (bm, am map[string]any, err error) {
 // are none.
 func withoutEqualKeys(b, a *unstructured.Unstructured, keep func(string) bool) (client.Object, client.Object) {
 	var equal []string
-	sameMeta := false
 	for k, bv := range b.Object {
-		if k == "apiVersion" || k == "kind" || keep(k) {
+		if k == "apiVersion" || k == "kind" || k == "metadata" || keep(k) {
 			continue
 		}
 		if av, ok := a.Object[k]; ok && object.SameJSON(bv, av) {
-			if k == "metadata" {
-				sameMeta = true
-				continue
-			}
 			equal = append(equal, k)
 		}
 	}
-	if len(equal) == 0 && !sameMeta {
+	bmd, bok := b.Object["metadata"].(map[string]any)
+	amd, aok := a.Object["metadata"].(map[string]any)
+	var sameMeta []string // metadata keys the same in both, generation aside
+	if bok && aok && !keep("metadata") {
+		for k, bv := range bmd {
+			if av, ok := amd[k]; ok && k != "generation" && object.SameJSON(bv, av) {
+				sameMeta = append(sameMeta, k)
+			}
+		}
+	}
+	if len(equal) == 0 && len(sameMeta) == 0 {
 		return b, a
 	}
 	bc, ac := maps.Clone(b.Object), maps.Clone(a.Object)
@@ -96,24 +102,15 @@ func withoutEqualKeys(b, a *unstructured.Unstructured, keep func(string) bool) (
 		delete(bc, k)
 		delete(ac, k)
 	}
-	if sameMeta {
-		md := generationOnly(b.Object["metadata"])
-		bc["metadata"], ac["metadata"] = md, generationOnly(b.Object["metadata"])
+	if len(sameMeta) > 0 {
+		bmd, amd = maps.Clone(bmd), maps.Clone(amd)
+		for _, k := range sameMeta {
+			delete(bmd, k)
+			delete(amd, k)
+		}
+		bc["metadata"], ac["metadata"] = bmd, amd
 	}
 	return &unstructured.Unstructured{Object: bc}, &unstructured.Unstructured{Object: ac}
-}
-
-// generationOnly is the metadata map md reduced to its generation: what
-// plan and body read of metadata that is the same in the snapshot and the
-// object (its lists are unchanged, so not rebased).
-func generationOnly(md any) map[string]any {
-	out := map[string]any{}
-	if m, ok := md.(map[string]any); ok {
-		if g, has := m["generation"]; has {
-			out["generation"] = g
-		}
-	}
-	return out
 }
 
 // withoutEqualFields returns shallow copies of the Go structs b and a with
@@ -128,11 +125,10 @@ func withoutEqualFields(b, a client.Object, keep func(string) bool) (client.Obje
 	}
 	t := bv.Elem().Type()
 	var equal []int
-	meta := -1 // the embedded ObjectMeta, when it is the same in both
+	meta := -1 // the embedded ObjectMeta
 	for i := range t.NumField() {
 		f := t.Field(i)
-		if f.Anonymous && f.Type == objectMetaType && !keep("metadata") &&
-			sameField(bv, av, i) {
+		if f.Anonymous && f.Type == objectMetaType && !keep("metadata") {
 			meta = i
 			continue
 		}
@@ -150,26 +146,73 @@ func withoutEqualFields(b, a client.Object, keep func(string) bool) (client.Obje
 	if len(equal) == 0 && meta < 0 {
 		return b, a
 	}
-	copyWithout := func(v reflect.Value) (client.Object, bool) {
+	copyWithout := func(v reflect.Value) (client.Object, *metav1.ObjectMeta, bool) {
 		c := reflect.New(t)
 		c.Elem().Set(v.Elem())
 		for _, i := range equal {
 			c.Elem().Field(i).SetZero()
 		}
+		var m *metav1.ObjectMeta
 		if meta >= 0 {
-			// Only the generation (see generationOnly).
-			m := c.Elem().Field(meta).Addr().Interface().(*metav1.ObjectMeta)
-			*m = metav1.ObjectMeta{Generation: m.Generation}
+			m = c.Elem().Field(meta).Addr().Interface().(*metav1.ObjectMeta)
 		}
 		obj, ok := c.Interface().(client.Object)
-		return obj, ok
+		return obj, m, ok
 	}
-	bc, bok := copyWithout(bv)
-	ac, aok := copyWithout(av)
+	bc, bm, bok := copyWithout(bv)
+	ac, am, aok := copyWithout(av)
 	if !bok || !aok {
 		return b, a
 	}
+	if bm != nil && am != nil {
+		withoutSameMetadata(bm, am)
+	}
 	return bc, ac
+}
+
+// withoutSameMetadata clears in b and a, copies of the snapshot's and the
+// object's metadata, every field that is the same in both (nil and empty
+// alike where the JSON omits both), but the generation, which plan and
+// body read: what is left is the difference, which plan diffs, and the
+// lists that changed, which it rebases. managedFields go too (never
+// compared, never written).
+func withoutSameMetadata(b, a *metav1.ObjectMeta) {
+	b.ManagedFields, a.ManagedFields = nil, nil
+	str := func(x, y *string) {
+		if *x == *y {
+			*x, *y = "", ""
+		}
+	}
+	str(&b.Name, &a.Name)
+	str(&b.GenerateName, &a.GenerateName)
+	str(&b.Namespace, &a.Namespace)
+	str(&b.SelfLink, &a.SelfLink)
+	str(&b.ResourceVersion, &a.ResourceVersion)
+	if b.UID == a.UID {
+		b.UID, a.UID = "", ""
+	}
+	if b.CreationTimestamp.Equal(&a.CreationTimestamp) {
+		b.CreationTimestamp, a.CreationTimestamp = metav1.Time{}, metav1.Time{}
+	}
+	if b.DeletionTimestamp.Equal(a.DeletionTimestamp) {
+		b.DeletionTimestamp, a.DeletionTimestamp = nil, nil
+	}
+	if (b.DeletionGracePeriodSeconds == nil) == (a.DeletionGracePeriodSeconds == nil) &&
+		(b.DeletionGracePeriodSeconds == nil || *b.DeletionGracePeriodSeconds == *a.DeletionGracePeriodSeconds) {
+		b.DeletionGracePeriodSeconds, a.DeletionGracePeriodSeconds = nil, nil
+	}
+	if maps.Equal(b.Labels, a.Labels) {
+		b.Labels, a.Labels = nil, nil
+	}
+	if maps.Equal(b.Annotations, a.Annotations) {
+		b.Annotations, a.Annotations = nil, nil
+	}
+	if slices.Equal(b.Finalizers, a.Finalizers) {
+		b.Finalizers, a.Finalizers = nil, nil
+	}
+	if reflect.DeepEqual(b.OwnerReferences, a.OwnerReferences) {
+		b.OwnerReferences, a.OwnerReferences = nil, nil
+	}
 }
 
 // sameField reports whether field i of the structs b and a point to holds

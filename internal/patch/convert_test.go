@@ -109,6 +109,15 @@ func TestToMapsPlansAlike(t *testing.T) {
 				}
 				left++
 			}
+			// What is left of metadata is what differs, and the generation.
+			fmd, _ := fb["metadata"].(map[string]any)
+			amd, _ := fa["metadata"].(map[string]any)
+			smd, _ := sb["metadata"].(map[string]any)
+			for k := range smd {
+				if k != "generation" && object.SameJSON(fmd[k], amd[k]) {
+					t.Fatalf("seed %d %s: metadata.%s is the same in both and was converted", seed, pair.kind, k)
+				}
+			}
 			if reflect.DeepEqual(before.ObjectMeta, after.ObjectMeta) {
 				if md, _ := sb["metadata"].(map[string]any); len(md) != 1 || md["generation"] == nil {
 					t.Fatalf("seed %d %s: unchanged metadata converted as %v, want its generation alone", seed, pair.kind, md)
