@@ -51,7 +51,10 @@ import (
 //   - a reconcile that succeeds (no *StaleError, no requeue) started from a
 //     snapshot no older than our own last write, and stored what it
 //     changed, and its owned conditions as it computed them where it wrote
-//     status.
+//     status, unless a newer observation (a higher observedGeneration)
+//     holds them now: after a conflict, a re-read through a lagging reader
+//     may show our observation already stored by a replica while the live
+//     object is past it.
 //
 // At the end, once reconciles from a fresh read are no longer stale: the
 // observedGenerations equal the generation, our conditions are what the
@@ -567,11 +570,16 @@ func (h *olderHarness) checkLanded(name string) {
 			continue
 		}
 		s := meta.FindStatusCondition(got.Status.Conditions, typ)
-		if s == nil || s.Status != c.Status || s.Reason != c.Reason || s.Message != c.Message || s.ObservedGeneration < c.ObservedGeneration {
+		// A newer observation (a higher observedGeneration, a replica's)
+		// supersedes ours: the Patch found ours already stored on the state
+		// it re-read (the same observation, by another writer), and the live
+		// object, past what a lagging read showed, holds a newer one.
+		newer := c.ObservedGeneration > 0 && s != nil && s.ObservedGeneration > c.ObservedGeneration
+		if !newer && (s == nil || s.Status != c.Status || s.Reason != c.Reason || s.Message != c.Message || s.ObservedGeneration < c.ObservedGeneration) {
 			h.t.Errorf("%s succeeded but stored %s as %s, it computed %s (owned %v, snapshot %s)", name, typ, condJSON(s), condJSON(&c), h.run.owned, h.run.snapshot.ResourceVersion)
 		}
 	}
-	if h.run.phase != h.run.snapshot.Status.Phase && got.Status.Phase != h.run.phase {
+	if h.run.phase != h.run.snapshot.Status.Phase && got.Status.Phase != h.run.phase && got.Status.ObservedGeneration <= h.run.snapshot.Generation {
 		h.t.Errorf("%s succeeded but stored phase %q, it computed %q", name, got.Status.Phase, h.run.phase)
 	}
 }
