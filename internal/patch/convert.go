@@ -18,9 +18,9 @@ var objectMetaType = reflect.TypeFor[metav1.ObjectMeta]()
 // toMaps converts the snapshot before and the changed obj to maps, without
 // metadata.managedFields, for plan. A top-level field that holds the same
 // value in both (the spec of a status write, say) is left out of both: it
-// makes no difference, and is not converted twice for nothing. metadata
-// the same in both is reduced to its generation, which plan and body read
-// (its lists are unchanged: nothing to rebase). The roots of condition
+// makes no difference, and is not converted twice for nothing. So is each
+// metadata field the same in both, but the generation, which plan and body
+// read (an unchanged list has nothing to rebase). The roots of condition
 // lists are always converted, and so is status when the options make it
 // matter (observedGeneration, owned conditions); so is everything when the
 // two are not of one type.
