@@ -122,16 +122,17 @@ func updateChild(ctx context.Context, c client.Client, live, child client.Object
 	// is taken only when a verdict on this live child is remembered, or
 	// one is to be remembered.
 	key := ""
+	var verdict [32]byte // the sum of the desired object of the remembered verdict
 	remembered := false
 	if gvkErr == nil {
 		key = "update|" + childKey(c, gvk, child)
-		remembered = rememberedAt(key, live)
+		verdict, remembered = rememberedAt(key, live)
 	}
 	if remembered {
 		if err := maps(); err != nil {
 			return controllerutil.OperationResultNone, err
 		}
-		if sum, err := sum(compared(wantMap)); err == nil && onlyDefaults(key, live, sum) {
+		if sum, err := sum(compared(wantMap)); err == nil && sum == verdict {
 			object.Copy(child, live)
 			return controllerutil.OperationResultNone, nil
 		}

@@ -139,11 +139,12 @@ func onlyDefaults(key string, live client.Object, s [sha256.Size]byte) bool {
 	return ok && m.uid == live.GetUID() && m.rv == live.GetResourceVersion() && m.sum == s
 }
 
-// rememberedAt reports whether a verdict is remembered for key on live as
-// it is (its UID and resourceVersion), whatever the desired object was.
-func rememberedAt(key string, live client.Object) bool {
+// rememberedAt returns the sum of the desired object of the verdict
+// remembered for key on live as it is (its UID and resourceVersion), and
+// whether there is one.
+func rememberedAt(key string, live client.Object) ([sha256.Size]byte, bool) {
 	m, ok := verdicts.get(key)
-	return ok && m.uid == live.GetUID() && m.rv == live.GetResourceVersion()
+	return m.sum, ok && m.uid == live.GetUID() && m.rv == live.GetResourceVersion()
 }
 
 // rememberOnlyDefaults remembers that a write found only defaults to
