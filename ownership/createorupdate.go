@@ -167,7 +167,7 @@ func updateChild(ctx context.Context, c client.Client, live, child client.Object
 	// What the answer tells of the kind's status subresource; nothing when
 	// neither object has a status (a ConfigMap): the answer is not
 	// converted then.
-	if gvkErr == nil && (hasStatus(live) || hasStatus(desired)) {
+	if gvkErr == nil && hasStatus(live) { // live and desired are of one Go type
 		if err := maps(); err == nil && (liveMap["status"] != nil || wantMap["status"] != nil) {
 			if answer, err := object.ToMapWithoutManagedFields(child); err == nil {
 				learnStatusSubresource(c, gvk, liveMap, wantMap, answer)
