@@ -11,7 +11,7 @@ MODULES := $(sort $(patsubst %/go.mod,%,$(shell find . -name go.mod -not -path '
 
 # make bench: the numbers of Teams, the runs per setup, more flags of bench/cmd/bench.
 BENCH_N ?= 100,1000
-BENCH_RUNS ?= 2
+BENCH_RUNS ?= 3
 BENCH_FLAGS ?=
 
 help:
@@ -21,7 +21,7 @@ help:
 	@echo "make demo     run the five example operators on a local control plane, show their trees, delete everything (DEMO_KEEP=1: keep it running for kubectl)"
 	@echo "make test-compat  the library's suite on controller-runtime v0.25 / k8s.io v0.37 (make test runs it too)"
 	@echo "make soak     the reliability soak of the five example operators: churn, faults, a lagging cache, dropped watches, another writer, two replicas with the leader killed, the API server restarted (make test runs a smoke of it)"
-	@echo "make bench    the same operator with steady, hand-written controller-runtime and cluster-api's patch helper, measured; regenerates docs/benchmarks.md (BENCH_N=100,1000 BENCH_RUNS=2 BENCH_FLAGS=...)"
+	@echo "make bench    the same operator with steady, hand-written controller-runtime and cluster-api's patch helper, measured; regenerates docs/benchmarks.md (BENCH_N=100,1000 BENCH_RUNS=3 BENCH_FLAGS=...)"
 
 envtest:
 	@cd hack && go run ./cmd/envtest-assets

@@ -264,8 +264,10 @@ const method = `## How it is measured
   on a locked OS thread whose CPU time (` + "`CLOCK_THREAD_CPUTIME_ID`" + `) is read before and after; the
   handlers (some 35ns an event, on the informers' goroutines) are not in it. After each phase the
   state is checked again in full, with Lists through the API server.
-- **Heap**: the largest ` + "`HeapAlloc`" + ` sampled every 50ms (garbage included), and ` + "`HeapAlloc`" + ` after a
-  GC at the end of the phase (mostly the manager's cache).
+- **Heap**: the largest ` + "`HeapAlloc`" + ` (garbage included) sampled every 2ms through
+  ` + "`runtime/metrics`" + ` (which does not stop the world), and ` + "`HeapAlloc`" + ` after a GC at the end of
+  the phase (mostly the manager's cache). The peak follows the live heap: the Go GC lets the heap
+  grow to twice what the last cycle found live before it collects.
 - The rate limits are envtest's (QPS 1000, burst 2000): the client never throttles at these sizes.
 - The garbage collector runs in a kube-controller-manager started with ` + "`--kube-api-qps`" + ` as the
   table above says (` + "`-gc-qps`" + `): at its default of 20 requests a second, collecting the 3,000

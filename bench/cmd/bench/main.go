@@ -5,7 +5,7 @@
 // control plane with a garbage collector (testenv), N Teams at a time; and
 // the weight of small mains importing steady's packages.
 //
-//	cd bench && go run ./cmd/bench -n 100,1000 -runs 2 -out ../docs/benchmarks.md
+//	cd bench && go run ./cmd/bench -n 100,1000 -runs 3 -out ../docs/benchmarks.md
 //
 // It needs the envtest assets: KUBEBUILDER_ASSETS, or `make envtest`.
 package main
@@ -48,7 +48,7 @@ func main() {
 func run() error {
 	var (
 		sizes         = flag.String("n", "100,1000", "numbers of Teams, comma-separated (10000 works too, and takes long)")
-		runs          = flag.Int("runs", 2, "runs per N; the variants' order rotates between runs")
+		runs          = flag.Int("runs", 3, "runs per N; the variants' order rotates between runs (3: each variant once in each place)")
 		variants      = flag.String("variants", strings.Join(operator.Variants, ","), "variants to run")
 		workers       = flag.Int("workers", 1, "MaxConcurrentReconciles of every controller")
 		idle          = flag.Duration("idle", 500*time.Millisecond, "how long a controller must be idle for a phase to end")

@@ -1,0 +1,33 @@
+package harness
+
+import (
+	"runtime"
+	"testing"
+	"time"
+)
+
+// TestSampleHeapSeesAPeakGoneBeforeTheEnd: the sampler reports the heap of
+// a burst that was collected before the phase ended, not only the heap at
+// its start and end.
+func TestSampleHeapSeesAPeakGoneBeforeTheEnd(t *testing.T) {
+	runtime.GC()
+	const size = 64 << 20
+	stop := sampleHeap()
+	burst := make([]byte, size)
+	for i := range burst {
+		burst[i] = byte(i)
+	}
+	time.Sleep(100 * time.Millisecond) // some 50 periods
+	runtime.KeepAlive(burst)
+	burst = nil
+	runtime.GC()
+	peak := stop()
+	if peak < size {
+		t.Fatalf("peak %d bytes, want at least the %d-byte burst", peak, size)
+	}
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	if ms.HeapAlloc >= size {
+		t.Fatalf("the burst was not collected (HeapAlloc %d): the test proves nothing", ms.HeapAlloc)
+	}
+}
