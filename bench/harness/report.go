@@ -279,7 +279,7 @@ const method = `## How it is measured
 ## Run it
 
 ` + "```sh" + `
-make bench                                  # N = 100 and 1000, 2 runs each; regenerates this file
+make bench                                  # N = 100 and 1000, 3 runs each; regenerates this file
 make bench BENCH_N=100,1000,10000           # with 10,000 Teams (long)
 cd bench && go run ./cmd/bench -h           # every flag: runs, variants, workers, CPU profiles, JSON
 cd bench && go run ./cmd/bench -n 100 -runs 1 -weight=false -out - -cpuprofile-dir /tmp/prof -cpuprofile-phase no-op
