@@ -494,14 +494,16 @@ func (r Report) writeNoop(p func(string, ...any)) {
 	p("## One reconcile when nothing changed\n\n")
 	p("One converged Team, its reconcile called in a loop (`testing.Benchmark`) through the manager's\n")
 	p("cached client: what each variant spends to find out there is nothing to write. No variant sends\n")
-	p("a request. `go test -run '^$' -bench NoopReconcile -cpuprofile cpu.out ./harness/` in bench/\n")
-	p("profiles it.\n\n")
+	p("a request. Time is wall time per reconcile; CPU is the whole process's over the loop (the garbage\n")
+	p("collector's work included, other processes' not), the better measure on a shared machine.\n")
+	p("`go test -run '^$' -bench NoopReconcile -cpuprofile cpu.out ./harness/` in bench/ profiles it.\n\n")
 	var samples []costSample
 	for _, c := range r.Noop {
-		samples = append(samples, costSample{c.Variant, []float64{float64(c.NsPerOp) / 1e3, float64(c.BytesPerOp) / 1024, float64(c.AllocsPerOp), float64(c.Requests)}})
+		samples = append(samples, costSample{c.Variant, []float64{float64(c.NsPerOp) / 1e3, float64(c.CPUNsPerOp) / 1e3, float64(c.BytesPerOp) / 1024, float64(c.AllocsPerOp), float64(c.Requests)}})
 	}
 	writeCosts(p, r.variants(), samples, []costRow{
 		{"time per reconcile (µs)", metric{format: f0, spread: true}},
+		{"CPU time of the process per reconcile (µs)", metric{format: f0, spread: true}},
 		{"allocated per reconcile (KiB)", metric{format: f1}},
 		{"allocations per reconcile", metric{format: f0}},
 		{"requests, all reconciles", metric{format: f0}},

@@ -147,6 +147,22 @@ func TestConvergeCostSmoke(t *testing.T) {
 	}
 }
 
+// TestNoopCostSmoke measures a no-op reconcile as make bench does: no
+// request, and a CPU time and allocations per reconcile.
+func TestNoopCostSmoke(t *testing.T) {
+	env.Require(t)
+	for i, v := range []string{operator.Steady, operator.HandWritten} {
+		cost, err := MeasureNoop(context.Background(), Config{RESTConfig: env.Config, Run: 520 + i}, v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cost.Requests != 0 || cost.AllocsPerOp == 0 || cost.CPUNsPerOp <= 0 || cost.NsPerOp <= 0 {
+			t.Errorf("%s: %+v", v, cost)
+		}
+		t.Logf("%s: %dµs CPU, %d allocations per no-op reconcile", v, cost.CPUNsPerOp/1e3, cost.AllocsPerOp)
+	}
+}
+
 // TestCounterClassifiesRequests checks the names the counter gives to the
 // paths the clients use.
 func TestCounterClassifiesRequests(t *testing.T) {
