@@ -1,0 +1,165 @@
+package harness
+
+import (
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/steadyk8s/steady/bench/operator"
+)
+
+// ratios is steady's figure over the hand-written one's: of the means, and
+// the smallest and largest of the runs' own ratios (a run measures both
+// variants one after the other, so its ratio shares the machine's state).
+type ratios struct {
+	mean, min, max float64
+	runs           int
+}
+
+func (q ratios) String() string {
+	if q.runs == 0 {
+		return "—"
+	}
+	s := fmt.Sprintf("%.2f", q.mean)
+	if q.runs > 1 {
+		s += fmt.Sprintf(" (runs %.2f–%.2f)", q.min, q.max)
+	}
+	return s
+}
+
+// verdict says whether q meets goal: on the mean, and in how many runs.
+func (q ratios) verdict(goal float64) string {
+	switch {
+	case q.runs == 0:
+		return "not measured"
+	case q.max <= goal:
+		return "met, in every run"
+	case q.mean <= goal:
+		return "met on the mean, not in every run"
+	case q.min <= goal:
+		return "not met on the mean (met in some runs)"
+	}
+	return "not met"
+}
+
+// pairRatios computes ratios from the steady and hand-written values of
+// each run (keyed by run).
+func pairRatios(steady, hand map[int]float64) ratios {
+	q := ratios{min: math.Inf(1), max: math.Inf(-1)}
+	var ss, hs float64
+	for run, s := range steady {
+		h, ok := hand[run]
+		if !ok || h == 0 {
+			continue
+		}
+		ss, hs = ss+s, hs+h
+		q.min, q.max = math.Min(q.min, s/h), math.Max(q.max, s/h)
+		q.runs++
+	}
+	if q.runs > 0 {
+		q.mean = ss / hs
+	}
+	return q
+}
+
+// phaseRatios is pairRatios of metric m in phase of setup n.
+func (r Report) phaseRatios(n Setup, phase string, m metric) ratios {
+	steady, hand := map[int]float64{}, map[int]float64{}
+	for _, res := range r.Results {
+		if res.Setup != n {
+			continue
+		}
+		switch res.Variant {
+		case operator.Steady:
+			steady[res.Run] = m.value(res.Phase(phase))
+		case operator.HandWritten:
+			hand[res.Run] = m.value(res.Phase(phase))
+		}
+	}
+	return pairRatios(steady, hand)
+}
+
+func metricNamed(name string) metric {
+	for _, m := range metrics {
+		if m.name == name {
+			return m
+		}
+	}
+	panic("no metric " + name)
+}
+
+// writeGoals sets the figures issue 16 set goals for beside their goals,
+// at the largest N run without a lagging cache.
+func (r Report) writeGoals(p func(string, ...any)) {
+	var top Setup
+	for _, n := range r.setups() {
+		if n.WatchDelay == 0 && n.N > top.N {
+			top = n
+		}
+	}
+	vs := r.variants()
+	if top.N == 0 || !slices.Contains(vs, operator.Steady) || !slices.Contains(vs, operator.HandWritten) {
+		return
+	}
+	p("## The goals\n\n")
+	p("What issue 16 asked of steady against the hand-written code, at N = %d (phases) and per\n", top.N)
+	p("reconcile (the two tables below the phases). A ratio is steady's figure over the hand-written\n")
+	p("one's: of the means, and the range of the runs' own ratios. Times vary between runs on a\n")
+	p("shared machine; allocations do not.\n\n")
+	p("| goal | figure | steady / hand-written | |\n|---|---|---|---|\n")
+	row := func(goal, figure string, q ratios, limit float64) {
+		p("| %s | %s | %s | %s |\n", goal, figure, q, q.verdict(limit))
+	}
+	noopCPU, noopAllocs := map[int]float64{}, map[int]float64{}
+	noopHand, noopHandAllocs := map[int]float64{}, map[int]float64{}
+	for _, c := range r.Noop {
+		switch c.Variant {
+		case operator.Steady:
+			noopCPU[c.Run], noopAllocs[c.Run] = float64(c.CPUNsPerOp), float64(c.AllocsPerOp)
+		case operator.HandWritten:
+			noopHand[c.Run], noopHandAllocs[c.Run] = float64(c.CPUNsPerOp), float64(c.AllocsPerOp)
+		}
+	}
+	convCPU, convHand, convAllocs, convHandAllocs := map[int]float64{}, map[int]float64{}, map[int]float64{}, map[int]float64{}
+	for _, c := range r.Converge {
+		switch c.Variant {
+		case operator.Steady:
+			convCPU[c.Run], convAllocs[c.Run] = c.CPUNs, c.Allocs
+		case operator.HandWritten:
+			convHand[c.Run], convHandAllocs[c.Run] = c.CPUNs, c.Allocs
+		}
+	}
+	cpu := metricNamed("CPU time of the process (s)")
+	const noop, converge = "CPU per reconcile that changes nothing ≤ 1.1×", "CPU to converge ≤ 1.05×"
+	row(noop, "one no-op reconcile, CPU of the process", pairRatios(noopCPU, noopHand), 1.1)
+	row(noop, "one no-op reconcile, allocations", pairRatios(noopAllocs, noopHandAllocs), 1.1)
+	row(noop, "no-op phase, CPU of the process", r.phaseRatios(top, PhaseNoop, cpu), 1.1)
+	row(converge, "converge phase, CPU of the process", r.phaseRatios(top, PhaseConverge, cpu), 1.05)
+	row(converge, "one converging reconcile, CPU of the process", pairRatios(convCPU, convHand), 1.05)
+	row(converge, "one converging reconcile, allocations", pairRatios(convAllocs, convHandAllocs), 1.05)
+	peak := metricNamed("peak heap (MiB)")
+	for _, phase := range Phases {
+		row("peak heap ≤ 1.1×", phase+" phase", r.phaseRatios(top, phase, peak), 1.1)
+	}
+	// Requests the goals want at zero, summed over every setup and run.
+	var dry, rest float64
+	dryM, reqM := metricNamed("dry runs"), metricNamed("requests (watches aside)")
+	for _, res := range r.Results {
+		if res.Variant != operator.Steady {
+			continue
+		}
+		for _, ph := range res.Phases {
+			dry += dryM.value(ph)
+		}
+		rest += reqM.value(res.Phase(PhaseNoop))
+	}
+	zero := func(v float64) string {
+		if v == 0 {
+			return "met"
+		}
+		return "not met"
+	}
+	p("| 0 dry runs | steady's dry runs, every phase, setup and run | %.0f | %s |\n", dry, zero(dry))
+	p("| 0 requests for a converged owner and its children | steady's requests in the no-op phases | %.0f | %s |\n", rest, zero(rest))
+	p("\n")
+}
