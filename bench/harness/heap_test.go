@@ -31,3 +31,21 @@ func TestSampleHeapSeesAPeakGoneBeforeTheEnd(t *testing.T) {
 		t.Fatalf("the burst was not collected (HeapAlloc %d): the test proves nothing", ms.HeapAlloc)
 	}
 }
+
+// TestGCCPUCountsCollections: the GC CPU of a phase grows with the
+// collections run in it.
+func TestGCCPUCountsCollections(t *testing.T) {
+	g0 := gcCPU()
+	keep := make([][]byte, 0, 1024)
+	for range 20 {
+		for range 1024 {
+			keep = append(keep, make([]byte, 1024))
+		}
+		runtime.GC()
+		keep = keep[:0]
+	}
+	runtime.KeepAlive(keep)
+	if g := gcCPU() - g0; g <= 0 {
+		t.Fatalf("GC CPU grew by %v over 20 collections", g)
+	}
+}

@@ -59,6 +59,7 @@ func notWatch(k Key) bool { return k.Verb != "WATCH" && k.Verb != "DISCOVERY" }
 var metrics = []metric{
 	{"wall time (s)", func(p PhaseResult) float64 { return p.Wall.Seconds() }, f2, true},
 	{"CPU time of the process (s)", func(p PhaseResult) float64 { return p.CPU.Seconds() }, f2, true},
+	{"of which the Go garbage collector, CPU (s, the runtime's estimate)", func(p PhaseResult) float64 { return p.GCCPU.Seconds() }, f2, false},
 	{"of which the harness's checks of the cache, wall (s)", func(p PhaseResult) float64 { return p.CheckTime.Seconds() }, f2, false},
 	{"of which the harness's checks of the cache, CPU (s)", func(p PhaseResult) float64 { return p.CheckCPU.Seconds() }, f2, false},
 	{"requests (watches aside)", func(p PhaseResult) float64 { return float64(p.Counts.Requests(notWatch)) }, f0, false},
@@ -254,7 +255,8 @@ const method = `## How it is measured
   cache, checked every 20ms + 50µs per Team. The phase then ends once the controller has been
   idle (nothing running, no reconcile and no request) for the idle window; requests, reconciles
   and CPU are counted until then.
-- **CPU** is the process's user + system time (` + "`getrusage`" + `) over the phase: the manager, and the
+- **CPU** is the process's user + system time (` + "`getrusage`" + `) over the phase (with the Go runtime's
+  estimate of its garbage collector's share, from ` + "`runtime/metrics`" + `): the manager, and the
   harness's writes (creating, patching, deleting Teams) and checks of the manager's cache, the
   same work for every variant. The API server, etcd and the controller manager are other
   processes and not included. The checks list nothing: event handlers on the cache's four

@@ -115,6 +115,11 @@ type PhaseResult struct {
 	// after, so it counts the checks' own work and their GC assists, not
 	// the background GC their garbage costs later.
 	CheckCPU time.Duration
+	// GCCPU is the Go runtime's estimate of the CPU time its garbage
+	// collector spent in the phase (runtime/metrics
+	// /cpu/classes/gc/total:cpu-seconds), part of CPU: what the phase's
+	// allocations cost beyond making them.
+	GCCPU time.Duration
 	// Counts are the manager's requests.
 	Counts Counts
 	// Reconciles are controller-runtime's reconcile counters.
@@ -329,6 +334,7 @@ func (r *runner) startManager(ctx context.Context) (func(), error) {
 type measurement struct {
 	start      time.Time
 	cpu        time.Duration
+	gc         time.Duration
 	counts     Counts
 	reconciles Reconciles
 	peak       uint64
@@ -341,6 +347,17 @@ func cpuTime() time.Duration {
 		return 0
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// gcCPU is the runtime's estimate of the CPU time its garbage collector has
+// spent since the process started.
+func gcCPU() time.Duration {
+	s := []rtmetrics.Sample{{Name: "/cpu/classes/gc/total:cpu-seconds"}}
+	rtmetrics.Read(s)
+	if s[0].Value.Kind() != rtmetrics.KindFloat64 {
+		return 0
+	}
+	return time.Duration(s[0].Value.Float64() * float64(time.Second))
 }
 
 // heapPeriod is how often sampleHeap reads the heap. A GC cycle at
@@ -411,7 +428,7 @@ func (r *runner) phase(ctx context.Context, phase string) (PhaseResult, error) {
 		}
 		stopProfile = func() { pprof.StopCPUProfile(); f.Close() }
 	}
-	m := measurement{start: time.Now(), cpu: cpuTime(), counts: r.counter.Snapshot(), reconciles: r.tally.read(), stopHeap: sampleHeap()}
+	m := measurement{start: time.Now(), cpu: cpuTime(), gc: gcCPU(), counts: r.counter.Snapshot(), reconciles: r.tally.read(), stopHeap: sampleHeap()}
 	r.checkDur, r.checkCPU = 0, 0
 	r.resetChecks(false)
 
@@ -430,6 +447,7 @@ func (r *runner) phase(ctx context.Context, phase string) (PhaseResult, error) {
 	idleErr := r.waitIdle(ctx)
 	pr.Settle = time.Since(m.start)
 	pr.CPU = cpuTime() - m.cpu
+	pr.GCCPU = gcCPU() - m.gc
 	pr.PeakHeap = m.stopHeap()
 	if stopProfile != nil {
 		stopProfile()
