@@ -4,12 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -562,79 +565,148 @@ func TestChildrenWithoutARecordKeepWorking(t *testing.T) {
 	}
 }
 
-// TestTheRecordInMemory: SetControllerReference records the owner
-// (the core group and a cluster-scoped owner as empty parts), takes back a
-// child whose stale controller reference is the owner's kind and name and
-// whose record is the owner's, refuses one recorded for another owner, and
-// RemoveOwnerReference removes the record with the controller reference.
+// TestTheRecordInMemory: SetControllerReference records the owner in
+// labels when its kind and name are label values ("<Kind>.<group>", the
+// core group as the kind alone; no namespace), else in the annotation
+// (the core group and a cluster-scoped owner as empty parts), never both;
+// takes back a child whose stale controller reference is the owner's kind
+// and name and whose record, in either form, is the owner's; refuses one
+// recorded for another owner in either form; and RemoveOwnerReference
+// removes the record with the controller reference.
 func TestTheRecordInMemory(t *testing.T) {
 	s := testapi.Scheme()
 	w := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "app", UID: "new"}}
 	cm := func(annotations map[string]string, refs ...metav1.OwnerReference) *corev1.ConfigMap {
 		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "c", Annotations: annotations, OwnerReferences: refs}}
 	}
+	long := strings.Repeat("l", 70)
 	for _, tc := range []struct {
-		owner client.Object
-		want  string
+		owner            client.Object
+		kind, name, want string // the labels' values, or the annotation's
 	}{
-		{w, "test.steady.dev/Widget/ns/app"},
-		{&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "s", UID: "1"}}, "/Secret/ns/s"},
-		{&testapi.Widget{ObjectMeta: metav1.ObjectMeta{Name: "cluster", UID: "2"}}, "test.steady.dev/Widget//cluster"},
+		{owner: w, kind: "Widget.test.steady.dev", name: "app"},
+		{owner: &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "s", UID: "1"}}, kind: "Secret", name: "s"},
+		{owner: &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Name: "cluster", UID: "2"}}, kind: "Widget.test.steady.dev", name: "cluster"},
+		{owner: &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: long, UID: "3"}}, want: "test.steady.dev/Widget/ns/" + long},
+		{owner: &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: strings.Repeat("s", 63), UID: "4"}}, kind: "Secret", name: strings.Repeat("s", 63)},
+		{owner: &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "system:view", UID: "5"}}, want: "rbac.authorization.k8s.io/ClusterRole//system:view"},
 	} {
-		child := cm(nil)
-		if changed, err := ownership.SetControllerReference(tc.owner, child, s); !changed || err != nil || child.Annotations[ownership.OwnerAnnotation] != tc.want {
-			t.Errorf("%s: %v, %v, record %q; want %q", tc.owner.GetName(), changed, err, child.Annotations[ownership.OwnerAnnotation], tc.want)
+		child := cm(map[string]string{"keep": "1"})
+		child.Labels = map[string]string{"app": "x"}
+		changed, err := ownership.SetControllerReference(tc.owner, child, s)
+		kind, name, ann := child.Labels[ownership.OwnerKindLabel], child.Labels[ownership.OwnerNameLabel], child.Annotations[ownership.OwnerAnnotation]
+		if !changed || err != nil || kind != tc.kind || name != tc.name || ann != tc.want || child.Labels["app"] != "x" || child.Annotations["keep"] != "1" {
+			t.Errorf("%s: %v, %v, labels %v, annotations %v; want kind %q, name %q, annotation %q", tc.owner.GetName(), changed, err, child.Labels, child.Annotations, tc.kind, tc.name, tc.want)
 		}
 		if changed, err := ownership.SetControllerReference(tc.owner, child, s); changed || err != nil {
 			t.Errorf("%s again: %v, %v; want no change", tc.owner.GetName(), changed, err)
+		}
+		if !ownership.RemoveOwnerReference(tc.owner, child) || len(child.Labels) != 1 || len(child.Annotations) != 1 {
+			t.Errorf("%s removed: labels %v, annotations %v; want app=x and keep=1 alone", tc.owner.GetName(), child.Labels, child.Annotations)
 		}
 	}
 
 	stale := metav1.OwnerReference{APIVersion: testapi.GroupVersion.String(), Kind: "Widget", Name: "app", UID: "old", Controller: new(true)}
 	rec := map[string]string{ownership.OwnerAnnotation: "test.steady.dev/Widget/ns/app"}
-	child := cm(rec, stale)
-	if changed, err := ownership.SetControllerReference(w, child, s); !changed || err != nil || !metav1.IsControlledBy(child, w) || len(child.OwnerReferences) != 1 {
-		t.Errorf("stale reference, recorded: %v, %v, %v", changed, err, child.OwnerReferences)
+	labels := func(kind, name string) map[string]string {
+		return map[string]string{ownership.OwnerKindLabel: kind, ownership.OwnerNameLabel: name}
+	}
+	recLabels := labels("Widget.test.steady.dev", "app")
+	for _, form := range []struct {
+		name        string
+		labels, ann map[string]string
+	}{{"annotation", nil, rec}, {"labels", recLabels, nil}, {"both", recLabels, rec}} {
+		child := cm(form.ann, stale)
+		child.Labels = form.labels
+		if changed, err := ownership.SetControllerReference(w, child, s); !changed || err != nil || !metav1.IsControlledBy(child, w) || len(child.OwnerReferences) != 1 {
+			t.Errorf("stale reference, recorded in %s: %v, %v, %v", form.name, changed, err, child.OwnerReferences)
+		}
+		// The record was the owner's as it is written: left as it is.
+		if !reflect.DeepEqual(child.Labels, form.labels) || !reflect.DeepEqual(child.Annotations, form.ann) {
+			t.Errorf("stale reference, recorded in %s: labels %v, annotations %v; want the record left as it was", form.name, child.Labels, child.Annotations)
+		}
+		// Another kind or group of the same name, recorded as ours (the
+		// record copied by hand): not ours.
+		for _, ref := range []metav1.OwnerReference{
+			{APIVersion: "v1", Kind: "Widget", Name: "app", UID: "old", Controller: new(true)},
+			{APIVersion: testapi.GroupVersion.String(), Kind: "Gadget", Name: "app", UID: "old", Controller: new(true)},
+			{APIVersion: testapi.GroupVersion.String(), Kind: "Widget", Name: "other", UID: "old", Controller: new(true)},
+		} {
+			child := cm(form.ann, ref)
+			child.Labels = form.labels
+			var aoe *ownership.AlreadyOwnedError
+			if changed, err := ownership.SetControllerReference(w, child, s); changed || !errors.As(err, &aoe) || child.OwnerReferences[0].UID != "old" {
+				t.Errorf("%s, %v: %v, %v; want an *AlreadyOwnedError and no change", form.name, ref, changed, err)
+			}
+		}
 	}
 	// A restore into another namespace (Velero's namespace mapping): the
 	// record of a namespaced owner is matched without its namespace, and
-	// rewritten.
-	child = cm(map[string]string{ownership.OwnerAnnotation: "test.steady.dev/Widget/before/app"})
-	if changed, err := ownership.SetControllerReference(w, child, s); !changed || err != nil || child.Annotations[ownership.OwnerAnnotation] != "test.steady.dev/Widget/ns/app" {
-		t.Errorf("restored into another namespace: %v, %v, %v", changed, err, child.Annotations)
-	}
-	// Another kind or group of the same name, recorded as ours (the
-	// record copied by hand): not ours.
-	for _, ref := range []metav1.OwnerReference{
-		{APIVersion: "v1", Kind: "Widget", Name: "app", UID: "old", Controller: new(true)},
-		{APIVersion: testapi.GroupVersion.String(), Kind: "Gadget", Name: "app", UID: "old", Controller: new(true)},
-		{APIVersion: testapi.GroupVersion.String(), Kind: "Widget", Name: "other", UID: "old", Controller: new(true)},
-	} {
-		child := cm(rec, ref)
-		var aoe *ownership.AlreadyOwnedError
-		if changed, err := ownership.SetControllerReference(w, child, s); changed || !errors.As(err, &aoe) || child.OwnerReferences[0].UID != "old" {
-			t.Errorf("%v: %v, %v; want an *AlreadyOwnedError and no change", ref, changed, err)
-		}
-	}
-	child = cm(map[string]string{ownership.OwnerAnnotation: "test.steady.dev/Widget/ns/other"})
-	var aoe *ownership.AlreadyOwnedError
-	if changed, err := ownership.SetControllerReference(w, child, s); changed || !errors.As(err, &aoe) || aoe.Recorded != "Widget ns/other" || len(child.OwnerReferences) != 0 {
-		t.Errorf("recorded for another owner: %v, %v", changed, err)
-	}
-	if changed, err := ownership.SetControllerReference(w, child, s, ownership.Adopt{}); !changed || err != nil || child.Annotations[ownership.OwnerAnnotation] != "test.steady.dev/Widget/ns/app" {
-		t.Errorf("adopted: %v, %v, %v", changed, err, child.Annotations)
+	// rewritten, in labels.
+	child := cm(map[string]string{ownership.OwnerAnnotation: "test.steady.dev/Widget/before/app"})
+	if changed, err := ownership.SetControllerReference(w, child, s); !changed || err != nil || !reflect.DeepEqual(child.Labels, recLabels) || len(child.Annotations) != 0 {
+		t.Errorf("restored into another namespace: %v, %v, %v, %v", changed, err, child.Labels, child.Annotations)
 	}
 
-	child.Annotations["keep"] = "1"
-	if !ownership.RemoveOwnerReference(w, child) || len(child.OwnerReferences) != 0 || len(child.Annotations) != 1 {
-		t.Errorf("removed: references %v, annotations %v; want none, keep=1", child.OwnerReferences, child.Annotations)
+	// Recorded for another owner, in either form or both: refused, named
+	// with the form that refused it; Adopt{} records the owner in labels
+	// and removes the other record.
+	for _, tc := range []struct {
+		name                   string
+		labels, ann            map[string]string
+		recorded, recordedIn string
+	}{
+		{"annotation", nil, map[string]string{ownership.OwnerAnnotation: "test.steady.dev/Widget/ns/other"}, "Widget ns/other", "annotation"},
+		{"labels", labels("Widget.test.steady.dev", "other"), nil, "Widget other", "labels"},
+		{"labels of another kind", labels("Gadget.test.steady.dev", "app"), nil, "Gadget app", "labels"},
+		{"labels of another group", labels("Widget", "app"), nil, "Widget app", "labels"},
+		{"a label alone", map[string]string{ownership.OwnerNameLabel: "app"}, nil,
+			ownership.OwnerKindLabel + `="" ` + ownership.OwnerNameLabel + `="app"`, "labels"},
+		{"ours in labels, another's in the annotation", recLabels, map[string]string{ownership.OwnerAnnotation: "test.steady.dev/Widget/ns/other"}, "Widget ns/other", "annotation"},
+		{"ours in the annotation, another's in labels", labels("Widget.test.steady.dev", "other"), rec, "Widget other", "labels"},
+		// A cluster-scoped Widget of the name is another owner.
+		{"a cluster-scoped owner of the name", nil, map[string]string{ownership.OwnerAnnotation: "test.steady.dev/Widget//app"}, "Widget app", "annotation"},
+	} {
+		child := cm(tc.ann)
+		child.Labels = tc.labels
+		before := child.DeepCopy()
+		var aoe *ownership.AlreadyOwnedError
+		changed, err := ownership.SetControllerReference(w, child, s)
+		if changed || !errors.As(err, &aoe) || aoe.Recorded != tc.recorded || aoe.RecordedIn != tc.recordedIn || aoe.Controller != "" || !reflect.DeepEqual(child, before) {
+			t.Errorf("%s: %v, %v (%#v); want an *AlreadyOwnedError recording %q in %s", tc.name, changed, err, aoe, tc.recorded, tc.recordedIn)
+			continue
+		}
+		if keys := map[string]string{"labels": ownership.OwnerKindLabel, "annotation": ownership.OwnerAnnotation}[tc.recordedIn]; !strings.Contains(err.Error(), keys) || !strings.Contains(err.Error(), tc.recorded) {
+			t.Errorf("%s: message %q does not name %s and %s", tc.name, err, keys, tc.recorded)
+		}
+		if changed, err := ownership.SetControllerReference(w, child, s, ownership.Adopt{}); !changed || err != nil ||
+			!reflect.DeepEqual(child.Labels, recLabels) || child.Annotations[ownership.OwnerAnnotation] != "" && child.Annotations[ownership.OwnerAnnotation] != rec[ownership.OwnerAnnotation] {
+			t.Errorf("%s adopted: %v, %v, labels %v, annotations %v", tc.name, changed, err, child.Labels, child.Annotations)
+		}
 	}
+
 	// A non-controller reference removed leaves another's record alone.
-	child = cm(map[string]string{ownership.OwnerAnnotation: "test.steady.dev/Widget/ns/other"})
-	if _, err := ownership.SetOwnerReference(w, child, s); err != nil {
+	for _, other := range []struct{ labels, ann map[string]string }{
+		{nil, map[string]string{ownership.OwnerAnnotation: "test.steady.dev/Widget/ns/other"}},
+		{labels("Widget.test.steady.dev", "other"), nil},
+	} {
+		child = cm(other.ann)
+		child.Labels = other.labels
+		if _, err := ownership.SetOwnerReference(w, child, s); err != nil {
+			t.Fatal(err)
+		}
+		if !ownership.RemoveOwnerReference(w, child) || !reflect.DeepEqual(child.Labels, other.labels) || !reflect.DeepEqual(child.Annotations, other.ann) {
+			t.Errorf("a non-controller reference removed: labels %v, annotations %v", child.Labels, child.Annotations)
+		}
+	}
+	// The controller reference removed takes the owner's record in both
+	// forms, and leaves another's.
+	child = cm(maps.Clone(rec))
+	child.Labels = maps.Clone(recLabels)
+	if _, err := ownership.SetControllerReference(w, child, s); err != nil {
 		t.Fatal(err)
 	}
-	if !ownership.RemoveOwnerReference(w, child) || child.Annotations[ownership.OwnerAnnotation] == "" {
-		t.Errorf("a non-controller reference removed: annotations %v", child.Annotations)
+	if !ownership.RemoveOwnerReference(w, child) || len(child.Labels) != 0 || len(child.Annotations) != 0 {
+		t.Errorf("removed, recorded in both forms: labels %v, annotations %v", child.Labels, child.Annotations)
 	}
 }
