@@ -652,8 +652,8 @@ func TestTheRecordInMemory(t *testing.T) {
 	// with the form that refused it; Adopt{} records the owner in labels
 	// and removes the other record.
 	for _, tc := range []struct {
-		name                   string
-		labels, ann            map[string]string
+		name                 string
+		labels, ann          map[string]string
 		recorded, recordedIn string
 	}{
 		{"annotation", nil, map[string]string{ownership.OwnerAnnotation: "test.steady.dev/Widget/ns/other"}, "Widget ns/other", "annotation"},
