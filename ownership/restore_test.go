@@ -143,16 +143,35 @@ func waitGone(t *testing.T, c client.Client, obj client.Object, what string) {
 // (a new UID), the children created again without owner references,
 // labels and annotations kept. One call per child takes each back, with
 // no error and no duplicate: its controller reference now holds the new
-// UID. Deleting the owner then has the garbage collector delete them.
+// UID. Deleting the owner then has the garbage collector delete them. For
+// each form of the record: the labels, the annotation of an owner whose
+// name is not a label value (70 characters), and the annotation of an
+// earlier version (a backup taken before the labels: the children carry
+// the annotation alone).
 func TestRestoredChildrenAreTakenBack(t *testing.T) {
 	e := gcEnvironment(t)
-	ctx := context.Background()
 	c, n, err := testapi.NewCountingClient(e.Config, e.Scheme)
 	if err != nil {
 		t.Fatal(err)
 	}
+	long := strings.Repeat("l", 70)
+	for _, tc := range []struct {
+		name, owner string
+		earlier     bool // the backup is an earlier version's: the annotation alone
+	}{{"labels", "app", false}, {"annotation of a long name", long, false}, {"annotation of an earlier version", "app", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			restoreAndTakeBack(t, e, c, n, tc.owner, tc.earlier)
+		})
+	}
+}
+
+// restoreAndTakeBack is TestRestoredChildrenAreTakenBack for an owner of
+// the given name, its children's backup turned into an earlier version's
+// when earlier is set.
+func restoreAndTakeBack(t *testing.T, e *testenv.Environment, c client.Client, n *testapi.Counter, ownerName string, earlier bool) {
+	ctx := context.Background()
 	ns := e.Namespace(t)
-	o := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "app"}}
+	o := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: ownerName}}
 	if err := e.Client.Create(ctx, o); err != nil {
 		t.Fatal(err)
 	}
@@ -166,9 +185,26 @@ func TestRestoredChildrenAreTakenBack(t *testing.T) {
 		children = append(children, rc.empty(ns))
 	}
 	saved := backup(t, e.Client, children)
+	annotation := "test.steady.dev/Widget/" + ns + "/" + ownerName
 	for i, s := range saved {
-		if got := s.GetAnnotations()[ownership.OwnerAnnotation]; got != "test.steady.dev/Widget/"+ns+"/app" {
-			t.Errorf("%s: record %q", cases[i].name, got)
+		kind, name, ann := s.GetLabels()[ownership.OwnerKindLabel], s.GetLabels()[ownership.OwnerNameLabel], s.GetAnnotations()[ownership.OwnerAnnotation]
+		want := [3]string{"Widget.test.steady.dev", ownerName, ""}
+		if len(ownerName) > 63 {
+			want = [3]string{"", "", annotation}
+		}
+		if got := [3]string{kind, name, ann}; got != want {
+			t.Errorf("%s: record %q, want %q (labels kind and name, annotation)", cases[i].name, got, want)
+		}
+		if earlier {
+			l, a := maps.Clone(s.GetLabels()), maps.Clone(s.GetAnnotations())
+			delete(l, ownership.OwnerKindLabel)
+			delete(l, ownership.OwnerNameLabel)
+			if a == nil {
+				a = map[string]string{}
+			}
+			a[ownership.OwnerAnnotation] = annotation
+			s.SetLabels(l)
+			s.SetAnnotations(a)
 		}
 	}
 
@@ -190,7 +226,7 @@ func TestRestoredChildrenAreTakenBack(t *testing.T) {
 	}
 
 	// The restore.
-	o = &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "app"}}
+	o = &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: ownerName}}
 	if err := e.Client.Create(ctx, o); err != nil {
 		t.Fatal(err)
 	}
@@ -387,65 +423,86 @@ func TestAStaleReferenceIsReplaced(t *testing.T) {
 
 // TestAChildRecordedForAnotherOwnerIsRefused: a child without a controller
 // whose record names another owner (its owner's orphaned child, or a
-// restored one) is refused by each way to write it, with an
-// *AlreadyOwnedError naming both owners and the record, and left as it
-// was; Adopt{} takes it, and records the new owner.
+// restored one), in the labels, the annotation, or one of them while the
+// other names the owner, is refused by each way to write it, with an
+// *AlreadyOwnedError naming both owners and the form that refused it, and
+// left as it was; Adopt{} takes it, and records the new owner in labels
+// alone.
 func TestAChildRecordedForAnotherOwnerIsRefused(t *testing.T) {
 	env.Require(t)
 	ctx := context.Background()
 	c, n := counting(t)
 	ns := env.Namespace(t)
 	a := owner(t, ns, "a")
-	for _, fn := range allFns {
-		t.Run(fn.name, func(t *testing.T) {
-			cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "b-" + strings.ToLower(fn.name),
-				Annotations: map[string]string{ownership.OwnerAnnotation: "test.steady.dev/Widget/" + ns + "/b", "keep": "1"}}}
-			if err := env.Client.Create(ctx, cm); err != nil {
-				t.Fatal(err)
-			}
-			want := cm.DeepCopy()
-			write := func(opts ...option) (controllerutil.OperationResult, error) {
-				mine := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: cm.Name}}
-				mutate := func() error { mine.Data = map[string]string{"k": "a"}; return nil }
-				if fn.name == "Apply" {
-					_ = mutate()
-					var aopts []ownership.ApplyOption
-					for _, o := range opts {
-						aopts = append(aopts, o.(ownership.ApplyOption))
-					}
-					return ownership.Apply(ctx, c, a, mine, "steady-test", aopts...)
+	labelsOf := func(name string) map[string]string {
+		return map[string]string{ownership.OwnerKindLabel: "Widget.test.steady.dev", ownership.OwnerNameLabel: name, "app": "x"}
+	}
+	annotationOf := func(name string) map[string]string {
+		return map[string]string{ownership.OwnerAnnotation: "test.steady.dev/Widget/" + ns + "/" + name, "keep": "1"}
+	}
+	for _, form := range []struct {
+		name                 string
+		labels, annotations  map[string]string
+		recorded, recordedIn string
+	}{
+		{"annotation", map[string]string{"app": "x"}, annotationOf("b"), "Widget " + ns + "/b", "annotation"},
+		{"labels", labelsOf("b"), map[string]string{"keep": "1"}, "Widget b", "labels"},
+		{"ours in labels, another's in the annotation", labelsOf("a"), annotationOf("b"), "Widget " + ns + "/b", "annotation"},
+		{"ours in the annotation, another's in labels", labelsOf("b"), annotationOf("a"), "Widget b", "labels"},
+	} {
+		for _, fn := range allFns {
+			t.Run(form.name+"/"+fn.name, func(t *testing.T) {
+				cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, GenerateName: "b-" + strings.ToLower(fn.name) + "-",
+					Labels: form.labels, Annotations: form.annotations}}
+				if err := env.Client.Create(ctx, cm); err != nil {
+					t.Fatal(err)
 				}
-				return fn.fn(ctx, c, a, mine, mutate, opts...)
-			}
-			n.Reset()
-			_, err := write()
-			var aoe *ownership.AlreadyOwnedError
-			if !errors.As(err, &aoe) || aoe.Recorded != "Widget "+ns+"/b" || aoe.Owner != "Widget "+ns+"/a" || aoe.Controller != "" {
-				t.Fatalf("error = %v (%#v), want an *AlreadyOwnedError naming the recorded owner", err, aoe)
-			}
-			if msg := err.Error(); !strings.Contains(msg, ownership.OwnerAnnotation) || !strings.Contains(msg, "Widget "+ns+"/b") || !strings.Contains(msg, "Widget "+ns+"/a") {
-				t.Errorf("message %q does not name the annotation and both owners", msg)
-			}
-			if n.Writes() != 0 {
-				t.Errorf("requests %s: a refused child was written", n)
-			}
-			var got corev1.ConfigMap
-			if err := env.Client.Get(ctx, client.ObjectKeyFromObject(cm), &got); err != nil {
-				t.Fatal(err)
-			}
-			if got.ResourceVersion != want.ResourceVersion {
-				t.Errorf("the refused child changed: %v", got.ObjectMeta)
-			}
-			if op, err := write(ownership.Adopt{}); err != nil || op != controllerutil.OperationResultUpdated {
-				t.Fatalf("adopt: %s, %v", op, err)
-			}
-			if err := env.Client.Get(ctx, client.ObjectKeyFromObject(cm), &got); err != nil {
-				t.Fatal(err)
-			}
-			if !metav1.IsControlledBy(&got, a) || got.Annotations[ownership.OwnerAnnotation] != "test.steady.dev/Widget/"+ns+"/a" || got.Annotations["keep"] != "1" {
-				t.Errorf("after adoption: owners %v, annotations %v", got.OwnerReferences, got.Annotations)
-			}
-		})
+				want := cm.DeepCopy()
+				write := func(opts ...option) (controllerutil.OperationResult, error) {
+					mine := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: cm.Name}}
+					mutate := func() error { mine.Data = map[string]string{"k": "a"}; return nil }
+					if fn.name == "Apply" {
+						_ = mutate()
+						var aopts []ownership.ApplyOption
+						for _, o := range opts {
+							aopts = append(aopts, o.(ownership.ApplyOption))
+						}
+						return ownership.Apply(ctx, c, a, mine, "steady-test", aopts...)
+					}
+					return fn.fn(ctx, c, a, mine, mutate, opts...)
+				}
+				n.Reset()
+				_, err := write()
+				var aoe *ownership.AlreadyOwnedError
+				if !errors.As(err, &aoe) || aoe.Recorded != form.recorded || aoe.RecordedIn != form.recordedIn || aoe.Owner != "Widget "+ns+"/a" || aoe.Controller != "" {
+					t.Fatalf("error = %v (%#v), want an *AlreadyOwnedError naming the recorded owner %q in %s", err, aoe, form.recorded, form.recordedIn)
+				}
+				key := map[string]string{"labels": ownership.OwnerKindLabel, "annotation": ownership.OwnerAnnotation}[form.recordedIn]
+				if msg := err.Error(); !strings.Contains(msg, key) || !strings.Contains(msg, form.recorded) || !strings.Contains(msg, "Widget "+ns+"/a") {
+					t.Errorf("message %q does not name the %s and both owners", msg, form.recordedIn)
+				}
+				if n.Writes() != 0 {
+					t.Errorf("requests %s: a refused child was written", n)
+				}
+				var got corev1.ConfigMap
+				if err := env.Client.Get(ctx, client.ObjectKeyFromObject(cm), &got); err != nil {
+					t.Fatal(err)
+				}
+				if got.ResourceVersion != want.ResourceVersion {
+					t.Errorf("the refused child changed: %v", got.ObjectMeta)
+				}
+				if op, err := write(ownership.Adopt{}); err != nil || op != controllerutil.OperationResultUpdated {
+					t.Fatalf("adopt: %s, %v", op, err)
+				}
+				if err := env.Client.Get(ctx, client.ObjectKeyFromObject(cm), &got); err != nil {
+					t.Fatal(err)
+				}
+				if !metav1.IsControlledBy(&got, a) || !reflect.DeepEqual(got.Labels, labelsOf("a")) ||
+					got.Annotations[ownership.OwnerAnnotation] != "" || got.Annotations["keep"] != "1" {
+					t.Errorf("after adoption: owners %v, labels %v, annotations %v; want the labels of a alone, keep=1 kept", got.OwnerReferences, got.Labels, got.Annotations)
+				}
+			})
+		}
 	}
 }
 
@@ -520,8 +577,8 @@ func TestRestoreThroughALaggingCache(t *testing.T) {
 }
 
 // TestChildrenWithoutARecordKeepWorking: a child written before the record
-// existed (our controller reference, no annotation) gets the record with
-// one write on its next call, then costs nothing more; a child without a
+// existed (our controller reference, no record) gets the record, in
+// labels, with one write on its next call, then costs nothing more; a child without a
 // controller and without a record is taken, as controllerutil does.
 func TestChildrenWithoutARecordKeepWorking(t *testing.T) {
 	env.Require(t)
@@ -557,8 +614,8 @@ func TestChildrenWithoutARecordKeepWorking(t *testing.T) {
 				if err := env.Client.Get(ctx, client.ObjectKeyFromObject(cm), &got); err != nil {
 					t.Fatal(err)
 				}
-				if !metav1.IsControlledBy(&got, o) || got.Annotations[ownership.OwnerAnnotation] != "test.steady.dev/Widget/"+ns+"/app" {
-					t.Errorf("controlled %v: owners %v, annotations %v", controlled, got.OwnerReferences, got.Annotations)
+				if !metav1.IsControlledBy(&got, o) || got.Labels[ownership.OwnerKindLabel] != "Widget.test.steady.dev" || got.Labels[ownership.OwnerNameLabel] != "app" || len(got.Annotations) != 0 {
+					t.Errorf("controlled %v: owners %v, labels %v, annotations %v", controlled, got.OwnerReferences, got.Labels, got.Annotations)
 				}
 			}
 		})
