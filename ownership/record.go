@@ -242,7 +242,7 @@ func writeRecord(child client.Object, r ownerRecord) {
 		if _, ok := a[OwnerAnnotation]; ok {
 			a = cloneMap(a)
 			delete(a, OwnerAnnotation)
-			child.SetAnnotations(a)
+			child.SetAnnotations(nilIfEmpty(a))
 		}
 		return
 	}
@@ -254,8 +254,17 @@ func writeRecord(child client.Object, r ownerRecord) {
 		l = cloneMap(l)
 		delete(l, OwnerKindLabel)
 		delete(l, OwnerNameLabel)
-		child.SetLabels(l)
+		child.SetLabels(nilIfEmpty(l))
 	}
+}
+
+// nilIfEmpty is m, or nil when m is empty: an apply configuration then
+// carries no empty map (which its field manager would own).
+func nilIfEmpty(m map[string]string) map[string]string {
+	if len(m) == 0 {
+		return nil
+	}
+	return m
 }
 
 // removeRecord removes from child each form of its record that records

@@ -341,9 +341,10 @@ func TestAChildRestoredWithAStaleReferenceIsCollected(t *testing.T) {
 
 // TestAStaleReferenceIsReplaced: a child restored with a controller
 // reference to an earlier owner of the owner's kind and name (the old UID)
-// and the owner's record is taken back by each way to write it, if the
-// garbage collector has not deleted it first: the stale reference is
-// replaced, the other owners kept. Without the record (a child written
+// and the owner's record (in labels, or an earlier version's annotation)
+// is taken back by each way to write it, if the garbage collector has not
+// deleted it first: the stale reference is replaced, the other owners
+// kept. Without the record (a child written
 // before the record existed) it is another owner's, as before. An owner
 // passed that is itself stale (the child's reference holds the UID the API
 // server has now) is a conflict, and the child is left as it was.
@@ -358,9 +359,9 @@ func TestAStaleReferenceIsReplaced(t *testing.T) {
 	staleRef := metav1.OwnerReference{APIVersion: testapi.GroupVersion.String(), Kind: "Widget", Name: "app",
 		UID: "0d6fd3a2-0000-4000-8000-000000000000", Controller: new(true), BlockOwnerDeletion: new(true)}
 	otherRef := metav1.OwnerReference{APIVersion: testapi.GroupVersion.String(), Kind: "Widget", Name: "other", UID: other.UID}
-	restored := func(name string, annotations map[string]string, refs ...metav1.OwnerReference) *corev1.ConfigMap {
+	restored := func(name string, labels, annotations map[string]string, refs ...metav1.OwnerReference) *corev1.ConfigMap {
 		t.Helper()
-		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Annotations: annotations, OwnerReferences: refs},
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels, Annotations: annotations, OwnerReferences: refs},
 			Data: map[string]string{"k": "v"}}
 		if err := env.Client.Create(ctx, cm); err != nil {
 			t.Fatal(err)
@@ -374,25 +375,35 @@ func TestAStaleReferenceIsReplaced(t *testing.T) {
 				cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
 				return fn.fn(ctx, c, o, cm, func() error { cm.Data = map[string]string{"k": "v"}; return nil })
 			}
-			restored(name, map[string]string{ownership.OwnerAnnotation: rec}, staleRef, otherRef)
-			if op, err := write(o, name); err != nil || op != controllerutil.OperationResultUpdated {
-				t.Fatalf("%s, %v; want updated", op, err)
-			}
+			// The record in the annotation (an earlier version's) and in
+			// labels.
 			var got corev1.ConfigMap
-			if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &got); err != nil {
-				t.Fatal(err)
-			}
-			if !metav1.IsControlledBy(&got, o) || len(got.OwnerReferences) != 2 || got.OwnerReferences[0].UID == staleRef.UID && got.OwnerReferences[1].UID == staleRef.UID {
-				t.Errorf("owner references %v: want the owner's and the other (non-controller) one", got.OwnerReferences)
-			}
-			for _, r := range got.OwnerReferences {
-				if r.UID == staleRef.UID {
-					t.Errorf("the stale reference is still there: %v", got.OwnerReferences)
+			for _, form := range []struct {
+				suffix              string
+				labels, annotations map[string]string
+			}{
+				{"", nil, map[string]string{ownership.OwnerAnnotation: rec}},
+				{"-labels", map[string]string{ownership.OwnerKindLabel: "Widget.test.steady.dev", ownership.OwnerNameLabel: "app"}, nil},
+			} {
+				restored(name+form.suffix, form.labels, form.annotations, staleRef, otherRef)
+				if op, err := write(o, name+form.suffix); err != nil || op != controllerutil.OperationResultUpdated {
+					t.Fatalf("%s: %s, %v; want updated", name+form.suffix, op, err)
+				}
+				if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name + form.suffix}, &got); err != nil {
+					t.Fatal(err)
+				}
+				if !metav1.IsControlledBy(&got, o) || len(got.OwnerReferences) != 2 || got.OwnerReferences[0].UID == staleRef.UID && got.OwnerReferences[1].UID == staleRef.UID {
+					t.Errorf("%s: owner references %v: want the owner's and the other (non-controller) one", name+form.suffix, got.OwnerReferences)
+				}
+				for _, r := range got.OwnerReferences {
+					if r.UID == staleRef.UID {
+						t.Errorf("%s: the stale reference is still there: %v", name+form.suffix, got.OwnerReferences)
+					}
 				}
 			}
 
 			// Without the record: another owner's child, as before.
-			restored(name+"-norecord", nil, staleRef)
+			restored(name+"-norecord", nil, nil, staleRef)
 			n.Reset()
 			_, err := write(o, name+"-norecord")
 			var aoe *ownership.AlreadyOwnedError
@@ -402,7 +413,7 @@ func TestAStaleReferenceIsReplaced(t *testing.T) {
 
 			// The owner passed is the stale one: the child's reference is
 			// to the owner the API server has now.
-			current := restored(name+"-current", map[string]string{ownership.OwnerAnnotation: rec},
+			current := restored(name+"-current", nil, map[string]string{ownership.OwnerAnnotation: rec},
 				metav1.OwnerReference{APIVersion: testapi.GroupVersion.String(), Kind: "Widget", Name: "app", UID: o.UID, Controller: new(true), BlockOwnerDeletion: new(true)})
 			old := o.DeepCopy()
 			old.UID = staleRef.UID
