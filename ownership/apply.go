@@ -45,11 +45,11 @@ const createOnly = "1"
 // of owner's kind and name, or a record that names another owner (with
 // [Adopt]{}) or names owner otherwise than the apply does, is replaced by
 // a patch of its own before the apply, as an adopted controller's
-// reference is. A field this manager applied before and child no longer sets is
-// removed by the API server (server-side apply's ownership rules). With
-// [Adopt]{}, the other controller's reference is removed first, by a patch
-// of its own: if the apply then fails, the result is updated and the error
-// says that the child was left without a controller.
+// reference is. A field this manager applied before and child no longer
+// sets is removed by the API server (server-side apply's ownership rules).
+// With [Adopt]{}, the other controller's reference is removed first, by a
+// patch of its own: if the apply then fails, the result is updated and the
+// error says that the child was left without a controller.
 //
 // Nothing is sent when neither the child (its UID and resourceVersion as
 // read) nor what is applied (field manager, force, configuration) changed
