@@ -34,16 +34,22 @@ const createOnly = "1"
 // child holds the API server's answer. Besides owner's controller
 // reference, the child's non-controller owner references are applied
 // ([SetOwnerReference]); a controller reference of another owner on child
-// is not. The owner is recorded in the annotation [OwnerAnnotation], and
-// a child is taken or refused by its record as [SetControllerReference]
-// says; a stale controller reference of an earlier owner of owner's kind
-// and name, or another owner's record (with [Adopt]{}), is replaced by a
-// patch of its own before the apply, as an adopted controller's reference
-// is. A field this manager applied before and child no longer sets is
-// removed by the API server (server-side apply's ownership rules). With
-// [Adopt]{}, the other controller's reference is removed first, by a patch
-// of its own: if the apply then fails, the result is updated and the error
-// says that the child was left without a controller.
+// is not. The owner is recorded as [SetControllerReference] records it
+// ([OwnerKindLabel] and [OwnerNameLabel], or [OwnerAnnotation] when the
+// owner's kind or name is not a label value), and a child is taken or
+// refused by its record as [SetControllerReference] says. The apply
+// always carries the record in that form and not the other: an
+// [OwnerAnnotation] of an earlier version that this field manager applied
+// is removed by the API server with the apply, one that another writer
+// owns (a restore) stays. A stale controller reference of an earlier owner
+// of owner's kind and name, or a record that names another owner (with
+// [Adopt]{}) or names owner otherwise than the apply does, is replaced by
+// a patch of its own before the apply, as an adopted controller's
+// reference is. A field this manager applied before and child no longer
+// sets is removed by the API server (server-side apply's ownership rules).
+// With [Adopt]{}, the other controller's reference is removed first, by a
+// patch of its own: if the apply then fails, the result is updated and the
+// error says that the child was left without a controller.
 //
 // Nothing is sent when neither the child (its UID and resourceVersion as
 // read) nor what is applied (field manager, force, configuration) changed
@@ -90,6 +96,7 @@ func Apply(ctx context.Context, c client.Client, owner, child client.Object, fie
 	if err != nil {
 		return controllerutil.OperationResultNone, err
 	}
+	r := newRecord(ref, owner.GetNamespace())
 	u.SetGroupVersionKind(gvk)
 	key := childKey(c, gvk, child) + "|" + string(owner.GetUID())
 	applyOpts := []client.ApplyOption{client.FieldOwner(fieldManager)}
@@ -129,22 +136,23 @@ func Apply(ctx context.Context, c client.Client, owner, child client.Object, fie
 					return resultAfterRelease(released), err
 				}
 			}
-			// Another controller reference (stale or adopted) and another
-			// owner's record, which other field managers may own, are
-			// replaced by a patch first: the apply would leave the child
-			// two controllers, and conflict on the record.
-			if rec := live.GetAnnotations()[OwnerAnnotation]; cur != nil || (rec != "" && rec != u.GetAnnotations()[OwnerAnnotation]) {
+			// Another controller reference (stale or adopted) and a record
+			// that is not owner's as the apply writes it, which other field
+			// managers may own, are replaced by a patch first: the apply
+			// would leave the child two controllers or two records, and
+			// conflict on the record.
+			if rec := recordOf(live); cur != nil || (!rec.none() && !rec.current(r)) {
 				var uid types.UID
 				if cur != nil {
 					uid = cur.UID
 				}
-				if err := release(ctx, c, live, uid, u.GetAnnotations()[OwnerAnnotation]); err != nil {
+				if err := release(ctx, c, live, uid, r); err != nil {
 					return resultAfterRelease(released), err
 				}
 				if cur != nil {
 					released = fmt.Sprintf("removed the controller reference of %s from %s (it has no controller now)", controllerName(cur), name)
 				} else {
-					released = fmt.Sprintf("recorded %s as the owner of %s (annotation %s), in place of %s", object.Describe(owner, c.Scheme()), name, OwnerAnnotation, describeRecord(rec))
+					released = fmt.Sprintf("recorded %s as the owner of %s (%s), in place of %s", object.Describe(owner, c.Scheme()), name, formKeys(r.form()), rec)
 				}
 			}
 			lock = memo{uid: live.GetUID(), rv: live.GetResourceVersion()}
@@ -214,9 +222,9 @@ func applyConfiguration(c client.Client, owner, child client.Object) (*unstructu
 		}
 	}
 	u.SetOwnerReferences(refs)
-	a := cloneAnnotations(u.GetAnnotations())
-	a[OwnerAnnotation] = record(ref, owner.GetNamespace())
-	u.SetAnnotations(a)
+	// The record in the form it is written for a new child, and not the
+	// other (a child as an earlier Apply answered it may carry it).
+	writeRecord(u, newRecord(ref, owner.GetNamespace()))
 	return u, nil
 }
 
@@ -313,20 +321,20 @@ func resultAfterRelease(released string) controllerutil.OperationResult {
 }
 
 // release drops the controller reference with the given UID ("": none)
-// from live and sets its [OwnerAnnotation] to rec, under optimistic
-// locking, so that another owner's reference or record is only replaced
-// by an explicit adoption (or a stale reference of the owner's own, by a
-// restore). live receives the answer.
-func release(ctx context.Context, c client.Client, live client.Object, uid types.UID, rec string) error {
+// from live and records r's owner on it, in r's form and not the other,
+// under optimistic locking, so that another owner's reference or record
+// is only replaced by an explicit adoption (or a stale reference of the
+// owner's own, by a restore). live receives the answer.
+func release(ctx context.Context, c client.Client, live client.Object, uid types.UID, r ownerRecord) error {
 	before := live.DeepCopyObject().(client.Object)
 	var kept []metav1.OwnerReference
-	for _, r := range live.GetOwnerReferences() {
-		if r.UID != uid {
-			kept = append(kept, r)
+	for _, ref := range live.GetOwnerReferences() {
+		if ref.UID != uid {
+			kept = append(kept, ref)
 		}
 	}
 	live.SetOwnerReferences(kept)
-	setRecord(live, rec)
+	setRecord(live, r)
 	if err := c.Patch(ctx, live, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
 		return fmt.Errorf("ownership: adopting %s: %w", object.Describe(live, c.Scheme()), err)
 	}

@@ -198,7 +198,7 @@ func TestApplyResultThroughALaggingCache(t *testing.T) {
 				if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &cm); err != nil {
 					t.Fatal(err)
 				}
-				cm.Labels = map[string]string{"team": "x"}
+				metav1.SetMetaDataLabel(&cm.ObjectMeta, "team", "x") // beside the owner record
 				if err := env.Client.Update(ctx, &cm); err != nil {
 					t.Fatal(err)
 				}

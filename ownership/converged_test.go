@@ -84,7 +84,7 @@ func TestAConvergedChildCostsNoRequest(t *testing.T) {
 			}
 			want := controllerutil.OperationResultUpdated
 			if fn.name == "Apply" {
-				d.Labels = map[string]string{"theirs": "x"}
+				metav1.SetMetaDataLabel(&d.ObjectMeta, "theirs", "x") // beside the owner record
 				want = controllerutil.OperationResultNone
 			} else {
 				d.Spec.Template.Spec.Containers[0].Image = "nginx:1"

@@ -17,9 +17,10 @@ import (
 )
 
 // CreateOrUpdate reads child (by its namespace and name), runs mutate on it,
-// makes owner its controller (recording owner in the annotation
-// [OwnerAnnotation]: see [SetControllerReference] for the children it
-// takes and refuses), and creates it, or updates it when it differs
+// makes owner its controller (recording owner in [OwnerKindLabel] and
+// [OwnerNameLabel], or [OwnerAnnotation]: see [SetControllerReference] for
+// the record and the children it takes and refuses; a record mutate drops
+// is put back from the live child), and creates it, or updates it when it differs
 // from the live object. It reports what it did: created, updated or
 // unchanged.
 //

@@ -85,9 +85,13 @@
 //
 // # Backup and restore
 //
-// With the controller reference, each child gets a record of its owner in
-// the annotation [OwnerAnnotation]: "<group>/<Kind>/<namespace>/<name>",
-// not the UID, which a restore from a backup changes. A restored child
+// With the controller reference, each child gets a record of its owner,
+// not the UID, which a restore from a backup changes: the labels
+// [OwnerKindLabel] ("<Kind>.<group>") and [OwnerNameLabel] ("<name>"), or,
+// when the kind or name is not a label value (longer than 63 characters,
+// an RBAC name with ':'), the annotation [OwnerAnnotation]
+// ("<group>/<Kind>/<namespace>/<name>"), which is also what earlier
+// versions wrote and is read as before. A restored child
 // comes back without owner references (Velero strips them), its owner
 // with a new UID: the next call takes back a child without a controller
 // that records the owner (its controller reference then holds the new
@@ -98,9 +102,11 @@
 // owner is taken back too, once a read of the owner shows that the owner
 // passed is the current one (the garbage collector usually deletes such a
 // child first: see docs/ownership.md). A child without a controller and
-// without a record is taken, as controllerutil does. The record is part
-// of the desired child, so a converged child is not written for it; a
-// child written before the record existed gets it with one write.
+// without a record is taken, as controllerutil does. A child is refused
+// when either form names another owner. The record is part of the desired
+// child, so a converged child is not written for it (one that an earlier
+// version recorded in the annotation keeps it: no write); a child written
+// before the record existed gets it with one write.
 //
 // [Apply] is the server-side-apply variant, idempotent by construction,
 // whose result says what the API server did (its apply is locked on the

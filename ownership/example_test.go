@@ -7,6 +7,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -44,16 +45,16 @@ func ExampleSetControllerReference() {
 }
 
 // A restore from a backup brings the owner back with a new UID and its
-// children without owner references. The record in OwnerAnnotation (group,
-// kind, namespace and name: not the UID) tells whose child it is: its owner
-// takes it back, another owner does not take it.
-func ExampleOwnerAnnotation() {
+// children without owner references. The record in OwnerKindLabel and
+// OwnerNameLabel (kind, group and name: not the UID) tells whose child it
+// is: its owner takes it back, another owner does not take it.
+func ExampleOwnerKindLabel() {
 	web := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web", UID: "uid-web"}}
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "settings"}}
 	if _, err := ownership.SetControllerReference(web, cm, scheme.Scheme); err != nil {
 		panic(err)
 	}
-	fmt.Println(cm.Annotations[ownership.OwnerAnnotation])
+	fmt.Println(cm.Labels[ownership.OwnerKindLabel], cm.Labels[ownership.OwnerNameLabel])
 
 	// The restore: web has a new UID, the child no owner references.
 	restored := web.DeepCopy()
@@ -67,9 +68,24 @@ func ExampleOwnerAnnotation() {
 	changed, err := ownership.SetControllerReference(restored, cm, scheme.Scheme)
 	fmt.Println(changed, err, metav1.IsControlledBy(cm, restored))
 	// Output:
-	// apps/Deployment/shop/web
-	// ownership: ConfigMap shop/settings has no controller, but its annotation ownership.steady.dev/owner records Deployment shop/web as its owner; not taking it over for Deployment shop/api (pass ownership.Adopt{} to do so)
+	// Deployment.apps web
+	// ownership: ConfigMap shop/settings has no controller, but its labels ownership.steady.dev/owner-kind and ownership.steady.dev/owner-name record Deployment web as its owner; not taking it over for Deployment shop/api (pass ownership.Adopt{} to do so)
 	// true <nil> true
+}
+
+// An owner whose name is not a label value (an RBAC name with ':', a name
+// of more than 63 characters) is recorded in OwnerAnnotation instead, as
+// "<group>/<Kind>/<namespace>/<name>". It is read as the labels are, and so
+// is the annotation that earlier versions wrote for every owner.
+func ExampleOwnerAnnotation() {
+	view := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "system:view", UID: "uid-view"}}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "settings"}}
+	if _, err := ownership.SetControllerReference(view, cm, scheme.Scheme); err != nil {
+		panic(err)
+	}
+	fmt.Println(cm.Annotations[ownership.OwnerAnnotation], len(cm.Labels))
+	// Output:
+	// rbac.authorization.k8s.io/ClusterRole//system:view 0
 }
 
 // webDeployment is the desired Deployment of an app: the spec is assigned

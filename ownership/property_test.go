@@ -236,11 +236,12 @@ func TestPropertyDesiredStateLands(t *testing.T) {
 				same := reflect.DeepEqual(live.normal(), desired.normal())
 				// The owner's record is there besides what mutate set.
 				got := k.read(stored)
-				if rec := got.Annotations[ownership.OwnerAnnotation]; rec != "test.steady.dev/Widget/"+ns+"/owner" {
-					t.Errorf("%s %s %s: owner record %q", k.name, fn.name, name, rec)
+				if kind, owner := got.Labels[ownership.OwnerKindLabel], got.Labels[ownership.OwnerNameLabel]; kind != "Widget.test.steady.dev" || owner != "owner" {
+					t.Errorf("%s %s %s: owner record %q %q", k.name, fn.name, name, kind, owner)
 				}
-				got.Annotations = maps.Clone(got.Annotations)
-				delete(got.Annotations, ownership.OwnerAnnotation)
+				got.Labels = maps.Clone(got.Labels)
+				delete(got.Labels, ownership.OwnerKindLabel)
+				delete(got.Labels, ownership.OwnerNameLabel)
 				if got := got.normal(); !reflect.DeepEqual(got, desired.normal()) {
 					t.Errorf("%s %s %s: stored %+v, want %+v (from %+v), result %s", k.name, fn.name, name, got, desired.normal(), live.normal(), op)
 				}

@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strconv"
-	"strings"
 	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -100,12 +98,15 @@ func validateScope(c client.Client, owner, child client.Object) error {
 var namespacedKinds sync.Map
 
 // SetControllerReference makes owner the controller of child in memory,
-// records owner in child's [OwnerAnnotation], and reports whether child
-// changed. Another controller is an [*AlreadyOwnedError] unless [Adopt]{}
-// is given, and so is a child without a controller whose annotation
-// records another owner. A child controlled by an earlier owner of
-// owner's kind and name (deleted and created again since, as a restore
-// from a backup does: the reference holds the old UID) whose annotation
+// records owner on child ([OwnerKindLabel] and [OwnerNameLabel], or
+// [OwnerAnnotation] when the owner's kind or name is not a label value),
+// and reports whether child changed. A child that already records owner
+// in either form, as it would be written (an earlier version's annotation
+// too), keeps its record. Another controller is an [*AlreadyOwnedError]
+// unless [Adopt]{} is given, and so is a child without a controller whose
+// record, in either form, names another owner. A child controlled by an
+// earlier owner of owner's kind and name (deleted and created again since,
+// as a restore from a backup does: the reference holds the old UID) that
 // records owner is taken back: the stale reference is replaced by owner's.
 // That trusts owner to be the one the API server holds now (read it
 // afresh; CreateOrUpdate, CreateOrPatch and Apply check it). As with
@@ -141,7 +142,7 @@ func setController(owner, child client.Object, scheme *runtime.Scheme, adopt boo
 		refs = slices.DeleteFunc(slices.Clone(refs), func(r metav1.OwnerReference) bool { return r.UID == replace.UID })
 	}
 	changed := setReference(child, refs, ref)
-	if setRecord(child, record(ref, owner.GetNamespace())) {
+	if setRecord(child, newRecord(ref, owner.GetNamespace())) {
 		changed = true
 	}
 	if !stale {
@@ -153,29 +154,27 @@ func setController(owner, child client.Object, scheme *runtime.Scheme, adopt boo
 // claim decides, from the objects alone, whether owner (whose controller
 // reference is ref) may become the controller of child, and returns the
 // controller reference of child to replace, if any, and whether that one
-// is stale (an earlier owner of owner's kind and name, recorded in child's
-// annotation) rather than another owner's that adopt takes over.
+// is stale (an earlier owner of owner's kind and name, recorded on child)
+// rather than another owner's that adopt takes over.
 func claim(owner, child client.Object, ref metav1.OwnerReference, scheme *runtime.Scheme, adopt bool) (*metav1.OwnerReference, bool, error) {
-	rec := child.GetAnnotations()[OwnerAnnotation]
-	ours := recordsOwner(rec, ref, owner.GetNamespace())
-	refused := func(controller, recorded string) error {
-		return &AlreadyOwnedError{Child: object.Describe(child, scheme), Owner: object.Describe(owner, scheme),
-			Controller: controller, Recorded: recorded}
-	}
+	rec, r := recordOf(child), newRecord(ref, owner.GetNamespace())
+	form, recorded := rec.other(r)
 	cur := metav1.GetControllerOfNoCopy(child)
 	switch {
-	case cur == nil && (rec == "" || ours || adopt):
+	case cur == nil && (form == "" || adopt):
 		return nil, false, nil // free, ours by the record, or adopted
 	case cur == nil:
-		return nil, false, refused("", describeRecord(rec))
+		return nil, false, &AlreadyOwnedError{Child: object.Describe(child, scheme), Owner: object.Describe(owner, scheme),
+			Recorded: recorded, RecordedIn: form}
 	case cur.UID == ref.UID:
 		return nil, false, nil
-	case ours && cur.Kind == ref.Kind && cur.Name == ref.Name && groupOf(cur.APIVersion) == groupOf(ref.APIVersion):
+	case form == "" && rec.ours(r) && cur.Kind == ref.Kind && cur.Name == ref.Name && groupOf(cur.APIVersion) == groupOf(ref.APIVersion):
 		return cur, true, nil // owner was deleted and created again
 	case adopt:
 		return cur, false, nil
 	default:
-		return nil, false, refused(controllerName(cur), "")
+		return nil, false, &AlreadyOwnedError{Child: object.Describe(child, scheme), Owner: object.Describe(owner, scheme),
+			Controller: controllerName(cur)}
 	}
 }
 
@@ -227,8 +226,10 @@ func ptrEq(a, b *bool) bool { return (a == nil && b == nil) || (a != nil && b !=
 
 // RemoveOwnerReference removes owner's reference from child, controller or
 // not, and reports whether it was there. Removing owner's controller
-// reference also removes child's [OwnerAnnotation] when it records owner,
-// so that the released child is free for another owner.
+// reference also removes child's record of owner ([OwnerKindLabel] and
+// [OwnerNameLabel], [OwnerAnnotation]: each form that records owner), so
+// that the released child is free for another owner; a form that records
+// another owner is left as it is.
 func RemoveOwnerReference(owner, child client.Object) bool {
 	refs := child.GetOwnerReferences()
 	i := slices.IndexFunc(refs, func(r metav1.OwnerReference) bool { return r.UID == owner.GetUID() })
@@ -236,83 +237,10 @@ func RemoveOwnerReference(owner, child client.Object) bool {
 		return false
 	}
 	if removed := refs[i]; removed.Controller != nil && *removed.Controller {
-		if a := child.GetAnnotations(); recordsOwner(a[OwnerAnnotation], removed, owner.GetNamespace()) {
-			a = cloneAnnotations(a)
-			delete(a, OwnerAnnotation)
-			child.SetAnnotations(a)
-		}
+		removeRecord(child, newRecord(removed, owner.GetNamespace()))
 	}
 	child.SetOwnerReferences(slices.DeleteFunc(slices.Clone(refs), func(r metav1.OwnerReference) bool { return r.UID == owner.GetUID() }))
 	return true
-}
-
-// OwnerAnnotation is the annotation in which [CreateOrUpdate],
-// [CreateOrPatch], [Apply] and [SetControllerReference] record on each
-// child who its controller is: "<group>/<Kind>/<namespace>/<name>" of the
-// owner, the group empty for the core group and the namespace empty for a
-// cluster-scoped owner ("example.com/Bucket/shop/photos"). Not its UID: a
-// restore from a backup creates the owner again with a new UID, and its
-// children without their owner references (Velero strips them); the next
-// reconcile takes back a child without a controller that records the
-// owner, and refuses, with an [*AlreadyOwnedError], one that records
-// another. An annotation, not a label: a label value cannot hold "/" nor
-// more than 63 characters, and labels are for selectors; both survive a
-// restore.
-const OwnerAnnotation = "ownership.steady.dev/owner"
-
-// record is the [OwnerAnnotation] value of the owner that ref references,
-// in namespace ("" for a cluster-scoped owner).
-func record(ref metav1.OwnerReference, namespace string) string {
-	return groupOf(ref.APIVersion) + "/" + ref.Kind + "/" + namespace + "/" + ref.Name
-}
-
-// recordsOwner reports whether rec, an [OwnerAnnotation] value, records
-// the owner that ref references, in namespace. The namespace of a
-// namespaced owner is not compared: it is the child's own (a reference
-// cannot cross namespaces), and a restore that maps namespaces moves the
-// child and its owner to another one.
-func recordsOwner(rec string, ref metav1.OwnerReference, namespace string) bool {
-	parts := strings.Split(rec, "/")
-	if len(parts) != 4 || parts[0] != groupOf(ref.APIVersion) || parts[1] != ref.Kind || parts[3] != ref.Name {
-		return false
-	}
-	return parts[2] == namespace || (parts[2] != "" && namespace != "")
-}
-
-// describeRecord names the owner an [OwnerAnnotation] value records as
-// "Kind namespace/name", or returns the value as it is when it is not one.
-func describeRecord(rec string) string {
-	parts := strings.Split(rec, "/")
-	if len(parts) != 4 || parts[1] == "" || parts[3] == "" {
-		return strconv.Quote(rec)
-	}
-	if parts[2] == "" {
-		return parts[1] + " " + parts[3]
-	}
-	return parts[1] + " " + parts[2] + "/" + parts[3]
-}
-
-// setRecord sets child's [OwnerAnnotation] to rec and reports whether
-// that changed child.
-func setRecord(child client.Object, rec string) bool {
-	a := child.GetAnnotations()
-	if cur, ok := a[OwnerAnnotation]; ok && cur == rec {
-		return false
-	}
-	a = cloneAnnotations(a)
-	a[OwnerAnnotation] = rec
-	child.SetAnnotations(a)
-	return true
-}
-
-// cloneAnnotations copies a (never nil), so that a change does not reach
-// a map the child shares with another object.
-func cloneAnnotations(a map[string]string) map[string]string {
-	out := make(map[string]string, len(a)+1)
-	for k, v := range a {
-		out[k] = v
-	}
-	return out
 }
 
 func groupOf(apiVersion string) string {

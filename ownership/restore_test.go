@@ -4,12 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -140,16 +143,35 @@ func waitGone(t *testing.T, c client.Client, obj client.Object, what string) {
 // (a new UID), the children created again without owner references,
 // labels and annotations kept. One call per child takes each back, with
 // no error and no duplicate: its controller reference now holds the new
-// UID. Deleting the owner then has the garbage collector delete them.
+// UID. Deleting the owner then has the garbage collector delete them. For
+// each form of the record: the labels, the annotation of an owner whose
+// name is not a label value (70 characters), and the annotation of an
+// earlier version (a backup taken before the labels: the children carry
+// the annotation alone).
 func TestRestoredChildrenAreTakenBack(t *testing.T) {
 	e := gcEnvironment(t)
-	ctx := context.Background()
 	c, n, err := testapi.NewCountingClient(e.Config, e.Scheme)
 	if err != nil {
 		t.Fatal(err)
 	}
+	long := strings.Repeat("l", 70)
+	for _, tc := range []struct {
+		name, owner string
+		earlier     bool // the backup is an earlier version's: the annotation alone
+	}{{"labels", "app", false}, {"annotation of a long name", long, false}, {"annotation of an earlier version", "app", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			restoreAndTakeBack(t, e, c, n, tc.owner, tc.earlier)
+		})
+	}
+}
+
+// restoreAndTakeBack is TestRestoredChildrenAreTakenBack for an owner of
+// the given name, its children's backup turned into an earlier version's
+// when earlier is set.
+func restoreAndTakeBack(t *testing.T, e *testenv.Environment, c client.Client, n *testapi.Counter, ownerName string, earlier bool) {
+	ctx := context.Background()
 	ns := e.Namespace(t)
-	o := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "app"}}
+	o := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: ownerName}}
 	if err := e.Client.Create(ctx, o); err != nil {
 		t.Fatal(err)
 	}
@@ -163,9 +185,26 @@ func TestRestoredChildrenAreTakenBack(t *testing.T) {
 		children = append(children, rc.empty(ns))
 	}
 	saved := backup(t, e.Client, children)
+	annotation := "test.steady.dev/Widget/" + ns + "/" + ownerName
 	for i, s := range saved {
-		if got := s.GetAnnotations()[ownership.OwnerAnnotation]; got != "test.steady.dev/Widget/"+ns+"/app" {
-			t.Errorf("%s: record %q", cases[i].name, got)
+		kind, name, ann := s.GetLabels()[ownership.OwnerKindLabel], s.GetLabels()[ownership.OwnerNameLabel], s.GetAnnotations()[ownership.OwnerAnnotation]
+		want := [3]string{"Widget.test.steady.dev", ownerName, ""}
+		if len(ownerName) > 63 {
+			want = [3]string{"", "", annotation}
+		}
+		if got := [3]string{kind, name, ann}; got != want {
+			t.Errorf("%s: record %q, want %q (labels kind and name, annotation)", cases[i].name, got, want)
+		}
+		if earlier {
+			l, a := maps.Clone(s.GetLabels()), maps.Clone(s.GetAnnotations())
+			delete(l, ownership.OwnerKindLabel)
+			delete(l, ownership.OwnerNameLabel)
+			if a == nil {
+				a = map[string]string{}
+			}
+			a[ownership.OwnerAnnotation] = annotation
+			s.SetLabels(l)
+			s.SetAnnotations(a)
 		}
 	}
 
@@ -187,7 +226,7 @@ func TestRestoredChildrenAreTakenBack(t *testing.T) {
 	}
 
 	// The restore.
-	o = &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "app"}}
+	o = &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: ownerName}}
 	if err := e.Client.Create(ctx, o); err != nil {
 		t.Fatal(err)
 	}
@@ -302,9 +341,10 @@ func TestAChildRestoredWithAStaleReferenceIsCollected(t *testing.T) {
 
 // TestAStaleReferenceIsReplaced: a child restored with a controller
 // reference to an earlier owner of the owner's kind and name (the old UID)
-// and the owner's record is taken back by each way to write it, if the
-// garbage collector has not deleted it first: the stale reference is
-// replaced, the other owners kept. Without the record (a child written
+// and the owner's record (in labels, or an earlier version's annotation)
+// is taken back by each way to write it, if the garbage collector has not
+// deleted it first: the stale reference is replaced, the other owners
+// kept. Without the record (a child written
 // before the record existed) it is another owner's, as before. An owner
 // passed that is itself stale (the child's reference holds the UID the API
 // server has now) is a conflict, and the child is left as it was.
@@ -319,9 +359,9 @@ func TestAStaleReferenceIsReplaced(t *testing.T) {
 	staleRef := metav1.OwnerReference{APIVersion: testapi.GroupVersion.String(), Kind: "Widget", Name: "app",
 		UID: "0d6fd3a2-0000-4000-8000-000000000000", Controller: new(true), BlockOwnerDeletion: new(true)}
 	otherRef := metav1.OwnerReference{APIVersion: testapi.GroupVersion.String(), Kind: "Widget", Name: "other", UID: other.UID}
-	restored := func(name string, annotations map[string]string, refs ...metav1.OwnerReference) *corev1.ConfigMap {
+	restored := func(name string, labels, annotations map[string]string, refs ...metav1.OwnerReference) *corev1.ConfigMap {
 		t.Helper()
-		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Annotations: annotations, OwnerReferences: refs},
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels, Annotations: annotations, OwnerReferences: refs},
 			Data: map[string]string{"k": "v"}}
 		if err := env.Client.Create(ctx, cm); err != nil {
 			t.Fatal(err)
@@ -335,25 +375,35 @@ func TestAStaleReferenceIsReplaced(t *testing.T) {
 				cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
 				return fn.fn(ctx, c, o, cm, func() error { cm.Data = map[string]string{"k": "v"}; return nil })
 			}
-			restored(name, map[string]string{ownership.OwnerAnnotation: rec}, staleRef, otherRef)
-			if op, err := write(o, name); err != nil || op != controllerutil.OperationResultUpdated {
-				t.Fatalf("%s, %v; want updated", op, err)
-			}
+			// The record in the annotation (an earlier version's) and in
+			// labels.
 			var got corev1.ConfigMap
-			if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &got); err != nil {
-				t.Fatal(err)
-			}
-			if !metav1.IsControlledBy(&got, o) || len(got.OwnerReferences) != 2 || got.OwnerReferences[0].UID == staleRef.UID && got.OwnerReferences[1].UID == staleRef.UID {
-				t.Errorf("owner references %v: want the owner's and the other (non-controller) one", got.OwnerReferences)
-			}
-			for _, r := range got.OwnerReferences {
-				if r.UID == staleRef.UID {
-					t.Errorf("the stale reference is still there: %v", got.OwnerReferences)
+			for _, form := range []struct {
+				suffix              string
+				labels, annotations map[string]string
+			}{
+				{"", nil, map[string]string{ownership.OwnerAnnotation: rec}},
+				{"-labels", map[string]string{ownership.OwnerKindLabel: "Widget.test.steady.dev", ownership.OwnerNameLabel: "app"}, nil},
+			} {
+				restored(name+form.suffix, form.labels, form.annotations, staleRef, otherRef)
+				if op, err := write(o, name+form.suffix); err != nil || op != controllerutil.OperationResultUpdated {
+					t.Fatalf("%s: %s, %v; want updated", name+form.suffix, op, err)
+				}
+				if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name + form.suffix}, &got); err != nil {
+					t.Fatal(err)
+				}
+				if !metav1.IsControlledBy(&got, o) || len(got.OwnerReferences) != 2 || got.OwnerReferences[0].UID == staleRef.UID && got.OwnerReferences[1].UID == staleRef.UID {
+					t.Errorf("%s: owner references %v: want the owner's and the other (non-controller) one", name+form.suffix, got.OwnerReferences)
+				}
+				for _, r := range got.OwnerReferences {
+					if r.UID == staleRef.UID {
+						t.Errorf("%s: the stale reference is still there: %v", name+form.suffix, got.OwnerReferences)
+					}
 				}
 			}
 
 			// Without the record: another owner's child, as before.
-			restored(name+"-norecord", nil, staleRef)
+			restored(name+"-norecord", nil, nil, staleRef)
 			n.Reset()
 			_, err := write(o, name+"-norecord")
 			var aoe *ownership.AlreadyOwnedError
@@ -363,7 +413,7 @@ func TestAStaleReferenceIsReplaced(t *testing.T) {
 
 			// The owner passed is the stale one: the child's reference is
 			// to the owner the API server has now.
-			current := restored(name+"-current", map[string]string{ownership.OwnerAnnotation: rec},
+			current := restored(name+"-current", nil, map[string]string{ownership.OwnerAnnotation: rec},
 				metav1.OwnerReference{APIVersion: testapi.GroupVersion.String(), Kind: "Widget", Name: "app", UID: o.UID, Controller: new(true), BlockOwnerDeletion: new(true)})
 			old := o.DeepCopy()
 			old.UID = staleRef.UID
@@ -384,65 +434,86 @@ func TestAStaleReferenceIsReplaced(t *testing.T) {
 
 // TestAChildRecordedForAnotherOwnerIsRefused: a child without a controller
 // whose record names another owner (its owner's orphaned child, or a
-// restored one) is refused by each way to write it, with an
-// *AlreadyOwnedError naming both owners and the record, and left as it
-// was; Adopt{} takes it, and records the new owner.
+// restored one), in the labels, the annotation, or one of them while the
+// other names the owner, is refused by each way to write it, with an
+// *AlreadyOwnedError naming both owners and the form that refused it, and
+// left as it was; Adopt{} takes it, and records the new owner in labels
+// alone.
 func TestAChildRecordedForAnotherOwnerIsRefused(t *testing.T) {
 	env.Require(t)
 	ctx := context.Background()
 	c, n := counting(t)
 	ns := env.Namespace(t)
 	a := owner(t, ns, "a")
-	for _, fn := range allFns {
-		t.Run(fn.name, func(t *testing.T) {
-			cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "b-" + strings.ToLower(fn.name),
-				Annotations: map[string]string{ownership.OwnerAnnotation: "test.steady.dev/Widget/" + ns + "/b", "keep": "1"}}}
-			if err := env.Client.Create(ctx, cm); err != nil {
-				t.Fatal(err)
-			}
-			want := cm.DeepCopy()
-			write := func(opts ...option) (controllerutil.OperationResult, error) {
-				mine := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: cm.Name}}
-				mutate := func() error { mine.Data = map[string]string{"k": "a"}; return nil }
-				if fn.name == "Apply" {
-					_ = mutate()
-					var aopts []ownership.ApplyOption
-					for _, o := range opts {
-						aopts = append(aopts, o.(ownership.ApplyOption))
-					}
-					return ownership.Apply(ctx, c, a, mine, "steady-test", aopts...)
+	labelsOf := func(name string) map[string]string {
+		return map[string]string{ownership.OwnerKindLabel: "Widget.test.steady.dev", ownership.OwnerNameLabel: name, "app": "x"}
+	}
+	annotationOf := func(name string) map[string]string {
+		return map[string]string{ownership.OwnerAnnotation: "test.steady.dev/Widget/" + ns + "/" + name, "keep": "1"}
+	}
+	for _, form := range []struct {
+		name                 string
+		labels, annotations  map[string]string
+		recorded, recordedIn string
+	}{
+		{"annotation", map[string]string{"app": "x"}, annotationOf("b"), "Widget " + ns + "/b", "annotation"},
+		{"labels", labelsOf("b"), map[string]string{"keep": "1"}, "Widget b", "labels"},
+		{"ours in labels, another's in the annotation", labelsOf("a"), annotationOf("b"), "Widget " + ns + "/b", "annotation"},
+		{"ours in the annotation, another's in labels", labelsOf("b"), annotationOf("a"), "Widget b", "labels"},
+	} {
+		for _, fn := range allFns {
+			t.Run(form.name+"/"+fn.name, func(t *testing.T) {
+				cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, GenerateName: "b-" + strings.ToLower(fn.name) + "-",
+					Labels: form.labels, Annotations: form.annotations}}
+				if err := env.Client.Create(ctx, cm); err != nil {
+					t.Fatal(err)
 				}
-				return fn.fn(ctx, c, a, mine, mutate, opts...)
-			}
-			n.Reset()
-			_, err := write()
-			var aoe *ownership.AlreadyOwnedError
-			if !errors.As(err, &aoe) || aoe.Recorded != "Widget "+ns+"/b" || aoe.Owner != "Widget "+ns+"/a" || aoe.Controller != "" {
-				t.Fatalf("error = %v (%#v), want an *AlreadyOwnedError naming the recorded owner", err, aoe)
-			}
-			if msg := err.Error(); !strings.Contains(msg, ownership.OwnerAnnotation) || !strings.Contains(msg, "Widget "+ns+"/b") || !strings.Contains(msg, "Widget "+ns+"/a") {
-				t.Errorf("message %q does not name the annotation and both owners", msg)
-			}
-			if n.Writes() != 0 {
-				t.Errorf("requests %s: a refused child was written", n)
-			}
-			var got corev1.ConfigMap
-			if err := env.Client.Get(ctx, client.ObjectKeyFromObject(cm), &got); err != nil {
-				t.Fatal(err)
-			}
-			if got.ResourceVersion != want.ResourceVersion {
-				t.Errorf("the refused child changed: %v", got.ObjectMeta)
-			}
-			if op, err := write(ownership.Adopt{}); err != nil || op != controllerutil.OperationResultUpdated {
-				t.Fatalf("adopt: %s, %v", op, err)
-			}
-			if err := env.Client.Get(ctx, client.ObjectKeyFromObject(cm), &got); err != nil {
-				t.Fatal(err)
-			}
-			if !metav1.IsControlledBy(&got, a) || got.Annotations[ownership.OwnerAnnotation] != "test.steady.dev/Widget/"+ns+"/a" || got.Annotations["keep"] != "1" {
-				t.Errorf("after adoption: owners %v, annotations %v", got.OwnerReferences, got.Annotations)
-			}
-		})
+				want := cm.DeepCopy()
+				write := func(opts ...option) (controllerutil.OperationResult, error) {
+					mine := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: cm.Name}}
+					mutate := func() error { mine.Data = map[string]string{"k": "a"}; return nil }
+					if fn.name == "Apply" {
+						_ = mutate()
+						var aopts []ownership.ApplyOption
+						for _, o := range opts {
+							aopts = append(aopts, o.(ownership.ApplyOption))
+						}
+						return ownership.Apply(ctx, c, a, mine, "steady-test", aopts...)
+					}
+					return fn.fn(ctx, c, a, mine, mutate, opts...)
+				}
+				n.Reset()
+				_, err := write()
+				var aoe *ownership.AlreadyOwnedError
+				if !errors.As(err, &aoe) || aoe.Recorded != form.recorded || aoe.RecordedIn != form.recordedIn || aoe.Owner != "Widget "+ns+"/a" || aoe.Controller != "" {
+					t.Fatalf("error = %v (%#v), want an *AlreadyOwnedError naming the recorded owner %q in %s", err, aoe, form.recorded, form.recordedIn)
+				}
+				key := map[string]string{"labels": ownership.OwnerKindLabel, "annotation": ownership.OwnerAnnotation}[form.recordedIn]
+				if msg := err.Error(); !strings.Contains(msg, key) || !strings.Contains(msg, form.recorded) || !strings.Contains(msg, "Widget "+ns+"/a") {
+					t.Errorf("message %q does not name the %s and both owners", msg, form.recordedIn)
+				}
+				if n.Writes() != 0 {
+					t.Errorf("requests %s: a refused child was written", n)
+				}
+				var got corev1.ConfigMap
+				if err := env.Client.Get(ctx, client.ObjectKeyFromObject(cm), &got); err != nil {
+					t.Fatal(err)
+				}
+				if got.ResourceVersion != want.ResourceVersion {
+					t.Errorf("the refused child changed: %v", got.ObjectMeta)
+				}
+				if op, err := write(ownership.Adopt{}); err != nil || op != controllerutil.OperationResultUpdated {
+					t.Fatalf("adopt: %s, %v", op, err)
+				}
+				if err := env.Client.Get(ctx, client.ObjectKeyFromObject(cm), &got); err != nil {
+					t.Fatal(err)
+				}
+				if !metav1.IsControlledBy(&got, a) || !reflect.DeepEqual(got.Labels, labelsOf("a")) ||
+					got.Annotations[ownership.OwnerAnnotation] != "" || got.Annotations["keep"] != "1" {
+					t.Errorf("after adoption: owners %v, labels %v, annotations %v; want the labels of a alone, keep=1 kept", got.OwnerReferences, got.Labels, got.Annotations)
+				}
+			})
+		}
 	}
 }
 
@@ -517,8 +588,8 @@ func TestRestoreThroughALaggingCache(t *testing.T) {
 }
 
 // TestChildrenWithoutARecordKeepWorking: a child written before the record
-// existed (our controller reference, no annotation) gets the record with
-// one write on its next call, then costs nothing more; a child without a
+// existed (our controller reference, no record) gets the record, in
+// labels, with one write on its next call, then costs nothing more; a child without a
 // controller and without a record is taken, as controllerutil does.
 func TestChildrenWithoutARecordKeepWorking(t *testing.T) {
 	env.Require(t)
@@ -554,87 +625,156 @@ func TestChildrenWithoutARecordKeepWorking(t *testing.T) {
 				if err := env.Client.Get(ctx, client.ObjectKeyFromObject(cm), &got); err != nil {
 					t.Fatal(err)
 				}
-				if !metav1.IsControlledBy(&got, o) || got.Annotations[ownership.OwnerAnnotation] != "test.steady.dev/Widget/"+ns+"/app" {
-					t.Errorf("controlled %v: owners %v, annotations %v", controlled, got.OwnerReferences, got.Annotations)
+				if !metav1.IsControlledBy(&got, o) || got.Labels[ownership.OwnerKindLabel] != "Widget.test.steady.dev" || got.Labels[ownership.OwnerNameLabel] != "app" || len(got.Annotations) != 0 {
+					t.Errorf("controlled %v: owners %v, labels %v, annotations %v", controlled, got.OwnerReferences, got.Labels, got.Annotations)
 				}
 			}
 		})
 	}
 }
 
-// TestTheRecordInMemory: SetControllerReference records the owner
-// (the core group and a cluster-scoped owner as empty parts), takes back a
-// child whose stale controller reference is the owner's kind and name and
-// whose record is the owner's, refuses one recorded for another owner, and
-// RemoveOwnerReference removes the record with the controller reference.
+// TestTheRecordInMemory: SetControllerReference records the owner in
+// labels when its kind and name are label values ("<Kind>.<group>", the
+// core group as the kind alone; no namespace), else in the annotation
+// (the core group and a cluster-scoped owner as empty parts), never both;
+// takes back a child whose stale controller reference is the owner's kind
+// and name and whose record, in either form, is the owner's; refuses one
+// recorded for another owner in either form; and RemoveOwnerReference
+// removes the record with the controller reference.
 func TestTheRecordInMemory(t *testing.T) {
 	s := testapi.Scheme()
 	w := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "app", UID: "new"}}
 	cm := func(annotations map[string]string, refs ...metav1.OwnerReference) *corev1.ConfigMap {
 		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "c", Annotations: annotations, OwnerReferences: refs}}
 	}
+	long := strings.Repeat("l", 70)
 	for _, tc := range []struct {
-		owner client.Object
-		want  string
+		owner            client.Object
+		kind, name, want string // the labels' values, or the annotation's
 	}{
-		{w, "test.steady.dev/Widget/ns/app"},
-		{&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "s", UID: "1"}}, "/Secret/ns/s"},
-		{&testapi.Widget{ObjectMeta: metav1.ObjectMeta{Name: "cluster", UID: "2"}}, "test.steady.dev/Widget//cluster"},
+		{owner: w, kind: "Widget.test.steady.dev", name: "app"},
+		{owner: &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "s", UID: "1"}}, kind: "Secret", name: "s"},
+		{owner: &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Name: "cluster", UID: "2"}}, kind: "Widget.test.steady.dev", name: "cluster"},
+		{owner: &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: long, UID: "3"}}, want: "test.steady.dev/Widget/ns/" + long},
+		{owner: &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: strings.Repeat("s", 63), UID: "4"}}, kind: "Secret", name: strings.Repeat("s", 63)},
+		{owner: &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "system:view", UID: "5"}}, want: "rbac.authorization.k8s.io/ClusterRole//system:view"},
 	} {
-		child := cm(nil)
-		if changed, err := ownership.SetControllerReference(tc.owner, child, s); !changed || err != nil || child.Annotations[ownership.OwnerAnnotation] != tc.want {
-			t.Errorf("%s: %v, %v, record %q; want %q", tc.owner.GetName(), changed, err, child.Annotations[ownership.OwnerAnnotation], tc.want)
+		child := cm(map[string]string{"keep": "1"})
+		child.Labels = map[string]string{"app": "x"}
+		changed, err := ownership.SetControllerReference(tc.owner, child, s)
+		kind, name, ann := child.Labels[ownership.OwnerKindLabel], child.Labels[ownership.OwnerNameLabel], child.Annotations[ownership.OwnerAnnotation]
+		if !changed || err != nil || kind != tc.kind || name != tc.name || ann != tc.want || child.Labels["app"] != "x" || child.Annotations["keep"] != "1" {
+			t.Errorf("%s: %v, %v, labels %v, annotations %v; want kind %q, name %q, annotation %q", tc.owner.GetName(), changed, err, child.Labels, child.Annotations, tc.kind, tc.name, tc.want)
 		}
 		if changed, err := ownership.SetControllerReference(tc.owner, child, s); changed || err != nil {
 			t.Errorf("%s again: %v, %v; want no change", tc.owner.GetName(), changed, err)
+		}
+		if !ownership.RemoveOwnerReference(tc.owner, child) || len(child.Labels) != 1 || len(child.Annotations) != 1 {
+			t.Errorf("%s removed: labels %v, annotations %v; want app=x and keep=1 alone", tc.owner.GetName(), child.Labels, child.Annotations)
 		}
 	}
 
 	stale := metav1.OwnerReference{APIVersion: testapi.GroupVersion.String(), Kind: "Widget", Name: "app", UID: "old", Controller: new(true)}
 	rec := map[string]string{ownership.OwnerAnnotation: "test.steady.dev/Widget/ns/app"}
-	child := cm(rec, stale)
-	if changed, err := ownership.SetControllerReference(w, child, s); !changed || err != nil || !metav1.IsControlledBy(child, w) || len(child.OwnerReferences) != 1 {
-		t.Errorf("stale reference, recorded: %v, %v, %v", changed, err, child.OwnerReferences)
+	labels := func(kind, name string) map[string]string {
+		return map[string]string{ownership.OwnerKindLabel: kind, ownership.OwnerNameLabel: name}
+	}
+	recLabels := labels("Widget.test.steady.dev", "app")
+	for _, form := range []struct {
+		name        string
+		labels, ann map[string]string
+	}{{"annotation", nil, rec}, {"labels", recLabels, nil}, {"both", recLabels, rec}} {
+		child := cm(form.ann, stale)
+		child.Labels = form.labels
+		if changed, err := ownership.SetControllerReference(w, child, s); !changed || err != nil || !metav1.IsControlledBy(child, w) || len(child.OwnerReferences) != 1 {
+			t.Errorf("stale reference, recorded in %s: %v, %v, %v", form.name, changed, err, child.OwnerReferences)
+		}
+		// The record was the owner's as it is written: left as it is.
+		if !reflect.DeepEqual(child.Labels, form.labels) || !reflect.DeepEqual(child.Annotations, form.ann) {
+			t.Errorf("stale reference, recorded in %s: labels %v, annotations %v; want the record left as it was", form.name, child.Labels, child.Annotations)
+		}
+		// Another kind or group of the same name, recorded as ours (the
+		// record copied by hand): not ours.
+		for _, ref := range []metav1.OwnerReference{
+			{APIVersion: "v1", Kind: "Widget", Name: "app", UID: "old", Controller: new(true)},
+			{APIVersion: testapi.GroupVersion.String(), Kind: "Gadget", Name: "app", UID: "old", Controller: new(true)},
+			{APIVersion: testapi.GroupVersion.String(), Kind: "Widget", Name: "other", UID: "old", Controller: new(true)},
+		} {
+			child := cm(form.ann, ref)
+			child.Labels = form.labels
+			var aoe *ownership.AlreadyOwnedError
+			if changed, err := ownership.SetControllerReference(w, child, s); changed || !errors.As(err, &aoe) || child.OwnerReferences[0].UID != "old" {
+				t.Errorf("%s, %v: %v, %v; want an *AlreadyOwnedError and no change", form.name, ref, changed, err)
+			}
+		}
 	}
 	// A restore into another namespace (Velero's namespace mapping): the
 	// record of a namespaced owner is matched without its namespace, and
-	// rewritten.
-	child = cm(map[string]string{ownership.OwnerAnnotation: "test.steady.dev/Widget/before/app"})
-	if changed, err := ownership.SetControllerReference(w, child, s); !changed || err != nil || child.Annotations[ownership.OwnerAnnotation] != "test.steady.dev/Widget/ns/app" {
-		t.Errorf("restored into another namespace: %v, %v, %v", changed, err, child.Annotations)
-	}
-	// Another kind or group of the same name, recorded as ours (the
-	// record copied by hand): not ours.
-	for _, ref := range []metav1.OwnerReference{
-		{APIVersion: "v1", Kind: "Widget", Name: "app", UID: "old", Controller: new(true)},
-		{APIVersion: testapi.GroupVersion.String(), Kind: "Gadget", Name: "app", UID: "old", Controller: new(true)},
-		{APIVersion: testapi.GroupVersion.String(), Kind: "Widget", Name: "other", UID: "old", Controller: new(true)},
-	} {
-		child := cm(rec, ref)
-		var aoe *ownership.AlreadyOwnedError
-		if changed, err := ownership.SetControllerReference(w, child, s); changed || !errors.As(err, &aoe) || child.OwnerReferences[0].UID != "old" {
-			t.Errorf("%v: %v, %v; want an *AlreadyOwnedError and no change", ref, changed, err)
-		}
-	}
-	child = cm(map[string]string{ownership.OwnerAnnotation: "test.steady.dev/Widget/ns/other"})
-	var aoe *ownership.AlreadyOwnedError
-	if changed, err := ownership.SetControllerReference(w, child, s); changed || !errors.As(err, &aoe) || aoe.Recorded != "Widget ns/other" || len(child.OwnerReferences) != 0 {
-		t.Errorf("recorded for another owner: %v, %v", changed, err)
-	}
-	if changed, err := ownership.SetControllerReference(w, child, s, ownership.Adopt{}); !changed || err != nil || child.Annotations[ownership.OwnerAnnotation] != "test.steady.dev/Widget/ns/app" {
-		t.Errorf("adopted: %v, %v, %v", changed, err, child.Annotations)
+	// rewritten, in labels.
+	child := cm(map[string]string{ownership.OwnerAnnotation: "test.steady.dev/Widget/before/app"})
+	if changed, err := ownership.SetControllerReference(w, child, s); !changed || err != nil || !reflect.DeepEqual(child.Labels, recLabels) || len(child.Annotations) != 0 {
+		t.Errorf("restored into another namespace: %v, %v, %v, %v", changed, err, child.Labels, child.Annotations)
 	}
 
-	child.Annotations["keep"] = "1"
-	if !ownership.RemoveOwnerReference(w, child) || len(child.OwnerReferences) != 0 || len(child.Annotations) != 1 {
-		t.Errorf("removed: references %v, annotations %v; want none, keep=1", child.OwnerReferences, child.Annotations)
+	// Recorded for another owner, in either form or both: refused, named
+	// with the form that refused it; Adopt{} records the owner in labels
+	// and removes the other record.
+	for _, tc := range []struct {
+		name                 string
+		labels, ann          map[string]string
+		recorded, recordedIn string
+	}{
+		{"annotation", nil, map[string]string{ownership.OwnerAnnotation: "test.steady.dev/Widget/ns/other"}, "Widget ns/other", "annotation"},
+		{"labels", labels("Widget.test.steady.dev", "other"), nil, "Widget other", "labels"},
+		{"labels of another kind", labels("Gadget.test.steady.dev", "app"), nil, "Gadget app", "labels"},
+		{"labels of another group", labels("Widget", "app"), nil, "Widget app", "labels"},
+		{"a label alone", map[string]string{ownership.OwnerNameLabel: "app"}, nil,
+			ownership.OwnerKindLabel + `="" ` + ownership.OwnerNameLabel + `="app"`, "labels"},
+		{"ours in labels, another's in the annotation", recLabels, map[string]string{ownership.OwnerAnnotation: "test.steady.dev/Widget/ns/other"}, "Widget ns/other", "annotation"},
+		{"ours in the annotation, another's in labels", labels("Widget.test.steady.dev", "other"), rec, "Widget other", "labels"},
+		// A cluster-scoped Widget of the name is another owner.
+		{"a cluster-scoped owner of the name", nil, map[string]string{ownership.OwnerAnnotation: "test.steady.dev/Widget//app"}, "Widget app", "annotation"},
+	} {
+		child := cm(tc.ann)
+		child.Labels = tc.labels
+		before := child.DeepCopy()
+		var aoe *ownership.AlreadyOwnedError
+		changed, err := ownership.SetControllerReference(w, child, s)
+		if changed || !errors.As(err, &aoe) || aoe.Recorded != tc.recorded || aoe.RecordedIn != tc.recordedIn || aoe.Controller != "" || !reflect.DeepEqual(child, before) {
+			t.Errorf("%s: %v, %v (%#v); want an *AlreadyOwnedError recording %q in %s", tc.name, changed, err, aoe, tc.recorded, tc.recordedIn)
+			continue
+		}
+		if keys := map[string]string{"labels": ownership.OwnerKindLabel, "annotation": ownership.OwnerAnnotation}[tc.recordedIn]; !strings.Contains(err.Error(), keys) || !strings.Contains(err.Error(), tc.recorded) {
+			t.Errorf("%s: message %q does not name %s and %s", tc.name, err, keys, tc.recorded)
+		}
+		if changed, err := ownership.SetControllerReference(w, child, s, ownership.Adopt{}); !changed || err != nil ||
+			!reflect.DeepEqual(child.Labels, recLabels) || child.Annotations[ownership.OwnerAnnotation] != "" && child.Annotations[ownership.OwnerAnnotation] != rec[ownership.OwnerAnnotation] {
+			t.Errorf("%s adopted: %v, %v, labels %v, annotations %v", tc.name, changed, err, child.Labels, child.Annotations)
+		}
 	}
+
 	// A non-controller reference removed leaves another's record alone.
-	child = cm(map[string]string{ownership.OwnerAnnotation: "test.steady.dev/Widget/ns/other"})
-	if _, err := ownership.SetOwnerReference(w, child, s); err != nil {
+	for _, other := range []struct{ labels, ann map[string]string }{
+		{nil, map[string]string{ownership.OwnerAnnotation: "test.steady.dev/Widget/ns/other"}},
+		{labels("Widget.test.steady.dev", "other"), nil},
+	} {
+		child = cm(other.ann)
+		child.Labels = other.labels
+		if _, err := ownership.SetOwnerReference(w, child, s); err != nil {
+			t.Fatal(err)
+		}
+		if !ownership.RemoveOwnerReference(w, child) || !reflect.DeepEqual(child.Labels, other.labels) || !reflect.DeepEqual(child.Annotations, other.ann) {
+			t.Errorf("a non-controller reference removed: labels %v, annotations %v", child.Labels, child.Annotations)
+		}
+	}
+	// The controller reference removed takes the owner's record in both
+	// forms, and leaves another's.
+	child = cm(maps.Clone(rec))
+	child.Labels = maps.Clone(recLabels)
+	if _, err := ownership.SetControllerReference(w, child, s); err != nil {
 		t.Fatal(err)
 	}
-	if !ownership.RemoveOwnerReference(w, child) || child.Annotations[ownership.OwnerAnnotation] == "" {
-		t.Errorf("a non-controller reference removed: annotations %v", child.Annotations)
+	if !ownership.RemoveOwnerReference(w, child) || len(child.Labels) != 0 || len(child.Annotations) != 0 {
+		t.Errorf("removed, recorded in both forms: labels %v, annotations %v", child.Labels, child.Annotations)
 	}
 }

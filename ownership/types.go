@@ -7,9 +7,10 @@ import (
 )
 
 // AlreadyOwnedError is returned when the child has another controller, or
-// has none but its [OwnerAnnotation] records another owner (a child
-// orphaned by its owner's deletion, or restored from a backup, that another
-// owner of the same name will take back).
+// has none but its record ([OwnerKindLabel] and [OwnerNameLabel], or
+// [OwnerAnnotation]) names another owner (a child orphaned by its owner's
+// deletion, or restored from a backup, that another owner of the same name
+// will take back).
 type AlreadyOwnedError struct {
 	// Child, Owner and Controller name the child, the owner that wanted
 	// it and its current controller, as "Kind namespace/name"
@@ -17,16 +18,26 @@ type AlreadyOwnedError struct {
 	// controller is namespaced). Controller is empty when the child has
 	// no controller and Recorded refused it.
 	Child, Owner, Controller string
-	// Recorded is the owner the child's [OwnerAnnotation] records, as
-	// "Kind namespace/name", when that is what refused the child.
+	// Recorded is the owner the child's record names, when that is what
+	// refused the child: as "Kind namespace/name" (or "Kind name" for a
+	// cluster-scoped owner) when read from [OwnerAnnotation], as "Kind
+	// name" when read from the labels, which do not say whether the owner
+	// is namespaced; the values quoted when they name no owner.
 	Recorded string
+	// RecordedIn is the form Recorded was read from: "labels" or
+	// "annotation" (empty when Recorded is).
+	RecordedIn string
 }
 
 // Error implements error.
 func (e *AlreadyOwnedError) Error() string {
 	if e.Controller == "" && e.Recorded != "" {
-		return fmt.Sprintf("ownership: %s has no controller, but its annotation %s records %s as its owner; not taking it over for %s (pass ownership.Adopt{} to do so)",
-			e.Child, OwnerAnnotation, e.Recorded, e.Owner)
+		where := formKeys(e.RecordedIn) + " records"
+		if e.RecordedIn == inLabels {
+			where = formKeys(e.RecordedIn) + " record"
+		}
+		return fmt.Sprintf("ownership: %s has no controller, but its %s %s as its owner; not taking it over for %s (pass ownership.Adopt{} to do so)",
+			e.Child, where, e.Recorded, e.Owner)
 	}
 	return fmt.Sprintf("ownership: %s is already controlled by %s; not taking it over for %s (pass ownership.Adopt{} to do so)",
 		e.Child, e.Controller, e.Owner)
@@ -112,10 +123,11 @@ type SetControllerReferenceOption interface {
 }
 
 // Adopt replaces another owner's controller reference on the child with
-// ours, or takes a child without a controller whose [OwnerAnnotation]
-// records another owner, instead of returning an [*AlreadyOwnedError]. It
-// works for
-// [CreateOrUpdate], [CreateOrPatch], [Apply] and [SetControllerReference].
+// ours, or takes a child without a controller whose record
+// ([OwnerKindLabel] and [OwnerNameLabel], or [OwnerAnnotation]) names
+// another owner, and records ours, instead of returning an
+// [*AlreadyOwnedError]. It works for [CreateOrUpdate], [CreateOrPatch],
+// [Apply] and [SetControllerReference].
 type Adopt struct{}
 
 // ApplyToCreateOrUpdate implements [CreateOrUpdateOption].

@@ -1,0 +1,321 @@
+package ownership
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// OwnerKindLabel and [OwnerNameLabel] are the labels in which
+// [CreateOrUpdate], [CreateOrPatch], [Apply] and [SetControllerReference]
+// record on each child who its controller is, when both values are valid
+// label values (at most 63 characters of [A-Za-z0-9-_.]): the owner's
+// kind, as "<Kind>.<group>" ("Bucket.example.com"; "<Kind>" for the core
+// group: "Secret"), and its name. Not its UID: a restore from a backup
+// creates the owner again with a new UID, and its children without their
+// owner references (Velero strips them); the next reconcile takes back a
+// child without a controller that records the owner, and refuses, with an
+// [*AlreadyOwnedError], one that records another. The owner's namespace is
+// not recorded: a namespaced owner is in its child's namespace (a
+// reference cannot cross namespaces), and its kind says whether it is
+// namespaced. An owner whose kind or name is not a label value (a name of
+// more than 63 characters, an RBAC name with ':') is recorded in
+// [OwnerAnnotation] instead; a new child never carries both.
+//
+// Labels, not an annotation, because most children already carry labels:
+// two more entries in a map the child has cost the informer cache far less
+// than a map of annotations of its own (about 450 bytes per child).
+// Nothing selects on them unless told to; both survive a restore.
+const OwnerKindLabel = "ownership.steady.dev/owner-kind"
+
+// OwnerNameLabel is the name of a child's controller; see [OwnerKindLabel].
+const OwnerNameLabel = "ownership.steady.dev/owner-name"
+
+// OwnerAnnotation is the record of a child's controller when it does not
+// fit in [OwnerKindLabel] and [OwnerNameLabel] (its name or kind is not a
+// label value), and the record written by earlier versions of steady,
+// which is read as before: "<group>/<Kind>/<namespace>/<name>" of the
+// owner, the group empty for the core group and the namespace empty for a
+// cluster-scoped owner ("example.com/Bucket/shop/photos"). A child records
+// an owner when either form does, and is refused if either form records
+// another. A converged child that records its owner here is left as it
+// is: [CreateOrUpdate] and [CreateOrPatch] do not rewrite it in labels
+// ([Apply], which sends the whole configuration anyway, sends the labels).
+const OwnerAnnotation = "ownership.steady.dev/owner"
+
+// The forms of a record, as AlreadyOwnedError.RecordedIn names them.
+const (
+	inLabels     = "labels"
+	inAnnotation = "annotation"
+)
+
+// formKeys names the keys of a form of the record: "labels ... and ...",
+// or "annotation ...".
+func formKeys(form string) string {
+	if form == inLabels {
+		return "labels " + OwnerKindLabel + " and " + OwnerNameLabel
+	}
+	return "annotation " + OwnerAnnotation
+}
+
+// ownerRecord is the record of one owner: what its children carry.
+type ownerRecord struct {
+	// group, kind, namespace and name are the owner's (namespace "" for
+	// a cluster-scoped owner).
+	group, kind, namespace, name string
+	// kindLabel is [OwnerKindLabel]'s value.
+	kindLabel string
+	// labeled says that the record is written in the labels (both values
+	// are label values), else in [OwnerAnnotation].
+	labeled bool
+}
+
+// newRecord is the record of the owner that ref references, in namespace
+// ("" for a cluster-scoped owner).
+func newRecord(ref metav1.OwnerReference, namespace string) ownerRecord {
+	r := ownerRecord{group: groupOf(ref.APIVersion), kind: ref.Kind, namespace: namespace, name: ref.Name}
+	r.kindLabel = r.kind
+	if r.group != "" {
+		r.kindLabel = r.kind + "." + r.group
+	}
+	r.labeled = r.kind != "" && r.name != "" &&
+		len(validation.IsValidLabelValue(r.kindLabel)) == 0 && len(validation.IsValidLabelValue(r.name)) == 0
+	return r
+}
+
+// form is the form r is written in: inLabels or inAnnotation.
+func (r ownerRecord) form() string {
+	if r.labeled {
+		return inLabels
+	}
+	return inAnnotation
+}
+
+// annotation is the [OwnerAnnotation] value of r's owner.
+func (r ownerRecord) annotation() string {
+	return r.group + "/" + r.kind + "/" + r.namespace + "/" + r.name
+}
+
+// isAnnotation reports whether v is r.annotation(), without building it.
+func (r ownerRecord) isAnnotation(v string) bool {
+	for i, part := range [...]string{r.group, r.kind, r.namespace, r.name} {
+		if i > 0 {
+			if !strings.HasPrefix(v, "/") {
+				return false
+			}
+			v = v[1:]
+		}
+		if !strings.HasPrefix(v, part) {
+			return false
+		}
+		v = v[len(part):]
+	}
+	return v == ""
+}
+
+// recordedOn is what an object's owner record holds ("": not set).
+type recordedOn struct {
+	kind, name string // OwnerKindLabel and OwnerNameLabel
+	annotation string // OwnerAnnotation
+}
+
+// recordOf reads obj's owner record.
+func recordOf(obj client.Object) recordedOn {
+	l, a := obj.GetLabels(), obj.GetAnnotations()
+	return recordedOn{kind: l[OwnerKindLabel], name: l[OwnerNameLabel], annotation: a[OwnerAnnotation]}
+}
+
+// labels reports whether the labels hold a record (either label).
+func (o recordedOn) labels() bool { return o.kind != "" || o.name != "" }
+
+// none reports whether obj records no owner in either form.
+func (o recordedOn) none() bool { return !o.labels() && o.annotation == "" }
+
+// labelsRecord reports whether the labels record r's owner.
+func (o recordedOn) labelsRecord(r ownerRecord) bool {
+	return o.kind == r.kindLabel && o.name == r.name && o.name != ""
+}
+
+// annotationRecords reports whether the annotation records r's owner. The
+// namespace of a namespaced owner is not compared: it is the child's own
+// (a reference cannot cross namespaces), and a restore that maps
+// namespaces moves the child and its owner to another one. A namespaced
+// owner and a cluster-scoped one of the same name are told apart.
+func (o recordedOn) annotationRecords(r ownerRecord) bool {
+	parts := strings.Split(o.annotation, "/")
+	if len(parts) != 4 || parts[0] != r.group || parts[1] != r.kind || parts[3] != r.name {
+		return false
+	}
+	return parts[2] == r.namespace || (parts[2] != "" && r.namespace != "")
+}
+
+// ours reports whether a form records r's owner.
+func (o recordedOn) ours(r ownerRecord) bool {
+	return o.labelsRecord(r) || (o.annotation != "" && o.annotationRecords(r))
+}
+
+// other returns the first form that records another owner than r's
+// (inLabels or inAnnotation, "" for none) and that owner, described.
+func (o recordedOn) other(r ownerRecord) (form, owner string) {
+	if o.labels() && !o.labelsRecord(r) {
+		return inLabels, describeLabels(o.kind, o.name)
+	}
+	if o.annotation != "" && !o.annotationRecords(r) {
+		return inAnnotation, describeRecord(o.annotation)
+	}
+	return "", ""
+}
+
+// current reports whether the record is r's as r writes it: no form
+// records another owner, and one records r's owner as it would be written
+// (the labels, or the annotation of an earlier version, namespace and
+// all).
+func (o recordedOn) current(r ownerRecord) bool {
+	if form, _ := o.other(r); form != "" {
+		return false
+	}
+	return o.labelsRecord(r) || (o.annotation != "" && r.isAnnotation(o.annotation))
+}
+
+// String describes each form o holds: "Kind name (labels)", "Kind
+// namespace/name (annotation)", or both.
+func (o recordedOn) String() string {
+	var out []string
+	if o.labels() {
+		out = append(out, describeLabels(o.kind, o.name)+" ("+inLabels+")")
+	}
+	if o.annotation != "" {
+		out = append(out, describeRecord(o.annotation)+" ("+inAnnotation+")")
+	}
+	return strings.Join(out, " and ")
+}
+
+// describeRecord names the owner an [OwnerAnnotation] value records as
+// "Kind namespace/name", or returns the value quoted when it is not one.
+func describeRecord(rec string) string {
+	parts := strings.Split(rec, "/")
+	if len(parts) != 4 || parts[1] == "" || parts[3] == "" {
+		return strconv.Quote(rec)
+	}
+	if parts[2] == "" {
+		return parts[1] + " " + parts[3]
+	}
+	return parts[1] + " " + parts[2] + "/" + parts[3]
+}
+
+// describeLabels names the owner [OwnerKindLabel] and [OwnerNameLabel]
+// record as "Kind name" (the labels do not say whether the owner is
+// namespaced), or quotes both values when one is missing.
+func describeLabels(kind, name string) string {
+	if kind == "" || name == "" {
+		return fmt.Sprintf("%s=%q %s=%q", OwnerKindLabel, kind, OwnerNameLabel, name)
+	}
+	k, _, _ := strings.Cut(kind, ".")
+	return k + " " + name
+}
+
+// setRecord records r's owner on child and reports whether that changed
+// child. A record that is current (see recordedOn.current: an earlier
+// version's annotation of the owner too) is left as it is; otherwise r's
+// form is written and the other form removed, so that child carries one
+// record, r's.
+func setRecord(child client.Object, r ownerRecord) bool {
+	if recordOf(child).current(r) {
+		return false
+	}
+	writeRecord(child, r)
+	return true
+}
+
+// writeRecord writes r's form of the record on child and removes the
+// other form.
+func writeRecord(child client.Object, r ownerRecord) {
+	l, a := child.GetLabels(), child.GetAnnotations()
+	if r.labeled {
+		l = cloneMap(l)
+		l[OwnerKindLabel], l[OwnerNameLabel] = r.kindLabel, r.name
+		child.SetLabels(l)
+		if _, ok := a[OwnerAnnotation]; ok {
+			a = cloneMap(a)
+			delete(a, OwnerAnnotation)
+			child.SetAnnotations(nilIfEmpty(a))
+		}
+		return
+	}
+	a = cloneMap(a)
+	a[OwnerAnnotation] = r.annotation()
+	child.SetAnnotations(a)
+	_, hasKind := l[OwnerKindLabel]
+	if _, hasName := l[OwnerNameLabel]; hasKind || hasName {
+		l = cloneMap(l)
+		delete(l, OwnerKindLabel)
+		delete(l, OwnerNameLabel)
+		child.SetLabels(nilIfEmpty(l))
+	}
+}
+
+// nilIfEmpty is m, or nil when m is empty: an apply configuration then
+// carries no empty map (which its field manager would own).
+func nilIfEmpty(m map[string]string) map[string]string {
+	if len(m) == 0 {
+		return nil
+	}
+	return m
+}
+
+// removeRecord removes from child each form of its record that records
+// r's owner, and leaves one of another owner alone.
+func removeRecord(child client.Object, r ownerRecord) {
+	o := recordOf(child)
+	if o.labelsRecord(r) {
+		l := cloneMap(child.GetLabels())
+		delete(l, OwnerKindLabel)
+		delete(l, OwnerNameLabel)
+		child.SetLabels(l)
+	}
+	if o.annotation != "" && o.annotationRecords(r) {
+		a := cloneMap(child.GetAnnotations())
+		delete(a, OwnerAnnotation)
+		child.SetAnnotations(a)
+	}
+}
+
+// keepRecord puts live's record back on child when child has none: a
+// mutate that builds the labels or annotations anew drops it, and the
+// record is not the mutate's to drop (the record decides whose child it
+// is, and a converged child recorded by an earlier version stays as it
+// is).
+func keepRecord(child, live client.Object) {
+	o := recordOf(live)
+	if o.none() || !recordOf(child).none() {
+		return
+	}
+	if o.labels() {
+		l := cloneMap(child.GetLabels())
+		for _, k := range [...]string{OwnerKindLabel, OwnerNameLabel} {
+			if v, ok := live.GetLabels()[k]; ok {
+				l[k] = v
+			}
+		}
+		child.SetLabels(l)
+	}
+	if o.annotation != "" {
+		a := cloneMap(child.GetAnnotations())
+		a[OwnerAnnotation] = o.annotation
+		child.SetAnnotations(a)
+	}
+}
+
+// cloneMap copies m (never nil), so that a change does not reach a map
+// the child shares with another object.
+func cloneMap(m map[string]string) map[string]string {
+	out := make(map[string]string, len(m)+2)
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
