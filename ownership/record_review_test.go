@@ -1,0 +1,80 @@
+package ownership_test
+
+import (
+	"context"
+	"maps"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	"github.com/steadyk8s/steady/internal/testapi"
+	"github.com/steadyk8s/steady/ownership"
+)
+
+// TestAnOwnersLabelsCopiedToItsChild: an owner that is itself a child
+// (steady recorded its own owner in its labels) passes its labels on to
+// its children, as operators commonly do (mutate copies owner.Labels). The
+// labels the mutate copied name the grandparent; they are not a record of
+// the child's owner on the cluster: a new child is created, and a restored
+// child (no controller reference, its labels recording the owner) is taken
+// back, by each way of writing a child, and records its own owner.
+func TestAnOwnersLabelsCopiedToItsChild(t *testing.T) {
+	env.Require(t)
+	ctx := context.Background()
+	ns := env.Namespace(t)
+	root := owner(t, ns, "root")
+	mid := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "mid"}}
+	if _, err := ownership.CreateOrUpdate(ctx, env.Client, root, mid, func() error {
+		mid.Labels = map[string]string{"team": "shop"}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if mid.Labels[ownership.OwnerNameLabel] != "root" {
+		t.Fatalf("mid's labels %v: want its record of root", mid.Labels)
+	}
+	for _, fn := range allFns {
+		t.Run(fn.name, func(t *testing.T) {
+			name := "copied-" + strings.ToLower(fn.name)
+			write := func() (controllerutil.OperationResult, error) {
+				cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+				return fn.fn(ctx, env.Client, mid, cm, func() error {
+					cm.Labels = maps.Clone(mid.Labels) // the owner's labels, passed on
+					cm.Data = map[string]string{"k": "v"}
+					return nil
+				})
+			}
+			check := func(what string) {
+				t.Helper()
+				var got corev1.ConfigMap
+				if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &got); err != nil {
+					t.Fatal(err)
+				}
+				if !metav1.IsControlledBy(&got, mid) || got.Labels[ownership.OwnerNameLabel] != "mid" || got.Labels["team"] != "shop" {
+					t.Errorf("%s: owners %v, labels %v; want mid's child, recorded as such, team=shop", what, got.OwnerReferences, got.Labels)
+				}
+			}
+			if op, err := write(); err != nil || op != controllerutil.OperationResultCreated {
+				t.Fatalf("create: %s, %v", op, err)
+			}
+			check("created")
+			// Restored: the child without owner references, its labels kept.
+			var got corev1.ConfigMap
+			if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &got); err != nil {
+				t.Fatal(err)
+			}
+			got.OwnerReferences = nil
+			if err := env.Client.Update(ctx, &got); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := write(); err != nil {
+				t.Fatalf("take back: %v", err)
+			}
+			check("taken back")
+		})
+	}
+}
