@@ -284,30 +284,51 @@ func removeRecord(child client.Object, r ownerRecord) {
 	}
 }
 
-// keepRecord puts live's record back on child when child has none: a
-// mutate that builds the labels or annotations anew drops it, and the
-// record is not the mutate's to drop (the record decides whose child it
-// is, and a converged child recorded by an earlier version stays as it
-// is).
+// keepRecord makes child's owner record live's, form for form (none when
+// live is nil: a child to create), whatever mutate did to it: the record
+// decides whose child it is, and it is not the mutate's to drop (a mutate
+// that builds the labels or annotations anew; a converged child recorded
+// by an earlier version stays as it is) nor to set (a mutate that copies
+// its owner's labels onto the child copies the owner's own record, of
+// its owner: taken for the child's, it would refuse the child).
 func keepRecord(child, live client.Object) {
-	o := recordOf(live)
-	if o.none() || !recordOf(child).none() {
+	var want recordedOn
+	if live != nil {
+		want = recordOf(live)
+	}
+	if recordOf(child) == want {
 		return
 	}
-	if o.labels() {
-		l := cloneMap(child.GetLabels())
-		for _, k := range [...]string{OwnerKindLabel, OwnerNameLabel} {
-			if v, ok := live.GetLabels()[k]; ok {
-				l[k] = v
-			}
+	var liveLabels, liveAnnotations map[string]string
+	if live != nil {
+		liveLabels, liveAnnotations = live.GetLabels(), live.GetAnnotations()
+	}
+	child.SetLabels(withKeysOf(child.GetLabels(), liveLabels, OwnerKindLabel, OwnerNameLabel))
+	child.SetAnnotations(withKeysOf(child.GetAnnotations(), liveAnnotations, OwnerAnnotation))
+}
+
+// withKeysOf is m with the given keys as from has them (removed where from
+// does not have them): m itself when that changes nothing, else a copy
+// (nil when empty).
+func withKeysOf(m, from map[string]string, keys ...string) map[string]string {
+	same := true
+	for _, k := range keys {
+		v, ok := m[k]
+		w, wok := from[k]
+		same = same && ok == wok && v == w
+	}
+	if same {
+		return m
+	}
+	out := cloneMap(m)
+	for _, k := range keys {
+		if v, ok := from[k]; ok {
+			out[k] = v
+		} else {
+			delete(out, k)
 		}
-		child.SetLabels(l)
 	}
-	if o.annotation != "" {
-		a := cloneMap(child.GetAnnotations())
-		a[OwnerAnnotation] = o.annotation
-		child.SetAnnotations(a)
-	}
+	return nilIfEmpty(out)
 }
 
 // cloneMap copies m (never nil), so that a change does not reach a map
