@@ -2,6 +2,7 @@ package ownership_test
 
 import (
 	"context"
+	"errors"
 	"maps"
 	"strings"
 	"testing"
@@ -76,5 +77,32 @@ func TestAnOwnersLabelsCopiedToItsChild(t *testing.T) {
 			}
 			check("taken back")
 		})
+	}
+}
+
+// TestAnotherGroupsOwnerIsNamedWithItsGroup: a child recorded for an owner
+// of the owner's kind and name in another group is refused, and the error
+// names the recorded owner with its group: "Widget a" (or "Widget ns/a")
+// beside the owner "Widget ns/a" would say the child is refused for the
+// owner it records. In both forms of the record.
+func TestAnotherGroupsOwnerIsNamedWithItsGroup(t *testing.T) {
+	s := testapi.Scheme()
+	a := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a", UID: "uid-a"}}
+	for _, tc := range []struct {
+		form                string
+		labels, annotations map[string]string
+	}{
+		{"labels", map[string]string{ownership.OwnerKindLabel: "Widget.other.example", ownership.OwnerNameLabel: "a"}, nil},
+		{"annotation", nil, map[string]string{ownership.OwnerAnnotation: "other.example/Widget/ns/a"}},
+	} {
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "c", Labels: tc.labels, Annotations: tc.annotations}}
+		_, err := ownership.SetControllerReference(a, cm, s)
+		var aoe *ownership.AlreadyOwnedError
+		if !errors.As(err, &aoe) || aoe.RecordedIn != tc.form {
+			t.Fatalf("%s: %v; want an *AlreadyOwnedError from the %s", tc.form, err, tc.form)
+		}
+		if !strings.Contains(aoe.Recorded, "other.example") || !strings.Contains(err.Error(), "other.example") {
+			t.Errorf("%s: Recorded %q, message %q: the recorded owner is not told apart from Widget ns/a", tc.form, aoe.Recorded, err)
+		}
 	}
 }
