@@ -162,10 +162,10 @@ func (o recordedOn) ours(r ownerRecord) bool {
 // (inLabels or inAnnotation, "" for none) and that owner, described.
 func (o recordedOn) other(r ownerRecord) (form, owner string) {
 	if o.labels() && !o.labelsRecord(r) {
-		return inLabels, describeLabels(o.kind, o.name)
+		return inLabels, r.describeLabels(o.kind, o.name)
 	}
 	if o.annotation != "" && !o.annotationRecords(r) {
-		return inAnnotation, describeRecord(o.annotation)
+		return inAnnotation, r.describeRecord(o.annotation)
 	}
 	return "", ""
 }
@@ -181,41 +181,60 @@ func (o recordedOn) current(r ownerRecord) bool {
 	return o.labelsRecord(r) || (o.annotation != "" && r.isAnnotation(o.annotation))
 }
 
-// String describes each form o holds: "Kind name (labels)", "Kind
-// namespace/name (annotation)", or both.
-func (o recordedOn) String() string {
+// describe describes each form o holds, beside r's owner: "Kind name
+// (labels)", "Kind namespace/name (annotation)", or both.
+func (o recordedOn) describe(r ownerRecord) string {
 	var out []string
 	if o.labels() {
-		out = append(out, describeLabels(o.kind, o.name)+" ("+inLabels+")")
+		out = append(out, r.describeLabels(o.kind, o.name)+" ("+inLabels+")")
 	}
 	if o.annotation != "" {
-		out = append(out, describeRecord(o.annotation)+" ("+inAnnotation+")")
+		out = append(out, r.describeRecord(o.annotation)+" ("+inAnnotation+")")
 	}
 	return strings.Join(out, " and ")
 }
 
-// describeRecord names the owner an [OwnerAnnotation] value records as
-// "Kind namespace/name", or returns the value quoted when it is not one.
-func describeRecord(rec string) string {
+// describeRecord names the owner an [OwnerAnnotation] value records, beside
+// r's owner, as "Kind namespace/name" (see ownerRecord.kindName), or returns
+// the value quoted when it is not one.
+func (r ownerRecord) describeRecord(rec string) string {
 	parts := strings.Split(rec, "/")
 	if len(parts) != 4 || parts[1] == "" || parts[3] == "" {
 		return strconv.Quote(rec)
 	}
+	kind := r.kindName(parts[1], parts[0])
 	if parts[2] == "" {
-		return parts[1] + " " + parts[3]
+		return kind + " " + parts[3]
 	}
-	return parts[1] + " " + parts[2] + "/" + parts[3]
+	return kind + " " + parts[2] + "/" + parts[3]
 }
 
 // describeLabels names the owner [OwnerKindLabel] and [OwnerNameLabel]
-// record as "Kind name" (the labels do not say whether the owner is
-// namespaced), or quotes both values when one is missing.
-func describeLabels(kind, name string) string {
+// record, beside r's owner, as "Kind name" (see ownerRecord.kindName; the
+// labels do not say whether the owner is namespaced), or quotes both
+// values when one is missing.
+func (r ownerRecord) describeLabels(kind, name string) string {
 	if kind == "" || name == "" {
 		return fmt.Sprintf("%s=%q %s=%q", OwnerKindLabel, kind, OwnerNameLabel, name)
 	}
-	k, _, _ := strings.Cut(kind, ".")
-	return k + " " + name
+	k, group, _ := strings.Cut(kind, ".")
+	return r.kindName(k, group) + " " + name
+}
+
+// kindName names a recorded owner's kind beside r's owner: the kind alone,
+// as errors name objects, unless it is r's kind of another group
+// (Service.serving.knative.dev beside a core Service, or the other way
+// round), which is named with its group, "Kind.group", or "Kind (core
+// group)".
+func (r ownerRecord) kindName(kind, group string) string {
+	switch {
+	case kind != r.kind || group == r.group:
+		return kind
+	case group == "":
+		return kind + " (core group)"
+	default:
+		return kind + "." + group
+	}
 }
 
 // setRecord records r's owner on child and reports whether that changed
