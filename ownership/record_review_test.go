@@ -38,45 +38,54 @@ func TestAnOwnersLabelsCopiedToItsChild(t *testing.T) {
 	if mid.Labels[ownership.OwnerNameLabel] != "root" {
 		t.Fatalf("mid's labels %v: want its record of root", mid.Labels)
 	}
-	for _, fn := range allFns {
-		t.Run(fn.name, func(t *testing.T) {
-			name := "copied-" + strings.ToLower(fn.name)
-			write := func() (controllerutil.OperationResult, error) {
-				cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
-				return fn.fn(ctx, env.Client, mid, cm, func() error {
-					cm.Labels = maps.Clone(mid.Labels) // the owner's labels, passed on
-					cm.Data = map[string]string{"k": "v"}
-					return nil
-				})
-			}
-			check := func(what string) {
-				t.Helper()
+	cc := startCached(t)
+	for _, via := range []struct {
+		name string
+		c    client.Client
+	}{{"direct", env.Client}, {"cached", cc.Client}} {
+		for _, fn := range allFns {
+			t.Run(via.name+"/"+fn.name, func(t *testing.T) {
+				name := "copied-" + via.name + "-" + strings.ToLower(fn.name)
+				write := func() (controllerutil.OperationResult, error) {
+					cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+					return fn.fn(ctx, via.c, mid, cm, func() error {
+						cm.Labels = maps.Clone(mid.Labels) // the owner's labels, passed on
+						cm.Data = map[string]string{"k": "v"}
+						return nil
+					})
+				}
+				check := func(what string) {
+					t.Helper()
+					var got corev1.ConfigMap
+					if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &got); err != nil {
+						t.Fatal(err)
+					}
+					if !metav1.IsControlledBy(&got, mid) || got.Labels[ownership.OwnerNameLabel] != "mid" || got.Labels["team"] != "shop" {
+						t.Errorf("%s: owners %v, labels %v; want mid's child, recorded as such, team=shop", what, got.OwnerReferences, got.Labels)
+					}
+				}
+				if op, err := write(); err != nil || op != controllerutil.OperationResultCreated {
+					t.Fatalf("create: %s, %v", op, err)
+				}
+				check("created")
+				// Restored: the child without owner references, its labels kept.
 				var got corev1.ConfigMap
 				if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &got); err != nil {
 					t.Fatal(err)
 				}
-				if !metav1.IsControlledBy(&got, mid) || got.Labels[ownership.OwnerNameLabel] != "mid" || got.Labels["team"] != "shop" {
-					t.Errorf("%s: owners %v, labels %v; want mid's child, recorded as such, team=shop", what, got.OwnerReferences, got.Labels)
+				got.OwnerReferences = nil
+				if err := env.Client.Update(ctx, &got); err != nil {
+					t.Fatal(err)
 				}
-			}
-			if op, err := write(); err != nil || op != controllerutil.OperationResultCreated {
-				t.Fatalf("create: %s, %v", op, err)
-			}
-			check("created")
-			// Restored: the child without owner references, its labels kept.
-			var got corev1.ConfigMap
-			if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &got); err != nil {
-				t.Fatal(err)
-			}
-			got.OwnerReferences = nil
-			if err := env.Client.Update(ctx, &got); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := write(); err != nil {
-				t.Fatalf("take back: %v", err)
-			}
-			check("taken back")
-		})
+				if via.name == "cached" {
+					cachedSees(t, cc, &got)
+				}
+				if _, err := write(); err != nil {
+					t.Fatalf("take back: %v", err)
+				}
+				check("taken back")
+			})
+		}
 	}
 }
 
