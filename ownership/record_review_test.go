@@ -115,3 +115,40 @@ func TestAnotherGroupsOwnerIsNamedWithItsGroup(t *testing.T) {
 		}
 	}
 }
+
+// TestRemovingTheControllerRemovesAPartOfItsRecord: a child whose record of
+// its controller lost one of its labels (another writer removed it) is
+// released by RemoveOwnerReference without the other label: left alone,
+// the fragment would refuse every other owner as a record of another.
+func TestRemovingTheControllerRemovesAPartOfItsRecord(t *testing.T) {
+	s := testapi.Scheme()
+	a := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a", UID: "uid-a"}}
+	b := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "b", UID: "uid-b"}}
+	for _, drop := range []string{ownership.OwnerKindLabel, ownership.OwnerNameLabel} {
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "c", Labels: map[string]string{"app": "x"}}}
+		if _, err := ownership.SetControllerReference(a, cm, s); err != nil {
+			t.Fatal(err)
+		}
+		delete(cm.Labels, drop) // another writer's doing
+		if !ownership.RemoveOwnerReference(a, cm) {
+			t.Fatalf("without %s: a's reference not removed", drop)
+		}
+		if len(cm.Labels) != 1 || cm.Labels["app"] != "x" {
+			t.Errorf("without %s: labels %v after a released the child; want app=x alone", drop, cm.Labels)
+		}
+		if _, err := ownership.SetControllerReference(b, cm, s); err != nil {
+			t.Errorf("without %s: the released child refused to b: %v", drop, err)
+		}
+	}
+	// A label that names another owner stays.
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "c"}}
+	if _, err := ownership.SetControllerReference(a, cm, s); err != nil {
+		t.Fatal(err)
+	}
+	cm.Labels[ownership.OwnerNameLabel] = "b"
+	delete(cm.Labels, ownership.OwnerKindLabel)
+	ownership.RemoveOwnerReference(a, cm)
+	if cm.Labels[ownership.OwnerNameLabel] != "b" {
+		t.Errorf("labels %v: another owner's label removed", cm.Labels)
+	}
+}
