@@ -287,10 +287,12 @@ func nilIfEmpty(m map[string]string) map[string]string {
 }
 
 // removeRecord removes from child each form of its record that records
-// r's owner, and leaves one of another owner alone.
+// r's owner, and leaves one of another owner alone. Of the labels, what is
+// left of r's record (one label, the other removed by another writer) is
+// removed too: alone, it would refuse every other owner.
 func removeRecord(child client.Object, r ownerRecord) {
 	o := recordOf(child)
-	if o.labelsRecord(r) {
+	if o.labels() && (o.kind == "" || o.kind == r.kindLabel) && (o.name == "" || o.name == r.name) {
 		l := cloneMap(child.GetLabels())
 		delete(l, OwnerKindLabel)
 		delete(l, OwnerNameLabel)
