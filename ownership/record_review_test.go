@@ -152,3 +152,44 @@ func TestRemovingTheControllerRemovesAPartOfItsRecord(t *testing.T) {
 		t.Errorf("labels %v: another owner's label removed", cm.Labels)
 	}
 }
+
+// TestApplyAdoptsFromAnotherFieldManager: a child another steady
+// controller applied (its own field manager, its owner's reference and
+// record in labels) is refused to Apply without Adopt{} and taken with
+// it: no conflict on the record labels the other manager applied, the
+// child recorded for the new owner alone, the other manager's own label
+// kept. The next apply changes nothing.
+func TestApplyAdoptsFromAnotherFieldManager(t *testing.T) {
+	env.Require(t)
+	ctx := context.Background()
+	c, n := counting(t)
+	ns := env.Namespace(t)
+	a, b := owner(t, ns, "a"), owner(t, ns, "b")
+	theirs := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "shared", Labels: map[string]string{"theirs": "1"}},
+		Data: map[string]string{"k": "b"}}
+	if _, err := ownership.Apply(ctx, c, b, theirs, "other-steady"); err != nil {
+		t.Fatal(err)
+	}
+	mine := func() *corev1.ConfigMap {
+		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "shared"}, Data: map[string]string{"mine": "a"}}
+	}
+	var aoe *ownership.AlreadyOwnedError
+	if _, err := ownership.Apply(ctx, c, a, mine(), "steady-test"); !errors.As(err, &aoe) || aoe.Controller != "Widget b" {
+		t.Fatalf("without Adopt: %v; want an *AlreadyOwnedError naming Widget b", err)
+	}
+	if op, err := ownership.Apply(ctx, c, a, mine(), "steady-test", ownership.Adopt{}); err != nil || op != controllerutil.OperationResultUpdated {
+		t.Fatalf("adopt: %s, %v", op, err)
+	}
+	var got corev1.ConfigMap
+	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "shared"}, &got); err != nil {
+		t.Fatal(err)
+	}
+	if !metav1.IsControlledBy(&got, a) || len(got.OwnerReferences) != 1 || got.Labels[ownership.OwnerNameLabel] != "a" ||
+		got.Labels[ownership.OwnerKindLabel] != "Widget.test.steady.dev" || got.Labels["theirs"] != "1" || got.Annotations[ownership.OwnerAnnotation] != "" {
+		t.Errorf("owners %v, labels %v, annotations %v; want a's child, recorded in labels, theirs=1 kept", got.OwnerReferences, got.Labels, got.Annotations)
+	}
+	n.Reset()
+	if op, err := ownership.Apply(ctx, c, a, mine(), "steady-test"); err != nil || op != controllerutil.OperationResultNone || n.Writes() != 0 {
+		t.Errorf("again: %s, %v (requests %s); want unchanged, no write", op, err, n)
+	}
+}
