@@ -193,3 +193,72 @@ func TestApplyAdoptsFromAnotherFieldManager(t *testing.T) {
 		t.Errorf("again: %s, %v (requests %s); want unchanged, no write", op, err, n)
 	}
 }
+
+// TestARecordAnotherWriterChangedIsRepaired: through a manager's cached
+// client, a child under this owner's controller reference whose record
+// another writer changed (kubectl label: one label removed, or the name
+// set to another owner's) is written once, back to this owner's record in
+// full, by each way of writing a child, its other labels kept; the next
+// call writes nothing.
+func TestARecordAnotherWriterChangedIsRepaired(t *testing.T) {
+	env.Require(t)
+	ctx := context.Background()
+	cc := startCached(t)
+	ns := env.Namespace(t)
+	o := owner(t, ns, "app")
+	for _, fn := range allFns {
+		for _, tamper := range []struct {
+			name string
+			f    func(map[string]string)
+		}{
+			{"name removed", func(l map[string]string) { delete(l, ownership.OwnerNameLabel) }},
+			{"kind removed", func(l map[string]string) { delete(l, ownership.OwnerKindLabel) }},
+			{"name changed", func(l map[string]string) { l[ownership.OwnerNameLabel] = "other" }},
+		} {
+			t.Run(fn.name+"/"+tamper.name, func(t *testing.T) {
+				name := "tampered-" + strings.ToLower(fn.name) + "-" + strings.ReplaceAll(tamper.name, " ", "-")
+				write := func() (controllerutil.OperationResult, error) {
+					cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+					cc.Counter.Reset()
+					return fn.fn(ctx, cc.Client, o, cm, func() error {
+						if cm.Labels == nil {
+							cm.Labels = map[string]string{}
+						}
+						cm.Labels["app"] = "x"
+						cm.Data = map[string]string{"k": "v"}
+						return nil
+					})
+				}
+				if _, err := write(); err != nil {
+					t.Fatal(err)
+				}
+				var got corev1.ConfigMap
+				if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &got); err != nil {
+					t.Fatal(err)
+				}
+				tamper.f(got.Labels)
+				got.Labels["theirs"] = "1"
+				if err := env.Client.Update(ctx, &got); err != nil {
+					t.Fatal(err)
+				}
+				cachedSees(t, cc, &got)
+				if op, err := write(); err != nil || op != controllerutil.OperationResultUpdated {
+					t.Fatalf("repair: %s, %v (requests %s)", op, err, cc.Counter)
+				}
+				if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &got); err != nil {
+					t.Fatal(err)
+				}
+				if got.Labels[ownership.OwnerKindLabel] != "Widget.test.steady.dev" || got.Labels[ownership.OwnerNameLabel] != "app" || got.Labels["app"] != "x" {
+					t.Errorf("labels %v; want the record of Widget app in full, app=x", got.Labels)
+				}
+				if got.Labels["theirs"] != "1" {
+					t.Errorf("labels %v: another writer's label removed", got.Labels)
+				}
+				cachedSees(t, cc, &got)
+				if op, err := write(); err != nil || op != controllerutil.OperationResultNone || cc.Counter.Writes() != 0 {
+					t.Errorf("again: %s, %v (requests %s); want unchanged, no write", op, err, cc.Counter)
+				}
+			})
+		}
+	}
+}
