@@ -13,24 +13,24 @@ import (
 // OwnerKindLabel and [OwnerNameLabel] are the labels in which
 // [CreateOrUpdate], [CreateOrPatch], [Apply] and [SetControllerReference]
 // record on each child who its controller is, when both values are valid
-// label values (at most 63 characters of [A-Za-z0-9-_.], the first and
-// last a letter or digit): the owner's kind, as "<Kind>.<group>"
+// label values (at most 63 characters of [A-Za-z0-9-_.], the first and last
+// a letter or digit): the owner's kind, as "<Kind>.<group>"
 // ("Bucket.example.com"; "<Kind>" for the core group: "Secret"), and its
-// name. Not its UID: a restore from a backup
-// creates the owner again with a new UID, and its children without their
-// owner references (Velero strips them); the next reconcile takes back a
-// child without a controller that records the owner, and refuses, with an
-// [*AlreadyOwnedError], one that records another. The owner's namespace is
-// not recorded: a namespaced owner is in its child's namespace (a
-// reference cannot cross namespaces), and its kind says whether it is
-// namespaced. An owner whose kind or name is not a label value (a name of
-// more than 63 characters, an RBAC name with ':') is recorded in
-// [OwnerAnnotation] instead; a new child never carries both.
+// name. Not its UID: a restore from a backup creates the owner again with a
+// new UID, and its children without their owner references (Velero strips
+// them); the next reconcile takes back a child without a controller that
+// records the owner, and refuses, with an [*AlreadyOwnedError], one that
+// records another. The owner's namespace is not recorded: a namespaced
+// owner is in its child's namespace (a reference cannot cross namespaces),
+// and its kind says whether it is namespaced. An owner whose kind or name
+// is not a label value (a name of more than 63 characters, an RBAC name
+// with ':') is recorded in [OwnerAnnotation] instead; a new child never
+// carries both.
 //
 // Labels, not an annotation, because most children already carry labels:
 // two more entries in a map the child has cost the informer cache far less
-// than a map of annotations of its own (about 450 bytes per child).
-// Nothing selects on them unless told to; both survive a restore.
+// than a map of annotations of its own (about 450 bytes per child). Nothing
+// selects on them unless told to; both survive a restore.
 const OwnerKindLabel = "ownership.steady.dev/owner-kind"
 
 // OwnerNameLabel is the name of a child's controller; see [OwnerKindLabel].
