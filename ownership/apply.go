@@ -152,7 +152,7 @@ func Apply(ctx context.Context, c client.Client, owner, child client.Object, fie
 				if cur != nil {
 					released = fmt.Sprintf("removed the controller reference of %s from %s (it has no controller now)", controllerName(cur), name)
 				} else {
-					released = fmt.Sprintf("recorded %s as the owner of %s (%s), in place of %s", object.Describe(owner, c.Scheme()), name, formKeys(r.form()), rec)
+					released = fmt.Sprintf("recorded %s as the owner of %s (%s), in place of %s", object.Describe(owner, c.Scheme()), name, formKeys(r.form()), rec.describe(r))
 				}
 			}
 			lock = memo{uid: live.GetUID(), rv: live.GetResourceVersion()}

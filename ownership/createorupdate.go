@@ -19,9 +19,11 @@ import (
 // CreateOrUpdate reads child (by its namespace and name), runs mutate on it,
 // makes owner its controller (recording owner in [OwnerKindLabel] and
 // [OwnerNameLabel], or [OwnerAnnotation]: see [SetControllerReference] for
-// the record and the children it takes and refuses; a record mutate drops
-// is put back from the live child), and creates it, or updates it when it differs
-// from the live object. It reports what it did: created, updated or
+// the record and the children it takes and refuses; the record is judged
+// and kept as the live child has it, whatever mutate drops or sets there,
+// and a new child is judged without one: a mutate that copies its owner's
+// labels copies the owner's record of its own owner), and creates it, or
+// updates it when it differs from the live object. It reports what it did: created, updated or
 // unchanged.
 //
 // The mutated child is compared with the live object exactly, so a removal

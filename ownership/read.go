@@ -120,10 +120,10 @@ func (w *writeCall) run(ctx context.Context, create func(context.Context) (contr
 	}
 }
 
-// prepare reads the child as mode says, runs mutate on it, puts back the
-// live child's owner record when mutate dropped it (keepRecord) and sets
-// the controller reference. It returns a copy of the live object, or nil when
-// there is none.
+// prepare reads the child as mode says, runs mutate on it, makes the
+// child's owner record the live child's whatever mutate did to it (none
+// for a child to create: keepRecord) and sets the controller reference.
+// It returns a copy of the live object, or nil when there is none.
 func (w *writeCall) prepare(ctx context.Context, mode readMode) (client.Object, error) {
 	c, child := w.c, w.child
 	key := client.ObjectKeyFromObject(child)
@@ -152,8 +152,8 @@ func (w *writeCall) prepare(ctx context.Context, mode readMode) (client.Object, 
 	}
 	if live != nil {
 		keepServerMetadata(child, live)
-		keepRecord(child, live)
 	}
+	keepRecord(child, live)
 	_, stale, err := setController(w.owner, child, c.Scheme(), w.adopt)
 	if err != nil {
 		return nil, err

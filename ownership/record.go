@@ -13,23 +13,24 @@ import (
 // OwnerKindLabel and [OwnerNameLabel] are the labels in which
 // [CreateOrUpdate], [CreateOrPatch], [Apply] and [SetControllerReference]
 // record on each child who its controller is, when both values are valid
-// label values (at most 63 characters of [A-Za-z0-9-_.]): the owner's
-// kind, as "<Kind>.<group>" ("Bucket.example.com"; "<Kind>" for the core
-// group: "Secret"), and its name. Not its UID: a restore from a backup
-// creates the owner again with a new UID, and its children without their
-// owner references (Velero strips them); the next reconcile takes back a
-// child without a controller that records the owner, and refuses, with an
-// [*AlreadyOwnedError], one that records another. The owner's namespace is
-// not recorded: a namespaced owner is in its child's namespace (a
-// reference cannot cross namespaces), and its kind says whether it is
-// namespaced. An owner whose kind or name is not a label value (a name of
-// more than 63 characters, an RBAC name with ':') is recorded in
-// [OwnerAnnotation] instead; a new child never carries both.
+// label values (at most 63 characters of [A-Za-z0-9-_.], the first and last
+// a letter or digit): the owner's kind, as "<Kind>.<group>"
+// ("Bucket.example.com"; "<Kind>" for the core group: "Secret"), and its
+// name. Not its UID: a restore from a backup creates the owner again with a
+// new UID, and its children without their owner references (Velero strips
+// them); the next reconcile takes back a child without a controller that
+// records the owner, and refuses, with an [*AlreadyOwnedError], one that
+// records another. The owner's namespace is not recorded: a namespaced
+// owner is in its child's namespace (a reference cannot cross namespaces),
+// and its kind says whether it is namespaced. An owner whose kind or name
+// is not a label value (a name of more than 63 characters, an RBAC name
+// with ':') is recorded in [OwnerAnnotation] instead; a new child never
+// carries both.
 //
 // Labels, not an annotation, because most children already carry labels:
 // two more entries in a map the child has cost the informer cache far less
-// than a map of annotations of its own (about 450 bytes per child).
-// Nothing selects on them unless told to; both survive a restore.
+// than a map of annotations of its own (about 450 bytes per child). Nothing
+// selects on them unless told to; both survive a restore.
 const OwnerKindLabel = "ownership.steady.dev/owner-kind"
 
 // OwnerNameLabel is the name of a child's controller; see [OwnerKindLabel].
@@ -162,10 +163,10 @@ func (o recordedOn) ours(r ownerRecord) bool {
 // (inLabels or inAnnotation, "" for none) and that owner, described.
 func (o recordedOn) other(r ownerRecord) (form, owner string) {
 	if o.labels() && !o.labelsRecord(r) {
-		return inLabels, describeLabels(o.kind, o.name)
+		return inLabels, r.describeLabels(o.kind, o.name)
 	}
 	if o.annotation != "" && !o.annotationRecords(r) {
-		return inAnnotation, describeRecord(o.annotation)
+		return inAnnotation, r.describeRecord(o.annotation)
 	}
 	return "", ""
 }
@@ -181,41 +182,60 @@ func (o recordedOn) current(r ownerRecord) bool {
 	return o.labelsRecord(r) || (o.annotation != "" && r.isAnnotation(o.annotation))
 }
 
-// String describes each form o holds: "Kind name (labels)", "Kind
-// namespace/name (annotation)", or both.
-func (o recordedOn) String() string {
+// describe describes each form o holds, beside r's owner: "Kind name
+// (labels)", "Kind namespace/name (annotation)", or both.
+func (o recordedOn) describe(r ownerRecord) string {
 	var out []string
 	if o.labels() {
-		out = append(out, describeLabels(o.kind, o.name)+" ("+inLabels+")")
+		out = append(out, r.describeLabels(o.kind, o.name)+" ("+inLabels+")")
 	}
 	if o.annotation != "" {
-		out = append(out, describeRecord(o.annotation)+" ("+inAnnotation+")")
+		out = append(out, r.describeRecord(o.annotation)+" ("+inAnnotation+")")
 	}
 	return strings.Join(out, " and ")
 }
 
-// describeRecord names the owner an [OwnerAnnotation] value records as
-// "Kind namespace/name", or returns the value quoted when it is not one.
-func describeRecord(rec string) string {
+// describeRecord names the owner an [OwnerAnnotation] value records, beside
+// r's owner, as "Kind namespace/name" (see ownerRecord.kindName), or returns
+// the value quoted when it is not one.
+func (r ownerRecord) describeRecord(rec string) string {
 	parts := strings.Split(rec, "/")
 	if len(parts) != 4 || parts[1] == "" || parts[3] == "" {
 		return strconv.Quote(rec)
 	}
+	kind := r.kindName(parts[1], parts[0])
 	if parts[2] == "" {
-		return parts[1] + " " + parts[3]
+		return kind + " " + parts[3]
 	}
-	return parts[1] + " " + parts[2] + "/" + parts[3]
+	return kind + " " + parts[2] + "/" + parts[3]
 }
 
 // describeLabels names the owner [OwnerKindLabel] and [OwnerNameLabel]
-// record as "Kind name" (the labels do not say whether the owner is
-// namespaced), or quotes both values when one is missing.
-func describeLabels(kind, name string) string {
+// record, beside r's owner, as "Kind name" (see ownerRecord.kindName; the
+// labels do not say whether the owner is namespaced), or quotes both
+// values when one is missing.
+func (r ownerRecord) describeLabels(kind, name string) string {
 	if kind == "" || name == "" {
 		return fmt.Sprintf("%s=%q %s=%q", OwnerKindLabel, kind, OwnerNameLabel, name)
 	}
-	k, _, _ := strings.Cut(kind, ".")
-	return k + " " + name
+	k, group, _ := strings.Cut(kind, ".")
+	return r.kindName(k, group) + " " + name
+}
+
+// kindName names a recorded owner's kind beside r's owner: the kind alone,
+// as errors name objects, unless it is r's kind of another group
+// (Service.serving.knative.dev beside a core Service, or the other way
+// round), which is named with its group, "Kind.group", or "Kind (core
+// group)".
+func (r ownerRecord) kindName(kind, group string) string {
+	switch {
+	case kind != r.kind || group == r.group:
+		return kind
+	case group == "":
+		return kind + " (core group)"
+	default:
+		return kind + "." + group
+	}
 }
 
 // setRecord records r's owner on child and reports whether that changed
@@ -268,10 +288,12 @@ func nilIfEmpty(m map[string]string) map[string]string {
 }
 
 // removeRecord removes from child each form of its record that records
-// r's owner, and leaves one of another owner alone.
+// r's owner, and leaves one of another owner alone. Of the labels, what is
+// left of r's record (one label, the other removed by another writer) is
+// removed too: alone, it would refuse every other owner.
 func removeRecord(child client.Object, r ownerRecord) {
 	o := recordOf(child)
-	if o.labelsRecord(r) {
+	if o.labels() && (o.kind == "" || o.kind == r.kindLabel) && (o.name == "" || o.name == r.name) {
 		l := cloneMap(child.GetLabels())
 		delete(l, OwnerKindLabel)
 		delete(l, OwnerNameLabel)
@@ -284,30 +306,51 @@ func removeRecord(child client.Object, r ownerRecord) {
 	}
 }
 
-// keepRecord puts live's record back on child when child has none: a
-// mutate that builds the labels or annotations anew drops it, and the
-// record is not the mutate's to drop (the record decides whose child it
-// is, and a converged child recorded by an earlier version stays as it
-// is).
+// keepRecord makes child's owner record live's, form for form (none when
+// live is nil: a child to create), whatever mutate did to it: the record
+// decides whose child it is, and it is not the mutate's to drop (a mutate
+// that builds the labels or annotations anew; a converged child recorded
+// by an earlier version stays as it is) nor to set (a mutate that copies
+// its owner's labels onto the child copies the owner's own record, of
+// its owner: taken for the child's, it would refuse the child).
 func keepRecord(child, live client.Object) {
-	o := recordOf(live)
-	if o.none() || !recordOf(child).none() {
+	var want recordedOn
+	if live != nil {
+		want = recordOf(live)
+	}
+	if recordOf(child) == want {
 		return
 	}
-	if o.labels() {
-		l := cloneMap(child.GetLabels())
-		for _, k := range [...]string{OwnerKindLabel, OwnerNameLabel} {
-			if v, ok := live.GetLabels()[k]; ok {
-				l[k] = v
-			}
+	var liveLabels, liveAnnotations map[string]string
+	if live != nil {
+		liveLabels, liveAnnotations = live.GetLabels(), live.GetAnnotations()
+	}
+	child.SetLabels(withKeysOf(child.GetLabels(), liveLabels, OwnerKindLabel, OwnerNameLabel))
+	child.SetAnnotations(withKeysOf(child.GetAnnotations(), liveAnnotations, OwnerAnnotation))
+}
+
+// withKeysOf is m with the given keys as from has them (removed where from
+// does not have them): m itself when that changes nothing, else a copy
+// (nil when empty).
+func withKeysOf(m, from map[string]string, keys ...string) map[string]string {
+	same := true
+	for _, k := range keys {
+		v, ok := m[k]
+		w, wok := from[k]
+		same = same && ok == wok && v == w
+	}
+	if same {
+		return m
+	}
+	out := cloneMap(m)
+	for _, k := range keys {
+		if v, ok := from[k]; ok {
+			out[k] = v
+		} else {
+			delete(out, k)
 		}
-		child.SetLabels(l)
 	}
-	if o.annotation != "" {
-		a := cloneMap(child.GetAnnotations())
-		a[OwnerAnnotation] = o.annotation
-		child.SetAnnotations(a)
-	}
+	return nilIfEmpty(out)
 }
 
 // cloneMap copies m (never nil), so that a change does not reach a map

@@ -227,9 +227,10 @@ func ptrEq(a, b *bool) bool { return (a == nil && b == nil) || (a != nil && b !=
 // RemoveOwnerReference removes owner's reference from child, controller or
 // not, and reports whether it was there. Removing owner's controller
 // reference also removes child's record of owner ([OwnerKindLabel] and
-// [OwnerNameLabel], [OwnerAnnotation]: each form that records owner), so
-// that the released child is free for another owner; a form that records
-// another owner is left as it is.
+// [OwnerNameLabel], [OwnerAnnotation]: each form that records owner, and
+// the one label left of owner's record when another writer removed the
+// other), so that the released child is free for another owner; a form
+// that records another owner is left as it is.
 func RemoveOwnerReference(owner, child client.Object) bool {
 	refs := child.GetOwnerReferences()
 	i := slices.IndexFunc(refs, func(r metav1.OwnerReference) bool { return r.UID == owner.GetUID() })

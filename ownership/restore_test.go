@@ -727,7 +727,7 @@ func TestTheRecordInMemory(t *testing.T) {
 		{"annotation", nil, map[string]string{ownership.OwnerAnnotation: "test.steady.dev/Widget/ns/other"}, "Widget ns/other", "annotation"},
 		{"labels", labels("Widget.test.steady.dev", "other"), nil, "Widget other", "labels"},
 		{"labels of another kind", labels("Gadget.test.steady.dev", "app"), nil, "Gadget app", "labels"},
-		{"labels of another group", labels("Widget", "app"), nil, "Widget app", "labels"},
+		{"labels of another group", labels("Widget", "app"), nil, "Widget (core group) app", "labels"},
 		{"a label alone", map[string]string{ownership.OwnerNameLabel: "app"}, nil,
 			ownership.OwnerKindLabel + `="" ` + ownership.OwnerNameLabel + `="app"`, "labels"},
 		{"ours in labels, another's in the annotation", recLabels, map[string]string{ownership.OwnerAnnotation: "test.steady.dev/Widget/ns/other"}, "Widget ns/other", "annotation"},

@@ -22,7 +22,9 @@ type AlreadyOwnedError struct {
 	// refused the child: as "Kind namespace/name" (or "Kind name" for a
 	// cluster-scoped owner) when read from [OwnerAnnotation], as "Kind
 	// name" when read from the labels, which do not say whether the owner
-	// is namespaced; the values quoted when they name no owner.
+	// is namespaced; the values quoted when they name no owner. The kind
+	// is named with its group ("Kind.group", or "Kind (core group)") when
+	// it is Owner's kind of another group.
 	Recorded string
 	// RecordedIn is the form Recorded was read from: "labels" or
 	// "annotation" (empty when Recorded is).
