@@ -2,7 +2,6 @@ package ownership
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -229,7 +228,7 @@ func encodePatch(p map[string]any, pre ...precondition) ([]byte, error) {
 			}
 		}
 	}
-	return json.Marshal(p)
+	return object.MarshalJSON(p)
 }
 
 // shallowCopy is a new map with m's entries (the values shared), room for

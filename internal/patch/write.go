@@ -2,7 +2,6 @@ package patch
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -70,7 +69,7 @@ func (w *Writer) write(ctx context.Context, obj client.Object, st *state, p *par
 				body["metadata"] = md
 			}
 		}
-		data, err := json.Marshal(body)
+		data, err := object.MarshalJSON(body)
 		if err != nil {
 			return nil, false, err
 		}
