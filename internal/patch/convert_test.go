@@ -160,7 +160,7 @@ func fullLive(t *testing.T, before *testapi.Widget) map[string]any {
 func bodies(t *testing.T, bm, am, latest map[string]any, obj client.Object, o Options) map[string]any {
 	t.Helper()
 	snap := runtime.DeepCopyJSON(bm)
-	parts, err := plan(runtime.DeepCopyJSON(bm), snap, runtime.DeepCopyJSON(am), obj, o)
+	parts, err := plan(snap, runtime.DeepCopyJSON(am), obj, o)
 	if err != nil {
 		t.Fatal(err)
 	}

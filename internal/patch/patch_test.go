@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -188,5 +189,43 @@ func TestUnchangedFastPath(t *testing.T) {
 				t.Errorf("unchanged = %v, want %v", got, tc.want)
 			}
 		})
+	}
+}
+
+// plan and body only read the snapshot, which the engine keeps as the
+// latest state for the writes and re-tries (plan deletes from its own copy
+// of the maps above the lists, and of the top level and metadata): every
+// list and map of it is left whole, also ones of further condition lists
+// and ones a change drops whole.
+func TestPlanLeavesTheSnapshotWhole(t *testing.T) {
+	snap := js(`{"apiVersion":"v1","kind":"W","metadata":{"name":"w","generation":3,"resourceVersion":"7","uid":"u",
+		"labels":{"a":"1","b":"2"},"finalizers":["x/a"],"ownerReferences":[{"uid":"o1","name":"o"}]},
+		"spec":{"size":1,"old":{"k":"v"}},
+		"status":{"phase":"P","observedGeneration":2,"conditions":[{"type":"Ready","status":"False"}],
+			"v1beta2":{"conditions":[{"type":"A","status":"True"}],"note":"n"}}}`)
+	am := js(`{"apiVersion":"v1","kind":"W","metadata":{"name":"w","generation":3,"resourceVersion":"7","uid":"u",
+		"labels":{"a":"1"},"finalizers":["x/a","x/b"],"ownerReferences":[{"uid":"o2","name":"p"}]},
+		"spec":{"size":2},
+		"status":{"phase":"Q","conditions":[{"type":"Ready","status":"True"}],
+			"v1beta2":{"conditions":[{"type":"A","status":"False"}]}}}`)
+	want := runtime.DeepCopyJSON(snap)
+	o := Options{ObservedGeneration: true, OwnedConditions: []string{"Ready"}, ConditionLists: [][]string{{"status", "v1beta2", "conditions"}}}
+	obj := &unstructured.Unstructured{Object: runtime.DeepCopyJSON(am)}
+	parts, err := plan(snap, am, obj, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(parts) != 2 {
+		t.Fatalf("%d parts, want status and the rest", len(parts))
+	}
+	for _, p := range parts {
+		if _, _, _, err := p.body(snap, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !reflect.DeepEqual(snap, want) {
+		g, _ := json.Marshal(snap)
+		w, _ := json.Marshal(want)
+		t.Errorf("snapshot after plan and body:\n%s\nwas\n%s", g, w)
 	}
 }

@@ -2,6 +2,8 @@ package patch
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -43,11 +45,11 @@ var skippedMetadata = []string{
 	"deletionTimestamp", "deletionGracePeriodSeconds", "selfLink", "finalizers", "ownerReferences",
 }
 
-// plan splits the change from bm (the snapshot) to am (the object as
-// changed), both maps this call may change, into the writes to make. snap
-// is the snapshot whole, for the maps a change removes; plan only reads it
-// (and copies what it keeps of it).
-func plan(bm, snap, am map[string]any, obj client.Object, o Options) ([]*part, error) {
+// plan splits the change from snap (the snapshot) to am (the object as
+// changed, a map this call may change) into the writes to make. plan only
+// reads snap (the caller keeps it as the latest state): it takes apart a
+// copy of the maps it deletes from, sharing the rest.
+func plan(snap, am map[string]any, obj client.Object, o Options) ([]*part, error) {
 	var err error
 	if o.ObservedGeneration {
 		if err := unstructured.SetNestedField(am, obj.GetGeneration(), "status", "observedGeneration"); err != nil {
@@ -71,18 +73,21 @@ func plan(bm, snap, am map[string]any, obj client.Object, o Options) ([]*part, e
 	}
 	lists := all[:0]
 	for _, l := range all {
-		b, a := nested(bm, l.path), nested(am, l.path)
+		b, a := nested(snap, l.path), nested(am, l.path)
 		var bok, aok bool
 		l.before, bok = b.([]any)
 		l.after, aok = a.([]any)
 		if (b != nil && !bok) || (a != nil && !aok) {
 			continue // not a list there: an ordinary field of the diff
 		}
-		removeNested(bm, l.path)
-		removeNested(am, l.path)
 		lists = append(lists, l)
 	}
 	all = lists
+	bm := takeApart(snap, all)
+	for _, l := range all {
+		removeNested(bm, l.path)
+		removeNested(am, l.path)
+	}
 
 	gen, _, _ := unstructured.NestedInt64(bm, "metadata", "generation")
 	// status
@@ -164,6 +169,51 @@ func prune(patch, before map[string]any) {
 			}
 		}
 	}
+}
+
+// takeApart returns the copy of snap that plan deletes from: its top
+// level, its metadata (which strip takes apart) and, for each of lists that
+// snap holds, the maps above the list are copies, once each; every other
+// value is shared with snap, which stays whole.
+func takeApart(snap map[string]any, lists []*list) map[string]any {
+	bm := maps.Clone(snap)
+	if md, ok := snap["metadata"].(map[string]any); ok {
+		bm["metadata"] = maps.Clone(md)
+	}
+	for i, l := range lists {
+		if !present(snap, l.path) {
+			continue // removeNested deletes nothing
+		}
+		m := bm
+		for j, k := range l.path[:len(l.path)-1] {
+			next, ok := m[k].(map[string]any)
+			if !ok {
+				break
+			}
+			copied := j == 0 && k == "metadata" || slices.ContainsFunc(lists[:i], func(e *list) bool {
+				return len(e.path) > j+1 && slices.Equal(e.path[:j+1], l.path[:j+1]) && present(snap, e.path)
+			})
+			if !copied {
+				next = maps.Clone(next)
+				m[k] = next
+			}
+			m = next
+		}
+	}
+	return bm
+}
+
+// present reports whether m holds a value (null included) at path.
+func present(m map[string]any, path []string) bool {
+	for _, k := range path[:len(path)-1] {
+		next, ok := m[k].(map[string]any)
+		if !ok {
+			return false
+		}
+		m = next
+	}
+	_, ok := m[path[len(path)-1]]
+	return ok
 }
 
 func orEmpty(m map[string]any) map[string]any {
