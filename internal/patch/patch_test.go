@@ -229,3 +229,41 @@ func TestPlanLeavesTheSnapshotWhole(t *testing.T) {
 		t.Errorf("snapshot after plan and body:\n%s\nwas\n%s", g, w)
 	}
 }
+
+// plan keys ownerReferences by uid and imposes owned conditions: an
+// ownerReference of ours renamed is one entry after the rebase, whatever
+// else the live one holds, and an owned condition we did not change takes
+// our value over another writer's.
+func TestPlanKeysAndOwnedConditions(t *testing.T) {
+	snap := js(`{"metadata":{"generation":1,"ownerReferences":[{"uid":"o1","name":"o"}]},
+		"status":{"conditions":[{"type":"Ready","status":"False"},{"type":"Synced","status":"True"}]}}`)
+	am := js(`{"metadata":{"generation":1,"ownerReferences":[{"uid":"o1","name":"p"}]},
+		"status":{"conditions":[{"type":"Ready","status":"False"},{"type":"Synced","status":"False"}]}}`)
+	latest := js(`{"metadata":{"generation":1,"ownerReferences":[{"uid":"o1","name":"o","controller":true}]},
+		"status":{"conditions":[{"type":"Ready","status":"True"},{"type":"Synced","status":"True"}]}}`)
+	o := Options{OwnedConditions: []string{"Ready"}}
+	parts, err := plan(snap, am, &unstructured.Unstructured{Object: runtime.DeepCopyJSON(am)}, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]any{}
+	for _, p := range parts {
+		body, _, _, err := p.body(latest, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k, v := range body {
+			got[k] = v
+		}
+	}
+	want := js(`{"metadata":{"ownerReferences":[{"uid":"o1","name":"p"}]},
+		"status":{"conditions":[{"type":"Ready","status":"False"},{"type":"Synced","status":"False"}]}}`)
+	if g, w := mustJSONOf(got), mustJSONOf(want); g != w {
+		t.Errorf("bodies = %s, want %s", g, w)
+	}
+}
+
+func mustJSONOf(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}

@@ -39,6 +39,13 @@ func (p *part) step() string {
 	return stepMain
 }
 
+// The paths of the lists plan always rebases (shared: never changed).
+var (
+	finalizersPath      = []string{"metadata", "finalizers"}
+	ownerReferencesPath = []string{"metadata", "ownerReferences"}
+	conditionsPath      = []string{"status", "conditions"}
+)
+
 // metadata fields the API server owns, or that are rebased as lists.
 var skippedMetadata = []string{
 	"resourceVersion", "managedFields", "generation", "creationTimestamp", "uid",
@@ -56,20 +63,31 @@ func plan(snap, am map[string]any, obj client.Object, o Options) ([]*part, error
 			return nil, fmt.Errorf("setting status.observedGeneration: %w", err)
 		}
 	}
-	owned := map[string]bool{}
-	for _, t := range o.OwnedConditions {
-		owned[t] = true
+	var owned map[string]bool // nil without owned conditions: no entry is
+	if len(o.OwnedConditions) > 0 {
+		owned = make(map[string]bool, len(o.OwnedConditions))
+		for _, t := range o.OwnedConditions {
+			owned[t] = true
+		}
 	}
-	all := []*list{
-		{path: []string{"metadata", "finalizers"}, key: stringKey},
-		{path: []string{"metadata", "ownerReferences"}, key: fieldKey("uid")},
+	// The lists, in one allocation (plan runs on every write).
+	backing := make([]list, 0, 3+len(o.ConditionLists))
+	all := make([]*list, 0, cap(backing))
+	add := func(l list) {
+		backing = append(backing, l)
+		all = append(all, &backing[len(backing)-1])
 	}
-	condPaths := append([][]string{{"status", "conditions"}}, o.ConditionLists...)
-	for _, p := range condPaths {
+	add(list{path: finalizersPath, key: stringKey})
+	add(list{path: ownerReferencesPath, key: uidKey})
+	for i := -1; i < len(o.ConditionLists); i++ {
+		p := conditionsPath
+		if i >= 0 {
+			p = o.ConditionLists[i]
+		}
 		if len(p) == 0 {
 			continue
 		}
-		all = append(all, &list{path: p, key: fieldKey("type"), owned: owned, conditions: true})
+		add(list{path: p, key: typeKey, owned: owned, conditions: true})
 	}
 	lists := all[:0]
 	for _, l := range all {

@@ -30,6 +30,13 @@ func stringKey(v any) string {
 	return rawKey(v)
 }
 
+// The keys of ownerReferences and conditions (made once: plan runs on
+// every write).
+var (
+	uidKey  = fieldKey("uid")
+	typeKey = fieldKey("type")
+)
+
 func fieldKey(field string) func(any) string {
 	return func(v any) string {
 		if m, ok := v.(map[string]any); ok {
