@@ -3,11 +3,14 @@ package patch
 import (
 	"encoding/json"
 	"reflect"
+	"strings"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/steadyk8s/steady/internal/object"
 )
 
 func js(s string) map[string]any {
@@ -266,4 +269,74 @@ func TestPlanKeysAndOwnedConditions(t *testing.T) {
 func mustJSONOf(v any) string {
 	b, _ := json.Marshal(v)
 	return string(b)
+}
+
+// A body shares the entries of its lists with the change and the latest
+// state: building it (twice, as a retry does, written with the object,
+// where our conditions get the generation the write produces) changes
+// neither, and gives the same body each time.
+func TestBodyLeavesItsInputsWhole(t *testing.T) {
+	snap := jsInts(`{"metadata":{"generation":3,"finalizers":["x/a"]},
+		"status":{"conditions":[{"type":"Ready","status":"False","observedGeneration":3},{"type":"Theirs","status":"True"}]}}`)
+	am := jsInts(`{"metadata":{"generation":3,"finalizers":["x/a","x/b"]},
+		"status":{"conditions":[{"type":"Ready","status":"True","observedGeneration":3},{"type":"Theirs","status":"True"}]}}`)
+	latest := jsInts(`{"metadata":{"generation":3,"finalizers":["x/a","y/c"]},
+		"status":{"conditions":[{"type":"Ready","status":"False","observedGeneration":3},{"type":"Theirs","status":"False"}]}}`)
+	o := Options{ObservedGeneration: true}
+	parts, err := plan(snap, am, &unstructured.Unstructured{Object: runtime.DeepCopyJSON(am)}, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// No status subresource: status goes with the rest, and bumps the
+	// generation.
+	st := parts[0]
+	st.status, st.fallback = false, true
+	st.lists = append(st.lists, st.rest.lists...)
+	for k, v := range st.rest.diff {
+		st.diff[k] = v
+	}
+	wantLatest := runtime.DeepCopyJSON(latest)
+	var afters []any
+	for _, l := range st.lists {
+		afters = append(afters, runtime.DeepCopyJSONValue(l.after))
+	}
+	var first string
+	for i := range 2 {
+		body, _, stale, err := st.body(latest, o)
+		if err != nil || stale != "" {
+			t.Fatalf("body: %v %q", err, stale)
+		}
+		if g := mustJSONOf(body); i == 0 {
+			first = g
+		} else if g != first {
+			t.Errorf("second body %s, first %s", g, first)
+		}
+	}
+	if !strings.Contains(first, `"observedGeneration":4`) || !strings.Contains(first, `"y/c"`) {
+		t.Errorf("body %s: want our condition stamped with generation 4, and their finalizer kept", first)
+	}
+	if !reflect.DeepEqual(latest, wantLatest) {
+		t.Errorf("latest after body: %s, was %s", mustJSONOf(latest), mustJSONOf(wantLatest))
+	}
+	for i, l := range st.lists {
+		if !reflect.DeepEqual(any(l.after), afters[i]) {
+			t.Errorf("list %v after body: %s, was %s", l.path, mustJSONOf(l.after), mustJSONOf(afters[i]))
+		}
+	}
+}
+
+// jsInts is js with the integers as int64, as the API server's answers
+// have them.
+func jsInts(s string) map[string]any {
+	d := json.NewDecoder(strings.NewReader(s))
+	d.UseNumber()
+	var m map[string]any
+	if err := d.Decode(&m); err != nil {
+		panic(err)
+	}
+	out, err := object.JSONCopy(m)
+	if err != nil {
+		panic(err)
+	}
+	return out
 }

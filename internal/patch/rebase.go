@@ -7,8 +7,6 @@ import (
 	"slices"
 	"time"
 
-	"k8s.io/apimachinery/pkg/runtime"
-
 	"github.com/steadyk8s/steady/internal/object"
 )
 
@@ -101,7 +99,9 @@ func (l *list) rebase(current []any, gen int64) (out []any, stale string) {
 	bi, ai := index(l.before, l.key), index(l.after, l.key)
 	ci := index(current, l.key)
 	ours := l.ours()
-	out = []any{}
+	// The entries are shared with after and current, not copied: nothing
+	// changes them in place (condition and stampGeneration change copies).
+	out = make([]any, 0, len(l.after)+len(current))
 	placed := map[string]bool{}
 	for _, a := range l.after {
 		k := l.key(a)
@@ -121,7 +121,7 @@ func (l *list) rebase(current []any, gen int64) (out []any, stale string) {
 			}
 		}
 		placed[k] = true
-		out = append(out, runtime.DeepCopyJSONValue(a))
+		out = append(out, a)
 	}
 	// Entries only current has, each after the entry before it in current.
 	var prev string
@@ -133,7 +133,7 @@ func (l *list) rebase(current []any, gen int64) (out []any, stale string) {
 			if havePrev {
 				at = slices.IndexFunc(out, func(v any) bool { return l.key(v) == prev }) + 1
 			}
-			out = slices.Insert(out, at, runtime.DeepCopyJSONValue(c))
+			out = slices.Insert(out, at, c)
 			placed[k] = true
 		}
 		if placed[k] {
