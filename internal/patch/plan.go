@@ -2,7 +2,6 @@ package patch
 
 import (
 	"fmt"
-	"maps"
 	"slices"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -194,9 +193,9 @@ func prune(patch, before map[string]any) {
 // snap holds, the maps above the list are copies, once each; every other
 // value is shared with snap, which stays whole.
 func takeApart(snap map[string]any, lists []*list) map[string]any {
-	bm := maps.Clone(snap)
+	bm := object.CopyMap(snap, 0)
 	if md, ok := snap["metadata"].(map[string]any); ok {
-		bm["metadata"] = maps.Clone(md)
+		bm["metadata"] = object.CopyMap(md, 0)
 	}
 	for i, l := range lists {
 		if !present(snap, l.path) {
@@ -212,7 +211,7 @@ func takeApart(snap map[string]any, lists []*list) map[string]any {
 				return len(e.path) > j+1 && slices.Equal(e.path[:j+1], l.path[:j+1]) && present(snap, e.path)
 			})
 			if !copied {
-				next = maps.Clone(next)
+				next = object.CopyMap(next, 0)
 				m[k] = next
 			}
 			m = next
