@@ -277,9 +277,17 @@ func sameEntries(a, b []any, key func(any) string) bool {
 	return true
 }
 
+// equalList is [object.EqualJSON] of two lists (a nil and an empty one
+// alike), entry by entry: the lists are not boxed in an interface (an
+// allocation each, on every write).
 func equalList(a, b []any) bool {
-	if len(a) == 0 && len(b) == 0 {
-		return true
+	if len(a) != len(b) {
+		return false
 	}
-	return object.EqualJSON(a, b)
+	for i := range a {
+		if !object.EqualJSON(a[i], b[i]) {
+			return false
+		}
+	}
+	return true
 }
