@@ -110,7 +110,13 @@ func plan(snap, am map[string]any, obj client.Object, o Options) ([]*part, error
 	// status
 	sb, _ := bm["status"].(map[string]any)
 	sa, _ := am["status"].(map[string]any)
-	status := &part{status: true, gen: gen}
+	// The two parts and the list of those to write, in one allocation.
+	both := new(struct {
+		parts [2]part
+		ptrs  [2]*part
+	})
+	status := &both.parts[0]
+	*status = part{status: true, gen: gen}
 	if status.diff, err = mergeDiff(map[string]any{"status": orEmpty(sb)}, map[string]any{"status": orEmpty(sa)}); err != nil {
 		return nil, err
 	}
@@ -127,7 +133,8 @@ func plan(snap, am map[string]any, obj client.Object, o Options) ([]*part, error
 		}
 		return m
 	}
-	main := &part{gen: gen}
+	main := &both.parts[1]
+	*main = part{gen: gen}
 	if main.diff, err = mergeDiff(strip(bm), strip(am)); err != nil {
 		return nil, err
 	}
@@ -142,7 +149,7 @@ func plan(snap, am map[string]any, obj client.Object, o Options) ([]*part, error
 			main.lists = append(main.lists, l)
 		}
 	}
-	var parts []*part
+	parts := both.ptrs[:0]
 	if len(main.diff) > 0 || len(main.lists) > 0 {
 		status.rest = main
 	}
