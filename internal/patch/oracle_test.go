@@ -353,7 +353,7 @@ func TestPlanAsBeforeTheDiet(t *testing.T) {
 			if !reflect.DeepEqual(np.drops, op.drops) && !(len(np.drops) == len(op.drops) && sameDrops(np.drops, op.drops)) {
 				t.Fatalf("seed %d part %d: drops %v, before the diet %v", seed, i, np.drops, op.drops)
 			}
-			nlists := uniqueLists(np.lists)
+			nlists := np.lists
 			if len(nlists) != len(op.lists) {
 				t.Fatalf("seed %d part %d: %d lists, before the diet %d (options %v)", seed, i, len(np.lists), len(op.lists), o.ConditionLists)
 			}
@@ -436,18 +436,6 @@ func sameDrops(a, b []mapDrop) bool {
 		}
 	}
 	return true
-}
-
-// uniqueLists is ls with the first list of each path only (an option may
-// name status.conditions again).
-func uniqueLists(ls []*list) []*list {
-	var out []*list
-	for _, l := range ls {
-		if !slices.ContainsFunc(out, func(e *list) bool { return slices.Equal(e.path, l.path) }) {
-			out = append(out, l)
-		}
-	}
-	return out
 }
 
 // withoutNow is a copy of v with every lastTransitionTime later than the

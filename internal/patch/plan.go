@@ -73,6 +73,11 @@ func plan(snap, am map[string]any, obj client.Object, o Options) ([]*part, error
 	backing := make([]list, 0, 3+len(o.ConditionLists))
 	all := make([]*list, 0, cap(backing))
 	add := func(l list) {
+		for i := range backing {
+			if slices.Equal(backing[i].path, l.path) {
+				return // named again: the first list at a path is the one rebased
+			}
+		}
 		backing = append(backing, l)
 		all = append(all, &backing[len(backing)-1])
 	}
