@@ -144,4 +144,3 @@ func deepCopyAny(v any) any {
 	}
 	return v
 }
-
