@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -135,74 +136,106 @@ func unstructuredOf(m map[string]any) *unstructured.Unstructured {
 // first.
 func TestPatchNeverWritesThroughTheCallersMaps(t *testing.T) {
 	for seed := range uint64(600) {
-		rng := rand.New(rand.NewPCG(seed, 5))
-		read := unstructuredOf(oracleObject(rng)).Object
-		s := &mapServer{stored: runtime.DeepCopyJSON(read), rv: 5, noStatus: rng.IntN(3) == 0, conflicts: rng.IntN(3)}
-		if rng.IntN(2) == 0 {
-			s.other = func(m map[string]any) { oracleForeign(rng, m) }
+		patchTwiceThroughAMapServer(t, seed)
+		if t.Failed() {
+			return
 		}
-		w := Writer{Client: s.client(), Sleep: func(context.Context, time.Duration) error { return nil }}
-		o := oracleOptions(rng)
+	}
+}
 
-		var before, obj *unstructured.Unstructured
-		if rng.IntN(2) == 0 {
-			before = unstructuredOf(runtime.DeepCopyJSON(read))
-			obj = unstructuredOf(runtime.DeepCopyJSON(read))
-			oracleChange(rng, obj.Object)
-		} else { // finalizer.Handler's snapshot: shallow, its own metadata
-			obj = unstructuredOf(runtime.DeepCopyJSON(read))
-			before = object.Shallow(obj)
-			before.Object["metadata"] = maps.Clone(obj.Object["metadata"].(map[string]any))
-			before.SetFinalizers(obj.GetFinalizers())
-			obj.SetFinalizers(append(obj.GetFinalizers(), "ours.dev/added"))
-		}
-		wantBefore := before.DeepCopy()
-		held := obj.Object // the caller's maps
-		wantHeld := runtime.DeepCopyJSON(held)
-		res, err := w.Patch(context.Background(), before, obj, o)
-		if notAnObject(err) {
-			continue
-		}
-		if err != nil {
-			t.Fatalf("seed %d: %v", seed, err)
-		}
-		if !reflect.DeepEqual(before, wantBefore) {
-			t.Fatalf("seed %d: Patch changed its snapshot", seed)
-		}
-		if !reflect.DeepEqual(held, wantHeld) {
-			t.Fatalf("seed %d: Patch changed the maps the object held:\n%v\nwas\n%v", seed, held, wantHeld)
-		}
-		if len(res.Wrote) == 0 || res.Stale != "" {
-			continue
-		}
-		stored := runtime.DeepCopyJSON(s.stored)
-		delete(stored["metadata"].(map[string]any), "managedFields")
-		got := runtime.DeepCopyJSON(obj.Object)
-		delete(got["metadata"].(map[string]any), "managedFields")
-		if !reflect.DeepEqual(got, stored) {
-			t.Fatalf("seed %d: the object after Patch\n%v\nthe stored one\n%v", seed, got, stored)
-		}
-		var base map[string]any
-		if res.StatusBase != nil {
-			base = runtime.DeepCopyJSON(res.StatusBase)
-		}
+// Patches of different objects at once (the engine's shared paths, keys
+// and encoding buffers) race on nothing: run with -race.
+func TestConcurrentPatchesShareNothing(t *testing.T) {
+	var wg sync.WaitGroup
+	for g := range uint64(4) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for seed := g * 1000; seed < g*1000+100 && !t.Failed(); seed++ {
+				patchTwiceThroughAMapServer(t, seed)
+			}
+		}()
+	}
+	wg.Wait()
+}
 
-		// The second Patch, on a copy of the answer as the Patcher takes it.
-		before2 := obj.DeepCopy()
-		wantBefore2 := before2.DeepCopy()
-		held2 := obj.Object
-		oracleChange(rng, obj.Object) // the caller changes the answer in place
-		if res.StatusBase != nil && !reflect.DeepEqual(res.StatusBase, base) {
-			t.Fatalf("seed %d: changing the object changed Result.StatusBase", seed)
-		}
-		wantHeld2 := runtime.DeepCopyJSON(held2)
-		s.conflicts = rng.IntN(2)
-		if _, err := w.Patch(context.Background(), before2, obj, o); err != nil && !notAnObject(err) {
-			t.Fatalf("seed %d: second Patch: %v\nbefore %v\nobj %v\nstored %v", seed, err, wantBefore2.Object["spec"], obj.Object["spec"], s.stored["spec"])
-		}
-		if !reflect.DeepEqual(before2, wantBefore2) || !reflect.DeepEqual(held2, wantHeld2) {
-			t.Fatalf("seed %d: the second Patch changed its snapshot or the object's maps", seed)
-		}
+// patchTwiceThroughAMapServer is one round of
+// TestPatchNeverWritesThroughTheCallersMaps.
+func patchTwiceThroughAMapServer(t *testing.T, seed uint64) {
+	rng := rand.New(rand.NewPCG(seed, 5))
+	read := unstructuredOf(oracleObject(rng)).Object
+	s := &mapServer{stored: runtime.DeepCopyJSON(read), rv: 5, noStatus: rng.IntN(3) == 0, conflicts: rng.IntN(3)}
+	if rng.IntN(2) == 0 {
+		s.other = func(m map[string]any) { oracleForeign(rng, m) }
+	}
+	w := Writer{Client: s.client(), Sleep: func(context.Context, time.Duration) error { return nil }}
+	o := oracleOptions(rng)
+
+	var before, obj *unstructured.Unstructured
+	if rng.IntN(2) == 0 {
+		before = unstructuredOf(runtime.DeepCopyJSON(read))
+		obj = unstructuredOf(runtime.DeepCopyJSON(read))
+		oracleChange(rng, obj.Object)
+	} else { // finalizer.Handler's snapshot: shallow, its own metadata
+		obj = unstructuredOf(runtime.DeepCopyJSON(read))
+		before = object.Shallow(obj)
+		before.Object["metadata"] = maps.Clone(obj.Object["metadata"].(map[string]any))
+		before.SetFinalizers(obj.GetFinalizers())
+		obj.SetFinalizers(append(obj.GetFinalizers(), "ours.dev/added"))
+	}
+	wantBefore := before.DeepCopy()
+	held := obj.Object // the caller's maps
+	wantHeld := runtime.DeepCopyJSON(held)
+	res, err := w.Patch(context.Background(), before, obj, o)
+	if notAnObject(err) {
+		return
+	}
+	if err != nil {
+		t.Errorf("seed %d: %v", seed, err)
+		return
+	}
+	if !reflect.DeepEqual(before, wantBefore) {
+		t.Errorf("seed %d: Patch changed its snapshot", seed)
+		return
+	}
+	if !reflect.DeepEqual(held, wantHeld) {
+		t.Errorf("seed %d: Patch changed the maps the object held:\n%v\nwas\n%v", seed, held, wantHeld)
+		return
+	}
+	if len(res.Wrote) == 0 || res.Stale != "" {
+		return
+	}
+	stored := runtime.DeepCopyJSON(s.stored)
+	delete(stored["metadata"].(map[string]any), "managedFields")
+	got := runtime.DeepCopyJSON(obj.Object)
+	delete(got["metadata"].(map[string]any), "managedFields")
+	if !reflect.DeepEqual(got, stored) {
+		t.Errorf("seed %d: the object after Patch\n%v\nthe stored one\n%v", seed, got, stored)
+		return
+	}
+	var base map[string]any
+	if res.StatusBase != nil {
+		base = runtime.DeepCopyJSON(res.StatusBase)
+	}
+
+	// The second Patch, on a copy of the answer as the Patcher takes it.
+	before2 := obj.DeepCopy()
+	wantBefore2 := before2.DeepCopy()
+	held2 := obj.Object
+	oracleChange(rng, obj.Object) // the caller changes the answer in place
+	if res.StatusBase != nil && !reflect.DeepEqual(res.StatusBase, base) {
+		t.Errorf("seed %d: changing the object changed Result.StatusBase", seed)
+		return
+	}
+	wantHeld2 := runtime.DeepCopyJSON(held2)
+	s.conflicts = rng.IntN(2)
+	if _, err := w.Patch(context.Background(), before2, obj, o); err != nil && !notAnObject(err) {
+		t.Errorf("seed %d: second Patch: %v\nbefore %v\nobj %v\nstored %v", seed, err, wantBefore2.Object["spec"], obj.Object["spec"], s.stored["spec"])
+		return
+	}
+	if !reflect.DeepEqual(before2, wantBefore2) || !reflect.DeepEqual(held2, wantHeld2) {
+		t.Errorf("seed %d: the second Patch changed its snapshot or the object's maps", seed)
+		return
 	}
 }
 
