@@ -9,6 +9,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/steadyk8s/steady/finalizer"
@@ -206,4 +207,49 @@ func TestRegister(t *testing.T) {
 	if err := h.Register(dnsFinalizer, nil); err == nil {
 		t.Error("a nil Finalizer was accepted")
 	}
+}
+
+// Adding finalizers to an unstructured object (whose finalizers live in its
+// metadata map) and to a typed one that already has some (a slice with room
+// to append into) writes them: the snapshot Handle diffs against keeps the
+// finalizers as read, the other writer's included.
+func TestFinalizersAreAddedToEveryShape(t *testing.T) {
+	env.Require(t)
+	h, _, n, c, ns := setup(t)
+	want := []string{otherFinalizer, bucketFinalizer, dnsFinalizer}
+	t.Run("typed", func(t *testing.T) {
+		w := create(t, c, ns, otherFinalizer)
+		w.Finalizers = slices.Grow(w.Finalizers, 4)
+		n.Reset()
+		if res, err := h.Handle(context.Background(), w); err != nil || !res.Updated {
+			t.Fatalf("Handle = %+v, %v", res, err)
+		}
+		if got, _ := stored(t, c, w); !slices.Equal(got.Finalizers, want) || n.Get("PATCH") != 1 {
+			t.Errorf("stored finalizers = %v, requests %s", got.Finalizers, n)
+		}
+		if err := c.Delete(context.Background(), w); err != nil {
+			t.Fatal(err)
+		}
+	})
+	t.Run("unstructured", func(t *testing.T) {
+		w := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "u", Finalizers: []string{otherFinalizer}}}
+		if err := c.Create(context.Background(), w); err != nil {
+			t.Fatal(err)
+		}
+		u := &unstructured.Unstructured{}
+		u.SetGroupVersionKind(testapi.GroupVersion.WithKind("Widget"))
+		if err := c.Get(context.Background(), client.ObjectKeyFromObject(w), u); err != nil {
+			t.Fatal(err)
+		}
+		n.Reset()
+		if res, err := h.Handle(context.Background(), u); err != nil || !res.Updated {
+			t.Fatalf("Handle = %+v, %v", res, err)
+		}
+		if got, _ := stored(t, c, w); !slices.Equal(got.Finalizers, want) || n.Get("PATCH") != 1 {
+			t.Errorf("stored finalizers = %v, requests %s", got.Finalizers, n)
+		}
+		if !slices.Equal(u.GetFinalizers(), want) {
+			t.Errorf("the object's finalizers = %v, want the answer's %v", u.GetFinalizers(), want)
+		}
+	})
 }

@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/steadyk8s/steady/internal/object"
@@ -121,7 +123,13 @@ func (h *Handler) Handle(ctx context.Context, obj client.Object) (Result, error)
 	if len(add) == 0 && len(released) == 0 {
 		return Result{}, nil // the common reconcile: no copy of obj
 	}
-	before := obj.DeepCopyObject().(client.Object)
+	var before client.Object
+	if len(released) > 0 {
+		// The cleanups may change anything on obj.
+		before = obj.DeepCopyObject().(client.Object)
+	} else {
+		before = finalizersCopy(obj)
+	}
 	for _, n := range add {
 		_, _ = Ensure(obj, n) // cannot fail: obj is not being deleted
 	}
@@ -145,6 +153,25 @@ func (h *Handler) Handle(ctx context.Context, obj client.Object) (Result, error)
 		return Result{Deleting: true, Gone: true}, nil
 	}
 	return Result{Updated: len(res.Wrote) > 0}, nil
+}
+
+// finalizersCopy is obj as read, for a write that only adds finalizers to
+// it: a copy of its own finalizers (and, unstructured, of the metadata map
+// that holds them), which Ensure changes, sharing every other map and slice
+// with obj. The engine only reads its snapshot
+// (internal/patch.TestPatchOnlyReadsTheSnapshot), and obj takes the answer
+// without changing what it held: a deep copy would be copied for nothing.
+func finalizersCopy(obj client.Object) client.Object {
+	c := object.Shallow(obj)
+	if u, ok := c.(*unstructured.Unstructured); ok {
+		if md, ok := u.Object["metadata"].(map[string]any); ok {
+			u.Object["metadata"] = maps.Clone(md)
+		}
+	}
+	if f := obj.GetFinalizers(); f != nil {
+		c.SetFinalizers(slices.Clone(f))
+	}
+	return c
 }
 
 func (h *Handler) reader() client.Reader {

@@ -2,7 +2,6 @@ package ownership
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -219,9 +218,9 @@ type precondition struct{ field, value string }
 // changed): it still tells what the patch changes (see [changedAt]).
 func encodePatch(p map[string]any, pre ...precondition) ([]byte, error) {
 	if len(pre) > 0 {
-		p = shallowCopy(p)
+		p = object.CopyMap(p, 1)
 		if md, ok := p["metadata"].(map[string]any); ok {
-			p["metadata"] = shallowCopy(md)
+			p["metadata"] = object.CopyMap(md, 1)
 		}
 		for _, f := range pre {
 			if err := setMetadata(p, f.field, f.value); err != nil {
@@ -229,17 +228,7 @@ func encodePatch(p map[string]any, pre ...precondition) ([]byte, error) {
 			}
 		}
 	}
-	return json.Marshal(p)
-}
-
-// shallowCopy is a new map with m's entries (the values shared), room for
-// one more.
-func shallowCopy(m map[string]any) map[string]any {
-	out := make(map[string]any, len(m)+1)
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
+	return object.MarshalJSON(p)
 }
 
 // setMetadata sets metadata.<field> of the merge patch p to value, in

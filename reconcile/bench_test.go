@@ -32,8 +32,10 @@ func BenchmarkPatch(b *testing.B) {
 		b.Fatal(err)
 	}
 	ns := env.Namespace(b)
+	runs := 0 // -count runs each sub-benchmark again: a new Widget each time
 	newWidget := func(b *testing.B, name string) *testapi.Widget {
-		w := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: testapi.WidgetSpec{Size: 1}}
+		runs++
+		w := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("%s-%d", name, runs)}, Spec: testapi.WidgetSpec{Size: 1}}
 		if err := c.Create(ctx, w); err != nil {
 			b.Fatal(err)
 		}

@@ -27,6 +27,10 @@ type Patcher struct {
 	api    client.Reader // the API reader of WithAPIReader, nil without
 	scheme *runtime.Scheme
 	before client.Object
+	// final: the Patcher is dropped after its Patch (For's, at the end of
+	// a reconcile), so a write takes no new snapshot (a deep copy no one
+	// reads). A caller's own Patcher may Patch again, and re-snapshots.
+	final bool
 }
 
 // NewPatcher snapshots obj, which should be as read from the API server.
@@ -231,7 +235,7 @@ func (p *Patcher) Patch(ctx context.Context, obj client.Object, opts ...PatchOpt
 	if res.Gone {
 		return nil
 	}
-	if len(res.Wrote) > 0 {
+	if len(res.Wrote) > 0 && !p.final {
 		p.before = obj.DeepCopyObject().(client.Object)
 	}
 	if res.Stale != "" {

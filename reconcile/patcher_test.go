@@ -44,6 +44,31 @@ func TestPatcherIsReusable(t *testing.T) {
 	}
 }
 
+// API: after a write, a Patcher diffs against what it wrote, not against
+// its first snapshot: a field set back to its first value is a change
+// (diffed against the first snapshot it would be none, and the object would
+// keep the intermediate value).
+func TestPatcherDiffsAgainstItsLastWrite(t *testing.T) {
+	env.Require(t)
+	w, c, n := fixture(t)
+	ctx := context.Background()
+	p, _ := reconcile.NewPatcher(c, w)
+	w.Spec.Color, w.Status.Phase = "blue", "Scaling"
+	if err := p.Patch(ctx, w); err != nil {
+		t.Fatal(err)
+	}
+	w.Spec.Color, w.Status.Phase = "red", "Running"
+	if err := p.Patch(ctx, w); err != nil {
+		t.Fatal(err)
+	}
+	if got := get(t, w); got.Spec.Color != "red" || got.Status.Phase != "Running" {
+		t.Errorf("after setting back: color %q, phase %q, want red, Running", got.Spec.Color, got.Status.Phase)
+	}
+	if n.Get("PATCH") != 4 {
+		t.Errorf("requests %s, want 4 PATCHes", n)
+	}
+}
+
 var env = testapi.NewEnv(testenv.WithCRDPaths{"testdata"}, testenv.WithScheme{Scheme: thingScheme()})
 
 func TestMain(m *testing.M) { os.Exit(env.Run(m)) }

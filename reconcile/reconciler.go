@@ -173,6 +173,7 @@ func For[T any, P interface {
 		if err != nil {
 			return ctrl.Result{}, err
 		}
+		p.final = true // one Patch, below; p is dropped after it
 		res, fnErr := fn(ctx, obj)
 		if released > 0 {
 			res = requeueWithin(res, released)

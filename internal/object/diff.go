@@ -12,28 +12,44 @@ package object
 // holds copies of after's values: changing it changes neither input. No
 // difference is an empty, non-nil map.
 func MergeDiff(before, after map[string]any) map[string]any {
-	diff := map[string]any{}
+	if diff := mergeDiff(before, after); diff != nil {
+		return diff
+	}
+	return map[string]any{}
+}
+
+// mergeDiff is MergeDiff with no difference nil: a map is made only where
+// there is a difference (most maps of two versions of an object are
+// equal).
+func mergeDiff(before, after map[string]any) map[string]any {
+	var diff map[string]any
+	set := func(k string, v any) {
+		if diff == nil {
+			diff = map[string]any{}
+		}
+		diff[k] = v
+	}
 	for k, av := range after {
 		bv, ok := before[k]
 		if !ok {
-			diff[k] = copyJSON(av)
+			set(k, copyJSON(av))
 			continue
 		}
 		am, aIsMap := av.(map[string]any)
 		bm, bIsMap := bv.(map[string]any)
 		if aIsMap && bIsMap && am != nil && bm != nil {
-			if sub := MergeDiff(bm, am); len(sub) > 0 {
-				diff[k] = sub
+			if sub := mergeDiff(bm, am); sub != nil {
+				set(k, sub)
 			}
 			continue
 		}
 		if !SameJSON(bv, av) {
-			diff[k] = copyJSON(av)
+			set(k, copyJSON(av))
 		}
 	}
 	for k := range before {
 		if _, ok := after[k]; !ok {
-			diff[k] = nil
+			set(k, nil)
 		}
 	}
 	return diff

@@ -290,3 +290,18 @@ func TestSameJSON(t *testing.T) {
 		}
 	}
 }
+
+// MergeDiff makes a map only where there is a difference: two equal
+// objects cost the one empty map it returns, whatever their depth.
+func TestMergeDiffMakesMapsOnlyForDifferences(t *testing.T) {
+	obj := func() map[string]any {
+		return map[string]any{
+			"metadata": map[string]any{"name": "w", "labels": map[string]any{"a": "1"}},
+			"spec":     map[string]any{"template": map[string]any{"spec": map[string]any{"size": int64(1)}}},
+		}
+	}
+	a, b := obj(), obj()
+	if n := testing.AllocsPerRun(100, func() { _ = MergeDiff(a, b) }); n > 1 {
+		t.Errorf("MergeDiff of equal objects: %v allocations, want 1", n)
+	}
+}

@@ -176,6 +176,18 @@ func Shallow[T runtime.Object](obj T) T {
 	return c.Interface().(T)
 }
 
+// CopyMap is a new map with m's entries (the values shared), sized for
+// them and extra more. Unlike maps.Clone, which copies m's table whole, it
+// does not copy a map made large (the unstructured converter sizes a
+// struct's map by its number of fields) as large.
+func CopyMap(m map[string]any, extra int) map[string]any {
+	out := make(map[string]any, len(m)+extra)
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
 // Move sets dst, an object of the same Go type as src, to src's value
 // without a deep copy: they share their maps and slices after, so neither
 // may be changed while the other is still read (src is an answer of the

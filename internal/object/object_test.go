@@ -198,3 +198,19 @@ func TestToMapWithoutManagedFields(t *testing.T) {
 		}
 	}
 }
+
+// CopyMap copies the entries, not the values: changing the copy's keys
+// leaves m as it was.
+func TestCopyMap(t *testing.T) {
+	inner := map[string]any{"k": "v"}
+	m := map[string]any{"a": int64(1), "inner": inner}
+	c := CopyMap(m, 1)
+	c["b"] = "new"
+	delete(c, "a")
+	if len(m) != 2 || m["a"] != int64(1) || m["b"] != nil {
+		t.Errorf("m = %v after changing its copy", m)
+	}
+	if c["inner"].(map[string]any)["k"] != "v" || len(c) != 2 {
+		t.Errorf("copy = %v", c)
+	}
+}

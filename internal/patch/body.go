@@ -179,18 +179,20 @@ func onlyRead(read, cur map[string]any) bool {
 
 // collectDrops records in p the maps that diff removes whole: a null in
 // diff where before, the snapshot at the same place, has a map.
+// path is where diff is; its backing array is reused for the keys below,
+// and copied only for a drop found.
 func (p *part) collectDrops(diff, before map[string]any, path []string) {
 	for k, v := range diff {
-		here := append(slices.Clone(path), k)
 		switch v := v.(type) {
 		case nil:
 			if m, ok := before[k].(map[string]any); ok {
+				here := append(slices.Clone(path), k)
 				meta := len(here) == 2 && here[0] == "metadata" && (k == "labels" || k == "annotations")
 				p.drops = append(p.drops, mapDrop{path: here, read: runtime.DeepCopyJSON(m), keyByKey: meta})
 			}
 		case map[string]any:
 			if b, ok := before[k].(map[string]any); ok {
-				p.collectDrops(v, b, here)
+				p.collectDrops(v, b, append(path, k))
 			}
 		}
 	}

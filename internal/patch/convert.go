@@ -13,7 +13,10 @@ import (
 	"github.com/steadyk8s/steady/internal/object"
 )
 
-var objectMetaType = reflect.TypeFor[metav1.ObjectMeta]()
+var (
+	objectMetaType = reflect.TypeFor[metav1.ObjectMeta]()
+	typeMetaType   = reflect.TypeFor[metav1.TypeMeta]()
+)
 
 // toMaps converts the snapshot before and the changed obj to maps, without
 // metadata.managedFields, for plan. A top-level field that holds the same
@@ -116,20 +119,30 @@ func withoutEqualKeys(b, a *unstructured.Unstructured, keep func(string) bool) (
 // withoutEqualFields returns shallow copies of the Go structs b and a with
 // the exported top-level fields that hold equal values in both (but the
 // embedded ones, and those keep keeps, by JSON name) set to their zero
-// value, or b and a themselves when there are none or they are not
-// pointers to structs of one type.
+// value, the embedded TypeMeta too (no write sends apiVersion and kind),
+// and the same fields of the embedded ObjectMeta cleared
+// (withoutSameMetadata), or b and a themselves when there are none or they
+// are not pointers to structs of one type.
 func withoutEqualFields(b, a client.Object, keep func(string) bool) (client.Object, client.Object) {
 	bv, av := reflect.ValueOf(b), reflect.ValueOf(a)
 	if bv.Type() != av.Type() || bv.Kind() != reflect.Pointer || bv.IsNil() || av.IsNil() || bv.Elem().Kind() != reflect.Struct {
 		return b, a
 	}
 	t := bv.Elem().Type()
-	var equal []int
+	var room [8]int
+	equal := room[:0]
 	meta := -1 // the embedded ObjectMeta
 	for i := range t.NumField() {
 		f := t.Field(i)
 		if f.Anonymous && f.Type == objectMetaType && !keep("metadata") {
 			meta = i
+			continue
+		}
+		if f.Anonymous && f.Type == typeMetaType {
+			// apiVersion and kind: no write sends them.
+			if sameField(bv, av, i) {
+				equal = append(equal, i)
+			}
 			continue
 		}
 		if f.Anonymous || !f.IsExported() {

@@ -32,9 +32,13 @@ func FuzzMerge(f *testing.F) {
 		latest := runtime.DeepCopyJSON(before)
 		theirs := foreign(rng, latest)
 
-		parts, err := plan(runtime.DeepCopyJSON(before), runtime.DeepCopyJSON(before), runtime.DeepCopyJSON(after), &unstructured.Unstructured{Object: after}, Options{})
+		snap := runtime.DeepCopyJSON(before)
+		parts, err := plan(snap, runtime.DeepCopyJSON(after), &unstructured.Unstructured{Object: after}, Options{})
 		if err != nil {
 			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(snap, before) {
+			t.Fatalf("plan changed the snapshot: %v, was %v", snap, before)
 		}
 		result := latest
 		for _, p := range parts {

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/steadyk8s/steady/internal/object"
@@ -126,9 +125,10 @@ func (w *Writer) Patch(ctx context.Context, before, obj client.Object, o Options
 	if err != nil {
 		return Result{}, err
 	}
-	// plan takes the maps apart; the state keeps the snapshot whole.
+	// plan takes a copy of the maps it deletes from apart; the state
+	// keeps the snapshot whole.
 	st := &state{m: bm, rv: before.GetResourceVersion(), uid: string(before.GetUID())}
-	parts, err := plan(runtime.DeepCopyJSON(bm), bm, am, obj, o)
+	parts, err := plan(bm, am, obj, o)
 	if err != nil {
 		return Result{}, err
 	}

@@ -3,10 +3,14 @@ package patch
 import (
 	"encoding/json"
 	"reflect"
+	"strings"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/steadyk8s/steady/internal/object"
 )
 
 func js(s string) map[string]any {
@@ -188,5 +192,176 @@ func TestUnchangedFastPath(t *testing.T) {
 				t.Errorf("unchanged = %v, want %v", got, tc.want)
 			}
 		})
+	}
+}
+
+// plan and body only read the snapshot, which the engine keeps as the
+// latest state for the writes and re-tries (plan deletes from its own copy
+// of the maps above the lists, and of the top level and metadata): every
+// list and map of it is left whole, also ones of further condition lists
+// and ones a change drops whole.
+func TestPlanLeavesTheSnapshotWhole(t *testing.T) {
+	snap := js(`{"apiVersion":"v1","kind":"W","metadata":{"name":"w","generation":3,"resourceVersion":"7","uid":"u",
+		"labels":{"a":"1","b":"2"},"finalizers":["x/a"],"ownerReferences":[{"uid":"o1","name":"o"}]},
+		"spec":{"size":1,"old":{"k":"v"}},
+		"status":{"phase":"P","observedGeneration":2,"conditions":[{"type":"Ready","status":"False"}],
+			"v1beta2":{"conditions":[{"type":"A","status":"True"}],"note":"n"}}}`)
+	am := js(`{"apiVersion":"v1","kind":"W","metadata":{"name":"w","generation":3,"resourceVersion":"7","uid":"u",
+		"labels":{"a":"1"},"finalizers":["x/a","x/b"],"ownerReferences":[{"uid":"o2","name":"p"}]},
+		"spec":{"size":2},
+		"status":{"phase":"Q","conditions":[{"type":"Ready","status":"True"}],
+			"v1beta2":{"conditions":[{"type":"A","status":"False"}]}}}`)
+	want := runtime.DeepCopyJSON(snap)
+	o := Options{ObservedGeneration: true, OwnedConditions: []string{"Ready"}, ConditionLists: [][]string{{"status", "v1beta2", "conditions"}}}
+	obj := &unstructured.Unstructured{Object: runtime.DeepCopyJSON(am)}
+	parts, err := plan(snap, am, obj, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(parts) != 2 {
+		t.Fatalf("%d parts, want status and the rest", len(parts))
+	}
+	for _, p := range parts {
+		if _, _, _, err := p.body(snap, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !reflect.DeepEqual(snap, want) {
+		g, _ := json.Marshal(snap)
+		w, _ := json.Marshal(want)
+		t.Errorf("snapshot after plan and body:\n%s\nwas\n%s", g, w)
+	}
+}
+
+// plan keys ownerReferences by uid and imposes owned conditions: an
+// ownerReference of ours renamed is one entry after the rebase, whatever
+// else the live one holds, and an owned condition we did not change takes
+// our value over another writer's.
+func TestPlanKeysAndOwnedConditions(t *testing.T) {
+	snap := js(`{"metadata":{"generation":1,"ownerReferences":[{"uid":"o1","name":"o"}]},
+		"status":{"conditions":[{"type":"Ready","status":"False"},{"type":"Synced","status":"True"}]}}`)
+	am := js(`{"metadata":{"generation":1,"ownerReferences":[{"uid":"o1","name":"p"}]},
+		"status":{"conditions":[{"type":"Ready","status":"False"},{"type":"Synced","status":"False"}]}}`)
+	latest := js(`{"metadata":{"generation":1,"ownerReferences":[{"uid":"o1","name":"o","controller":true}]},
+		"status":{"conditions":[{"type":"Ready","status":"True"},{"type":"Synced","status":"True"}]}}`)
+	o := Options{OwnedConditions: []string{"Ready"}}
+	parts, err := plan(snap, am, &unstructured.Unstructured{Object: runtime.DeepCopyJSON(am)}, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]any{}
+	for _, p := range parts {
+		body, _, _, err := p.body(latest, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k, v := range body {
+			got[k] = v
+		}
+	}
+	want := js(`{"metadata":{"ownerReferences":[{"uid":"o1","name":"p"}]},
+		"status":{"conditions":[{"type":"Ready","status":"False"},{"type":"Synced","status":"False"}]}}`)
+	if g, w := mustJSONOf(got), mustJSONOf(want); g != w {
+		t.Errorf("bodies = %s, want %s", g, w)
+	}
+}
+
+func mustJSONOf(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+// A body shares the entries of its lists with the change and the latest
+// state: building it (twice, as a retry does, written with the object,
+// where our conditions get the generation the write produces) changes
+// neither, and gives the same body each time.
+func TestBodyLeavesItsInputsWhole(t *testing.T) {
+	snap := jsInts(`{"metadata":{"generation":3,"finalizers":["x/a"]},
+		"status":{"conditions":[{"type":"Ready","status":"False","observedGeneration":3},{"type":"Theirs","status":"True"}]}}`)
+	am := jsInts(`{"metadata":{"generation":3,"finalizers":["x/a","x/b"]},
+		"status":{"conditions":[{"type":"Ready","status":"True","observedGeneration":3},{"type":"Theirs","status":"True"}]}}`)
+	latest := jsInts(`{"metadata":{"generation":3,"finalizers":["x/a","y/c"]},
+		"status":{"conditions":[{"type":"Ready","status":"False","observedGeneration":3},{"type":"Theirs","status":"False"}]}}`)
+	o := Options{ObservedGeneration: true}
+	parts, err := plan(snap, am, &unstructured.Unstructured{Object: runtime.DeepCopyJSON(am)}, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// No status subresource: status goes with the rest, and bumps the
+	// generation.
+	st := parts[0]
+	st.status, st.fallback = false, true
+	st.lists = append(st.lists, st.rest.lists...)
+	for k, v := range st.rest.diff {
+		st.diff[k] = v
+	}
+	wantLatest := runtime.DeepCopyJSON(latest)
+	var afters []any
+	for _, l := range st.lists {
+		afters = append(afters, runtime.DeepCopyJSONValue(l.after))
+	}
+	var first string
+	for i := range 2 {
+		body, _, stale, err := st.body(latest, o)
+		if err != nil || stale != "" {
+			t.Fatalf("body: %v %q", err, stale)
+		}
+		if g := mustJSONOf(body); i == 0 {
+			first = g
+		} else if g != first {
+			t.Errorf("second body %s, first %s", g, first)
+		}
+	}
+	if !strings.Contains(first, `"observedGeneration":4`) || !strings.Contains(first, `"y/c"`) {
+		t.Errorf("body %s: want our condition stamped with generation 4, and their finalizer kept", first)
+	}
+	if !reflect.DeepEqual(latest, wantLatest) {
+		t.Errorf("latest after body: %s, was %s", mustJSONOf(latest), mustJSONOf(wantLatest))
+	}
+	for i, l := range st.lists {
+		if !reflect.DeepEqual(any(l.after), afters[i]) {
+			t.Errorf("list %v after body: %s, was %s", l.path, mustJSONOf(l.after), mustJSONOf(afters[i]))
+		}
+	}
+}
+
+// jsInts is js with the integers as int64, as the API server's answers
+// have them.
+func jsInts(s string) map[string]any {
+	d := json.NewDecoder(strings.NewReader(s))
+	d.UseNumber()
+	var m map[string]any
+	if err := d.Decode(&m); err != nil {
+		panic(err)
+	}
+	out, err := object.JSONCopy(m)
+	if err != nil {
+		panic(err)
+	}
+	return out
+}
+
+// Maps dropped whole side by side, deep in the object, are each removed at
+// their own path: whole where the latest map holds only what we read, key
+// by key where another writer added a key.
+func TestSiblingMapsDroppedDeep(t *testing.T) {
+	snap := jsInts(`{"metadata":{"generation":1},"spec":{"a":{"x":{"y":{"k":1},"y2":{"k":2},"y3":{"k":3},"z":1}}}}`)
+	am := jsInts(`{"metadata":{"generation":1},"spec":{"a":{"x":{"z":1}}}}`)
+	latest := jsInts(`{"metadata":{"generation":1},"spec":{"a":{"x":{"y":{"k":1},"y2":{"k":2,"theirs":true},"y3":{"k":3},"z":1}}}}`)
+	for range 20 { // in every order of the keys
+		parts, err := plan(snap, runtime.DeepCopyJSON(am), &unstructured.Unstructured{Object: runtime.DeepCopyJSON(am)}, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(parts) != 1 {
+			t.Fatalf("%d parts, want 1", len(parts))
+		}
+		body, lock, _, err := parts[0].body(latest, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if g, w := mustJSONOf(body), `{"spec":{"a":{"x":{"y":null,"y2":{"k":null},"y3":null}}}}`; g != w || !lock {
+			t.Fatalf("body %s (locked %v), want %s, locked", g, lock, w)
+		}
 	}
 }

@@ -2,6 +2,7 @@ package patch
 
 import (
 	"fmt"
+	"slices"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -37,58 +38,90 @@ func (p *part) step() string {
 	return stepMain
 }
 
+// The paths of the lists plan always rebases (shared: never changed).
+var (
+	finalizersPath      = []string{"metadata", "finalizers"}
+	ownerReferencesPath = []string{"metadata", "ownerReferences"}
+	conditionsPath      = []string{"status", "conditions"}
+)
+
 // metadata fields the API server owns, or that are rebased as lists.
 var skippedMetadata = []string{
 	"resourceVersion", "managedFields", "generation", "creationTimestamp", "uid",
 	"deletionTimestamp", "deletionGracePeriodSeconds", "selfLink", "finalizers", "ownerReferences",
 }
 
-// plan splits the change from bm (the snapshot) to am (the object as
-// changed), both maps this call may change, into the writes to make. snap
-// is the snapshot whole, for the maps a change removes; plan only reads it
-// (and copies what it keeps of it).
-func plan(bm, snap, am map[string]any, obj client.Object, o Options) ([]*part, error) {
+// plan splits the change from snap (the snapshot) to am (the object as
+// changed, a map this call may change) into the writes to make. plan only
+// reads snap (the caller keeps it as the latest state): it takes apart a
+// copy of the maps it deletes from, sharing the rest.
+func plan(snap, am map[string]any, obj client.Object, o Options) ([]*part, error) {
 	var err error
 	if o.ObservedGeneration {
 		if err := unstructured.SetNestedField(am, obj.GetGeneration(), "status", "observedGeneration"); err != nil {
 			return nil, fmt.Errorf("setting status.observedGeneration: %w", err)
 		}
 	}
-	owned := map[string]bool{}
-	for _, t := range o.OwnedConditions {
-		owned[t] = true
+	var owned map[string]bool // nil without owned conditions: no entry is
+	if len(o.OwnedConditions) > 0 {
+		owned = make(map[string]bool, len(o.OwnedConditions))
+		for _, t := range o.OwnedConditions {
+			owned[t] = true
+		}
 	}
-	all := []*list{
-		{path: []string{"metadata", "finalizers"}, key: stringKey},
-		{path: []string{"metadata", "ownerReferences"}, key: fieldKey("uid")},
+	// The lists, in one allocation (plan runs on every write).
+	backing := make([]list, 0, 3+len(o.ConditionLists))
+	all := make([]*list, 0, cap(backing))
+	add := func(l list) {
+		for i := range backing {
+			if slices.Equal(backing[i].path, l.path) {
+				return // named again: the first list at a path is the one rebased
+			}
+		}
+		backing = append(backing, l)
+		all = append(all, &backing[len(backing)-1])
 	}
-	condPaths := append([][]string{{"status", "conditions"}}, o.ConditionLists...)
-	for _, p := range condPaths {
+	add(list{path: finalizersPath, key: stringKey})
+	add(list{path: ownerReferencesPath, key: uidKey})
+	for i := -1; i < len(o.ConditionLists); i++ {
+		p := conditionsPath
+		if i >= 0 {
+			p = o.ConditionLists[i]
+		}
 		if len(p) == 0 {
 			continue
 		}
-		all = append(all, &list{path: p, key: fieldKey("type"), owned: owned, conditions: true})
+		add(list{path: p, key: typeKey, owned: owned, conditions: true})
 	}
 	lists := all[:0]
 	for _, l := range all {
-		b, a := nested(bm, l.path), nested(am, l.path)
+		b, a := nested(snap, l.path), nested(am, l.path)
 		var bok, aok bool
 		l.before, bok = b.([]any)
 		l.after, aok = a.([]any)
 		if (b != nil && !bok) || (a != nil && !aok) {
 			continue // not a list there: an ordinary field of the diff
 		}
-		removeNested(bm, l.path)
-		removeNested(am, l.path)
 		lists = append(lists, l)
 	}
 	all = lists
+	bm := takeApart(snap, all)
+	for _, l := range all {
+		removeNested(bm, l.path)
+		removeNested(am, l.path)
+	}
 
 	gen, _, _ := unstructured.NestedInt64(bm, "metadata", "generation")
 	// status
 	sb, _ := bm["status"].(map[string]any)
 	sa, _ := am["status"].(map[string]any)
-	status := &part{status: true, gen: gen}
+	// The two parts and the list of those to write, in one allocation.
+	both := new(struct {
+		parts [2]part
+		ptrs  [2]*part
+	})
+	status := &both.parts[0]
+	*status = part{status: true, gen: gen}
 	if status.diff, err = mergeDiff(map[string]any{"status": orEmpty(sb)}, map[string]any{"status": orEmpty(sa)}); err != nil {
 		return nil, err
 	}
@@ -105,7 +138,8 @@ func plan(bm, snap, am map[string]any, obj client.Object, o Options) ([]*part, e
 		}
 		return m
 	}
-	main := &part{gen: gen}
+	main := &both.parts[1]
+	*main = part{gen: gen}
 	if main.diff, err = mergeDiff(strip(bm), strip(am)); err != nil {
 		return nil, err
 	}
@@ -120,7 +154,7 @@ func plan(bm, snap, am map[string]any, obj client.Object, o Options) ([]*part, e
 			main.lists = append(main.lists, l)
 		}
 	}
-	var parts []*part
+	parts := both.ptrs[:0]
 	if len(main.diff) > 0 || len(main.lists) > 0 {
 		status.rest = main
 	}
@@ -164,6 +198,51 @@ func prune(patch, before map[string]any) {
 			}
 		}
 	}
+}
+
+// takeApart returns the copy of snap that plan deletes from: its top
+// level, its metadata (which strip takes apart) and, for each of lists that
+// snap holds, the maps above the list are copies, once each; every other
+// value is shared with snap, which stays whole.
+func takeApart(snap map[string]any, lists []*list) map[string]any {
+	bm := object.CopyMap(snap, 0)
+	if md, ok := snap["metadata"].(map[string]any); ok {
+		bm["metadata"] = object.CopyMap(md, 0)
+	}
+	for i, l := range lists {
+		if !present(snap, l.path) {
+			continue // removeNested deletes nothing
+		}
+		m := bm
+		for j, k := range l.path[:len(l.path)-1] {
+			next, ok := m[k].(map[string]any)
+			if !ok {
+				break
+			}
+			copied := j == 0 && k == "metadata" || slices.ContainsFunc(lists[:i], func(e *list) bool {
+				return len(e.path) > j+1 && slices.Equal(e.path[:j+1], l.path[:j+1]) && present(snap, e.path)
+			})
+			if !copied {
+				next = object.CopyMap(next, 0)
+				m[k] = next
+			}
+			m = next
+		}
+	}
+	return bm
+}
+
+// present reports whether m holds a value (null included) at path.
+func present(m map[string]any, path []string) bool {
+	for _, k := range path[:len(path)-1] {
+		next, ok := m[k].(map[string]any)
+		if !ok {
+			return false
+		}
+		m = next
+	}
+	_, ok := m[path[len(path)-1]]
+	return ok
 }
 
 func orEmpty(m map[string]any) map[string]any {

@@ -7,8 +7,6 @@ import (
 	"slices"
 	"time"
 
-	"k8s.io/apimachinery/pkg/runtime"
-
 	"github.com/steadyk8s/steady/internal/object"
 )
 
@@ -29,6 +27,13 @@ func stringKey(v any) string {
 	}
 	return rawKey(v)
 }
+
+// The keys of ownerReferences and conditions (made once: plan runs on
+// every write).
+var (
+	uidKey  = fieldKey("uid")
+	typeKey = fieldKey("type")
+)
 
 func fieldKey(field string) func(any) string {
 	return func(v any) string {
@@ -94,7 +99,9 @@ func (l *list) rebase(current []any, gen int64) (out []any, stale string) {
 	bi, ai := index(l.before, l.key), index(l.after, l.key)
 	ci := index(current, l.key)
 	ours := l.ours()
-	out = []any{}
+	// The entries are shared with after and current, not copied: nothing
+	// changes them in place (condition and stampGeneration change copies).
+	out = make([]any, 0, len(l.after)+len(current))
 	placed := map[string]bool{}
 	for _, a := range l.after {
 		k := l.key(a)
@@ -114,7 +121,7 @@ func (l *list) rebase(current []any, gen int64) (out []any, stale string) {
 			}
 		}
 		placed[k] = true
-		out = append(out, runtime.DeepCopyJSONValue(a))
+		out = append(out, a)
 	}
 	// Entries only current has, each after the entry before it in current.
 	var prev string
@@ -126,7 +133,7 @@ func (l *list) rebase(current []any, gen int64) (out []any, stale string) {
 			if havePrev {
 				at = slices.IndexFunc(out, func(v any) bool { return l.key(v) == prev }) + 1
 			}
-			out = slices.Insert(out, at, runtime.DeepCopyJSONValue(c))
+			out = slices.Insert(out, at, c)
 			placed[k] = true
 		}
 		if placed[k] {
@@ -270,9 +277,17 @@ func sameEntries(a, b []any, key func(any) string) bool {
 	return true
 }
 
+// equalList is [object.EqualJSON] of two lists (a nil and an empty one
+// alike), entry by entry: the lists are not boxed in an interface (an
+// allocation each, on every write).
 func equalList(a, b []any) bool {
-	if len(a) == 0 && len(b) == 0 {
-		return true
+	if len(a) != len(b) {
+		return false
 	}
-	return object.EqualJSON(a, b)
+	for i := range a {
+		if !object.EqualJSON(a[i], b[i]) {
+			return false
+		}
+	}
+	return true
 }

@@ -2,7 +2,6 @@ package patch
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -51,26 +50,16 @@ func (w *Writer) write(ctx context.Context, obj client.Object, st *state, p *par
 			return nil, false, nil
 		}
 		base := latest
-		md := map[string]any{}
 		if st.uid != "" {
-			md["uid"] = st.uid
+			setPrecondition(body, "uid", st.uid)
 		}
 		// The status subresource takes metadata from the stored object, so
 		// a uid in its patch is never compared: only a resourceVersion lock
 		// keeps a status write off an object recreated under the name.
 		if lists || o.OptimisticLock || (p.status && st.uid != "") {
-			md["resourceVersion"] = st.rv
+			setPrecondition(body, "resourceVersion", st.rv)
 		}
-		if len(md) > 0 {
-			if m, ok := body["metadata"].(map[string]any); ok {
-				for k, v := range md {
-					m[k] = v
-				}
-			} else {
-				body["metadata"] = md
-			}
-		}
-		data, err := json.Marshal(body)
+		data, err := object.MarshalJSON(body)
 		if err != nil {
 			return nil, false, err
 		}
@@ -128,6 +117,17 @@ func (w *Writer) write(ctx context.Context, obj client.Object, st *state, p *par
 			return nil, false, err
 		}
 	}
+}
+
+// setPrecondition sets metadata.<field> of the merge patch body (its own
+// maps) to value, adding the metadata where body has none (or a null).
+func setPrecondition(body map[string]any, field, value string) {
+	md, ok := body["metadata"].(map[string]any)
+	if !ok {
+		md = make(map[string]any, 2)
+		body["metadata"] = md
+	}
+	md[field] = value
 }
 
 // reread reads the object again into st. NotFound or another UID is gone,
