@@ -77,7 +77,11 @@ func TestNewControllerWiresTheController(t *testing.T) {
 		Setup: func(mgr ctrl.Manager) error {
 			var err error
 			rec, err = reconcile.NewController[testapi.Widget](mgr, func(ctx context.Context, w *testapi.Widget) (ctrl.Result, error) {
-				reconciles.add(w.Name)
+				if w.Namespace == ns {
+					// The manager sees every namespace: Widgets named "w"
+					// that earlier tests left behind are reconciled too.
+					reconciles.add(w.Name)
+				}
 				w.Status.Phase = "Reconciled"
 				conditions.MarkTrue(w, "Synced", "Done", "")
 				child := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: w.Namespace, Name: w.Name + "-child"}}
@@ -91,7 +95,9 @@ func TestNewControllerWiresTheController(t *testing.T) {
 			}).
 				Named(name).
 				With(reconcile.WithFinalizer("test.steady.dev/wiring", finalizer.Func(func(_ context.Context, o client.Object) error {
-					cleanups.add(o.GetName())
+					if o.GetNamespace() == ns {
+						cleanups.add(o.GetName())
+					}
 					return nil
 				})),
 					reconcile.WithReadySummary(conditions.ForConditionTypes{"Synced"}),
@@ -99,7 +105,9 @@ func TestNewControllerWiresTheController(t *testing.T) {
 				Owns(&corev1.ConfigMap{}).
 				Index(widgetsByWiringColor).
 				Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, s client.Object) []ctrl.Request {
-					watched.add(s.GetName())
+					if s.GetNamespace() == ns {
+						watched.add(s.GetName())
+					}
 					return []ctrl.Request{{NamespacedName: client.ObjectKey{Namespace: s.GetNamespace(), Name: s.GetLabels()["widget"]}}}
 				}), predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetLabels()["widget"] != "" })).
 				Complete()
