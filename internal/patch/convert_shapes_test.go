@@ -71,11 +71,7 @@ func (x *structsObj) DeepCopyObject() runtime.Object { c := *x; return &c }
 // alike fails when toMaps plans other writes than the full conversion.
 func alike(t *testing.T, name string, before, after client.Object, o Options) {
 	t.Helper()
-	fb, err := object.ToMapWithoutManagedFields(before)
-	if err != nil {
-		t.Fatal(err)
-	}
-	fa, err := object.ToMapWithoutManagedFields(after)
+	fb, fa, err := convertBoth(before, after)
 	if err != nil {
 		t.Fatal(err)
 	}
