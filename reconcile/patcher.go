@@ -27,10 +27,6 @@ type Patcher struct {
 	api    client.Reader // the API reader of WithAPIReader, nil without
 	scheme *runtime.Scheme
 	before client.Object
-	// final: the Patcher is dropped after its Patch (For's, at the end of
-	// a reconcile), so a write takes no new snapshot (a deep copy no one
-	// reads). A caller's own Patcher may Patch again, and re-snapshots.
-	final bool
 }
 
 // NewPatcher snapshots obj, which should be as read from the API server.
@@ -198,6 +194,14 @@ func (p *Patcher) PatchOnExit(ctx context.Context, obj client.Object, reterr *er
 // says what was written before it. On success obj holds the API server's
 // answer to the last write and becomes the Patcher's new snapshot.
 func (p *Patcher) Patch(ctx context.Context, obj client.Object, opts ...PatchOption) error {
+	return p.patch(ctx, obj, true, opts)
+}
+
+// patch is Patch; resnapshot false takes no new snapshot after a write:
+// for the last Patch of a Patcher dropped after it (For's, at the end of a
+// reconcile), the deep copy would be read by no one. A caller's own
+// Patcher may Patch again, and re-snapshots.
+func (p *Patcher) patch(ctx context.Context, obj client.Object, resnapshot bool, opts []PatchOption) error {
 	o := PatchOptions{}
 	for _, opt := range opts {
 		opt.ApplyToPatch(&o)
@@ -235,7 +239,7 @@ func (p *Patcher) Patch(ctx context.Context, obj client.Object, opts ...PatchOpt
 	if res.Gone {
 		return nil
 	}
-	if len(res.Wrote) > 0 && !p.final {
+	if len(res.Wrote) > 0 && resnapshot {
 		p.before = obj.DeepCopyObject().(client.Object)
 	}
 	if res.Stale != "" {

@@ -173,7 +173,6 @@ func For[T any, P interface {
 		if err != nil {
 			return ctrl.Result{}, err
 		}
-		p.final = true // one Patch, below; p is dropped after it
 		res, fnErr := fn(ctx, obj)
 		if released > 0 {
 			res = requeueWithin(res, released)
@@ -181,7 +180,7 @@ func For[T any, P interface {
 		if cfg.ReadySummary {
 			conditions.SetSummary(any(obj).(conditions.Setter), conditions.Ready, cfg.SummaryOptions...)
 		}
-		patchErr := p.Patch(ctx, obj, cfg.PatchOptions...)
+		patchErr := p.patch(ctx, obj, false, cfg.PatchOptions) // the last: p is dropped after it
 		var stale *StaleError
 		switch {
 		case fnErr == nil && patchErr != nil && cachewait.IsTimeout(patchErr):

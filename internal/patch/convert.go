@@ -8,7 +8,9 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/structured-merge-diff/v6/value"
 
 	"github.com/steadyk8s/steady/internal/object"
 )
@@ -52,6 +54,9 @@ func toMaps(before, obj client.Object, o Options) (bm, am map[string]any, err er
 			b, a = withoutEqualKeys(bu, au, keep)
 		}
 	} else {
+		if bm, am, ok := convertTyped(before, obj, keep); ok {
+			return bm, am, nil
+		}
 		b, a = withoutEqualFields(before, obj, keep)
 	}
 	if bm, am, err = convertBoth(b, a); err != nil && (b != before || a != obj) {
@@ -114,6 +119,106 @@ func withoutEqualKeys(b, a *unstructured.Unstructured, keep func(string) bool) (
 		bc["metadata"], ac["metadata"] = bmd, amd
 	}
 	return &unstructured.Unstructured{Object: bc}, &unstructured.Unstructured{Object: ac}
+}
+
+// typedField is a top-level field of a Go struct that convertTyped
+// converts on its own: its index, JSON name, and whether it is left out
+// (equal in both, and not kept).
+type typedField struct {
+	i    int
+	name string
+	same bool
+}
+
+// convertTyped is, for the Go structs b and a (pointers to structs of one
+// type), what withoutEqualFields and a whole conversion give, without
+// converting what they would convert only to find it equal: each
+// top-level field is converted on its own, and one equal in both (and not
+// kept) is left out of both maps, not converted to its zero value ({} for
+// a spec); so is the type meta when equal. ok is false where the struct
+// has a field the converter would not give alike on its own (not a struct,
+// untagged, inline, omitzero, or with its own conversion: a MarshalJSON),
+// or a conversion fails: then withoutEqualFields and the whole conversion
+// do it.
+func convertTyped(b, a client.Object, keep func(string) bool) (bm, am map[string]any, ok bool) {
+	bv, av := reflect.ValueOf(b), reflect.ValueOf(a)
+	if bv.Type() != av.Type() || bv.Kind() != reflect.Pointer || bv.IsNil() || av.IsNil() || bv.Elem().Kind() != reflect.Struct {
+		return nil, nil, false
+	}
+	t := bv.Elem().Type()
+	if value.TypeReflectEntryOf(t).CanConvertToUnstructured() {
+		return nil, nil, false
+	}
+	var room [8]typedField
+	fields := room[:0]
+	meta, typeMeta := -1, -1
+	for i := range t.NumField() {
+		f := t.Field(i)
+		tag := f.Tag.Get("json")
+		name, opts, _ := strings.Cut(tag, ",")
+		switch {
+		case f.Anonymous && f.Type == objectMetaType && name == "metadata" && !strings.Contains(opts, "omitzero"):
+			meta = i
+		case f.Anonymous && f.Type == typeMetaType && tag == ",inline":
+			typeMeta = i
+		case name == "-" && opts == "":
+			// never converted
+		case f.Anonymous || !f.IsExported() || name == "" || name == "-" || f.Type.Kind() != reflect.Struct ||
+			f.Type == objectMetaType || f.Type == typeMetaType ||
+			strings.Contains(opts, "omitzero") || value.TypeReflectEntryOf(f.Type).CanConvertToUnstructured():
+			return nil, nil, false
+		default:
+			fields = append(fields, typedField{i: i, name: name, same: !keep(name) && sameField(bv, av, i)})
+		}
+	}
+	if meta < 0 {
+		return nil, nil, false
+	}
+	// The metadata, as withoutSameMetadata leaves it (all of it but the
+	// managedFields when kept).
+	bmd := *bv.Elem().Field(meta).Addr().Interface().(*metav1.ObjectMeta)
+	amd := *av.Elem().Field(meta).Addr().Interface().(*metav1.ObjectMeta)
+	if keep("metadata") {
+		bmd.ManagedFields, amd.ManagedFields = nil, nil
+	} else {
+		withoutSameMetadata(&bmd, &amd)
+	}
+	sameType := typeMeta >= 0 && sameField(bv, av, typeMeta)
+	convert := func(v reflect.Value, md *metav1.ObjectMeta) (map[string]any, error) {
+		m := make(map[string]any, len(fields)+3)
+		if typeMeta >= 0 && !sameType {
+			tm := v.Elem().Field(typeMeta).Addr().Interface().(*metav1.TypeMeta)
+			if tm.APIVersion != "" {
+				m["apiVersion"] = tm.APIVersion
+			}
+			if tm.Kind != "" {
+				m["kind"] = tm.Kind
+			}
+		}
+		c, err := runtime.DefaultUnstructuredConverter.ToUnstructured(md)
+		if err != nil {
+			return nil, err
+		}
+		m["metadata"] = c
+		for _, f := range fields {
+			if f.same {
+				continue
+			}
+			if c, err = runtime.DefaultUnstructuredConverter.ToUnstructured(v.Elem().Field(f.i).Addr().Interface()); err != nil {
+				return nil, err
+			}
+			m[f.name] = c
+		}
+		return m, nil
+	}
+	var err error
+	if bm, err = convert(bv, &bmd); err != nil {
+		return nil, nil, false
+	}
+	if am, err = convert(av, &amd); err != nil {
+		return nil, nil, false
+	}
+	return bm, am, true
 }
 
 // withoutEqualFields returns shallow copies of the Go structs b and a with
