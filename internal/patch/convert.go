@@ -165,7 +165,12 @@ func convertTyped(b, a client.Object, keep func(string) bool) (bm, am map[string
 			// never converted
 		case f.Anonymous || !f.IsExported() || name == "" || name == "-" || f.Type.Kind() != reflect.Struct ||
 			f.Type == objectMetaType || f.Type == typeMetaType ||
-			strings.Contains(opts, "omitzero") || value.TypeReflectEntryOf(f.Type).CanConvertToUnstructured():
+			strings.Contains(opts, "omitzero") || value.TypeReflectEntryOf(f.Type).CanConvertToUnstructured(),
+			// Two fields under one name (go vet refuses such tags, the
+			// converter keeps the later one): leaving out the later one
+			// when equal would write the earlier one.
+			name == "metadata" || name == "apiVersion" || name == "kind" ||
+				slices.ContainsFunc(fields, func(g typedField) bool { return g.name == name }):
 			return nil, nil, false
 		default:
 			fields = append(fields, typedField{i: i, name: name, same: !keep(name) && sameField(bv, av, i)})
