@@ -159,7 +159,8 @@ func convertTyped(b, a client.Object, keep func(string) bool) (bm, am map[string
 		switch {
 		case f.Anonymous && f.Type == objectMetaType && name == "metadata" && !strings.Contains(opts, "omitzero"):
 			meta = i
-		case f.Anonymous && f.Type == typeMetaType && tag == ",inline":
+		case f.Anonymous && f.Type == typeMetaType && (tag == ",inline" || tag == ""):
+			// Inline either way: k8s.io/api v0.37 embeds it untagged.
 			typeMeta = i
 		case name == "-" && opts == "":
 			// never converted
