@@ -11,6 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/steadyk8s/steady/internal/object"
 )
 
 // knownUnchanged reports whether applying obj over live is known to change
@@ -77,10 +79,7 @@ func secretView(obj, live *unstructured.Unstructured) map[string]any {
 		}
 		view[k] = string(dec)
 	}
-	out := make(map[string]any, len(live.Object)+1)
-	for k, v := range live.Object {
-		out[k] = v
-	}
+	out := object.CopyMap(live.Object, 1)
 	out["stringData"] = view
 	return out
 }

@@ -8,6 +8,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/steadyk8s/steady/internal/object"
 )
 
 // OwnerKindLabel and [OwnerNameLabel] are the labels in which
@@ -256,22 +258,22 @@ func setRecord(child client.Object, r ownerRecord) bool {
 func writeRecord(child client.Object, r ownerRecord) {
 	l, a := child.GetLabels(), child.GetAnnotations()
 	if r.labeled {
-		l = cloneMap(l)
+		l = object.CopyMap(l, 2)
 		l[OwnerKindLabel], l[OwnerNameLabel] = r.kindLabel, r.name
 		child.SetLabels(l)
 		if _, ok := a[OwnerAnnotation]; ok {
-			a = cloneMap(a)
+			a = object.CopyMap(a, 2)
 			delete(a, OwnerAnnotation)
 			child.SetAnnotations(nilIfEmpty(a))
 		}
 		return
 	}
-	a = cloneMap(a)
+	a = object.CopyMap(a, 2)
 	a[OwnerAnnotation] = r.annotation()
 	child.SetAnnotations(a)
 	_, hasKind := l[OwnerKindLabel]
 	if _, hasName := l[OwnerNameLabel]; hasKind || hasName {
-		l = cloneMap(l)
+		l = object.CopyMap(l, 2)
 		delete(l, OwnerKindLabel)
 		delete(l, OwnerNameLabel)
 		child.SetLabels(nilIfEmpty(l))
@@ -294,13 +296,13 @@ func nilIfEmpty(m map[string]string) map[string]string {
 func removeRecord(child client.Object, r ownerRecord) {
 	o := recordOf(child)
 	if o.labels() && (o.kind == "" || o.kind == r.kindLabel) && (o.name == "" || o.name == r.name) {
-		l := cloneMap(child.GetLabels())
+		l := object.CopyMap(child.GetLabels(), 2)
 		delete(l, OwnerKindLabel)
 		delete(l, OwnerNameLabel)
 		child.SetLabels(l)
 	}
 	if o.annotation != "" && o.annotationRecords(r) {
-		a := cloneMap(child.GetAnnotations())
+		a := object.CopyMap(child.GetAnnotations(), 2)
 		delete(a, OwnerAnnotation)
 		child.SetAnnotations(a)
 	}
@@ -342,7 +344,7 @@ func withKeysOf(m, from map[string]string, keys ...string) map[string]string {
 	if same {
 		return m
 	}
-	out := cloneMap(m)
+	out := object.CopyMap(m, 2)
 	for _, k := range keys {
 		if v, ok := from[k]; ok {
 			out[k] = v
@@ -351,14 +353,4 @@ func withKeysOf(m, from map[string]string, keys ...string) map[string]string {
 		}
 	}
 	return nilIfEmpty(out)
-}
-
-// cloneMap copies m (never nil), so that a change does not reach a map
-// the child shares with another object.
-func cloneMap(m map[string]string) map[string]string {
-	out := make(map[string]string, len(m)+2)
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
 }

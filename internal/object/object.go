@@ -179,9 +179,9 @@ func Shallow[T runtime.Object](obj T) T {
 // CopyMap is a new map with m's entries (the values shared), sized for
 // them and extra more. Unlike maps.Clone, which copies m's table whole, it
 // does not copy a map made large (the unstructured converter sizes a
-// struct's map by its number of fields) as large.
-func CopyMap(m map[string]any, extra int) map[string]any {
-	out := make(map[string]any, len(m)+extra)
+// struct's map by its number of fields) as large. Never nil.
+func CopyMap[V any](m map[string]V, extra int) map[string]V {
+	out := make(map[string]V, len(m)+extra)
 	for k, v := range m {
 		out[k] = v
 	}
