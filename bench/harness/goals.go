@@ -62,21 +62,30 @@ func pairRatios(steady, hand map[int]float64) ratios {
 	return q
 }
 
-// phaseRatios is pairRatios of metric m in phase of setup n.
-func (r Report) phaseRatios(n Setup, phase string, m metric) ratios {
+// pairOf is pairRatios of value over items, each of a variant and run.
+func pairOf[T any](items []T, of func(T) (variant string, run int), value func(T) float64) ratios {
 	steady, hand := map[int]float64{}, map[int]float64{}
-	for _, res := range r.Results {
-		if res.Setup != n {
-			continue
-		}
-		switch res.Variant {
+	for _, it := range items {
+		switch v, run := of(it); v {
 		case operator.Steady:
-			steady[res.Run] = m.value(res.Phase(phase))
+			steady[run] = value(it)
 		case operator.HandWritten:
-			hand[res.Run] = m.value(res.Phase(phase))
+			hand[run] = value(it)
 		}
 	}
 	return pairRatios(steady, hand)
+}
+
+// phaseRatios is pairRatios of metric m in phase of setup n.
+func (r Report) phaseRatios(n Setup, phase string, m metric) ratios {
+	var results []Result
+	for _, res := range r.Results {
+		if res.Setup == n {
+			results = append(results, res)
+		}
+	}
+	return pairOf(results, func(res Result) (string, int) { return res.Variant, res.Run },
+		func(res Result) float64 { return m.value(res.Phase(phase)) })
 }
 
 func metricNamed(name string) metric {
@@ -110,33 +119,20 @@ func (r Report) writeGoals(p func(string, ...any)) {
 	row := func(goal, figure string, q ratios, limit float64) {
 		p("| %s | %s | %s | %s |\n", goal, figure, q, q.verdict(limit))
 	}
-	noopCPU, noopAllocs := map[int]float64{}, map[int]float64{}
-	noopHand, noopHandAllocs := map[int]float64{}, map[int]float64{}
-	for _, c := range r.Noop {
-		switch c.Variant {
-		case operator.Steady:
-			noopCPU[c.Run], noopAllocs[c.Run] = float64(c.CPUNsPerOp), float64(c.AllocsPerOp)
-		case operator.HandWritten:
-			noopHand[c.Run], noopHandAllocs[c.Run] = float64(c.CPUNsPerOp), float64(c.AllocsPerOp)
-		}
+	noop := func(value func(NoopCost) float64) ratios {
+		return pairOf(r.Noop, func(c NoopCost) (string, int) { return c.Variant, c.Run }, value)
 	}
-	convCPU, convHand, convAllocs, convHandAllocs := map[int]float64{}, map[int]float64{}, map[int]float64{}, map[int]float64{}
-	for _, c := range r.Converge {
-		switch c.Variant {
-		case operator.Steady:
-			convCPU[c.Run], convAllocs[c.Run] = c.CPUNs, c.Allocs
-		case operator.HandWritten:
-			convHand[c.Run], convHandAllocs[c.Run] = c.CPUNs, c.Allocs
-		}
+	conv := func(value func(ConvergeCost) float64) ratios {
+		return pairOf(r.Converge, func(c ConvergeCost) (string, int) { return c.Variant, c.Run }, value)
 	}
 	cpu := metricNamed("CPU time of the process (s)")
-	const noop, converge = "CPU per reconcile that changes nothing ≤ 1.1×", "CPU to converge ≤ 1.05×"
-	row(noop, "one no-op reconcile, CPU of the process", pairRatios(noopCPU, noopHand), 1.1)
-	row(noop, "one no-op reconcile, allocations", pairRatios(noopAllocs, noopHandAllocs), 1.1)
-	row(noop, "no-op phase, CPU of the process", r.phaseRatios(top, PhaseNoop, cpu), 1.1)
-	row(converge, "converge phase, CPU of the process", r.phaseRatios(top, PhaseConverge, cpu), 1.05)
-	row(converge, "one converging reconcile, CPU of the process", pairRatios(convCPU, convHand), 1.05)
-	row(converge, "one converging reconcile, allocations", pairRatios(convAllocs, convHandAllocs), 1.05)
+	const noopGoal, convergeGoal = "CPU per reconcile that changes nothing ≤ 1.1×", "CPU to converge ≤ 1.05×"
+	row(noopGoal, "one no-op reconcile, CPU of the process", noop(func(c NoopCost) float64 { return float64(c.CPUNsPerOp) }), 1.1)
+	row(noopGoal, "one no-op reconcile, allocations", noop(func(c NoopCost) float64 { return float64(c.AllocsPerOp) }), 1.1)
+	row(noopGoal, "no-op phase, CPU of the process", r.phaseRatios(top, PhaseNoop, cpu), 1.1)
+	row(convergeGoal, "converge phase, CPU of the process", r.phaseRatios(top, PhaseConverge, cpu), 1.05)
+	row(convergeGoal, "one converging reconcile, CPU of the process", conv(func(c ConvergeCost) float64 { return c.CPUNs }), 1.05)
+	row(convergeGoal, "one converging reconcile, allocations", conv(func(c ConvergeCost) float64 { return c.Allocs }), 1.05)
 	peak := metricNamed("peak heap (MiB)")
 	for _, phase := range Phases {
 		row("peak heap ≤ 1.1×", phase+" phase", r.phaseRatios(top, phase, peak), 1.1)
