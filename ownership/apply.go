@@ -79,6 +79,9 @@ func Apply(ctx context.Context, c client.Client, owner, child client.Object, fie
 	for _, opt := range opts {
 		opt.ApplyToApply(&o)
 	}
+	// The reader of re-reads after a conflict; a child the client does not
+	// show is read through o.APIReader only, one GET per new child.
+	conflictReader := rereader(ctx, c, o.APIReader)
 	c = observe.Client(c, "ownership")
 	if err := validate(c, owner, child); err != nil {
 		return controllerutil.OperationResultNone, err
@@ -128,7 +131,7 @@ func Apply(ctx context.Context, c client.Client, owner, child client.Object, fie
 				return resultAfterRelease(released), err
 			}
 			if cur != nil && stale {
-				r := o.APIReader
+				r := conflictReader
 				if r == nil {
 					r = c
 				}
@@ -175,7 +178,7 @@ func Apply(ctx context.Context, c client.Client, owner, child client.Object, fie
 		if staleLock(err) {
 			applied.forget(key)
 			if attempt < maxAttempts {
-				if live, err = readForApply(ctx, c, o.APIReader, child, name, &lock, err); err != nil {
+				if live, err = readForApply(ctx, c, conflictReader, child, name, &lock, err); err != nil {
 					return applyFailed(released, name, err)
 				}
 				continue

@@ -59,8 +59,9 @@ func CreateOrPatch(ctx context.Context, c client.Client, owner, child client.Obj
 	for _, opt := range opts {
 		opt.ApplyToCreateOrPatch(&o)
 	}
+	apiReader := rereader(ctx, c, o.APIReader)
 	c = observe.Client(c, "ownership")
-	w, err := newWriteCall(c, o.APIReader, owner, child, mutate, o.Adopt)
+	w, err := newWriteCall(c, apiReader, owner, child, mutate, o.Adopt)
 	if err != nil {
 		return controllerutil.OperationResultNone, err
 	}

@@ -70,8 +70,9 @@ func CreateOrUpdate(ctx context.Context, c client.Client, owner, child client.Ob
 	for _, opt := range opts {
 		opt.ApplyToCreateOrUpdate(&o)
 	}
+	apiReader := rereader(ctx, c, o.APIReader)
 	c = observe.Client(c, "ownership")
-	w, err := newWriteCall(c, o.APIReader, owner, child, mutate, o.Adopt)
+	w, err := newWriteCall(c, apiReader, owner, child, mutate, o.Adopt)
 	if err != nil {
 		return controllerutil.OperationResultNone, err
 	}

@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
+	"github.com/steadyk8s/steady/internal/apireader"
 	"github.com/steadyk8s/steady/internal/backoff"
 	"github.com/steadyk8s/steady/internal/object"
 )
@@ -164,6 +165,17 @@ func (w *writeCall) prepare(ctx context.Context, mode readMode) (client.Object, 
 		}
 	}
 	return live, nil
+}
+
+// rereader is the reader a call re-reads through after a conflict: the
+// one given ([WithAPIReader]), else the one a reconcile.For body's context
+// carries for c (For's API reader, when the call uses For's client), else
+// nil (the client is read again, backing off).
+func rereader(ctx context.Context, c client.Client, given client.Reader) client.Reader {
+	if given != nil {
+		return given
+	}
+	return apireader.For(ctx, c)
 }
 
 // reader is the API reader when given, else the client.

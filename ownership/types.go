@@ -161,6 +161,12 @@ func (Force) ApplyToApply(o *ApplyOptions) { o.Force = true }
 // cached client is read again a bounded number of times (backing off, for
 // about 2.5 seconds at most) until it shows the child. Nothing is read
 // through Reader on the common path.
+//
+// In the body of a reconcile.For, a call made with For's client and
+// without this option re-reads after a conflict through For's API reader
+// (reconcile.WithAPIReader, a manager's by default). A child the client
+// does not show is read through a reader given here only: Apply would
+// otherwise pay one GET for every new child.
 type WithAPIReader struct {
 	// Reader reads from the API server.
 	Reader client.Reader

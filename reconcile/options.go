@@ -169,7 +169,12 @@ func (w WithEvents) ApplyToFor(o *ForOptions) { o.PatchOptions = append(o.PatchO
 // it they go through the client, and when that is a manager's cached
 // client, a conflict with this controller's own previous write waits, with
 // backoff, until the cache holds it. It works for [NewPatcher], [For] and
-// finalizer.NewHandler.
+// finalizer.NewHandler. [For] also hands it to the ownership calls its
+// body makes with For's client and no reader of their own
+// (ownership.CreateOrUpdate, CreateOrPatch, Apply): a child the cache does
+// not show yet, whose create answers AlreadyExists (after an API server
+// restart, say), is then read with one GET instead of failing the
+// reconcile after a few seconds of waiting for the cache.
 type WithAPIReader struct {
 	Reader client.Reader
 }

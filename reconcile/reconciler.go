@@ -15,6 +15,7 @@ import (
 	"github.com/steadyk8s/steady/cachewait"
 	"github.com/steadyk8s/steady/conditions"
 	"github.com/steadyk8s/steady/finalizer"
+	"github.com/steadyk8s/steady/internal/apireader"
 	"github.com/steadyk8s/steady/internal/backoff"
 	"github.com/steadyk8s/steady/internal/object"
 	"github.com/steadyk8s/steady/internal/patch"
@@ -173,7 +174,9 @@ func For[T any, P interface {
 		if err != nil {
 			return ctrl.Result{}, err
 		}
-		res, fnErr := fn(ctx, obj)
+		// The body's ownership calls with c re-read through the API reader
+		// after a conflict, as the Patcher does.
+		res, fnErr := fn(apireader.With(ctx, c, cfg.APIReader), obj)
 		if released > 0 {
 			res = requeueWithin(res, released)
 		}
