@@ -3,11 +3,14 @@ package soak
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -69,7 +72,7 @@ func newReplicas(env *testenv.Environment, cfg Config, s *state, log *eventLog, 
 			// The request counter sees the operators' own requests, not the
 			// lease renewals that keep a leader elected.
 			testenv.WithTransport(func(rt http.RoundTripper) http.RoundTripper {
-				return s.counter.wrapExceptLeases(s.faults.wrap(r.transport(rt)))
+				return s.counter.wrapExceptLeases(r.n, s.faults.wrap(r.transport(rt)))
 			}),
 			testenv.WithWatchDelay(cfg.WatchDelay),
 			testenv.WithManagerOptions{
@@ -283,15 +286,77 @@ func (l *eventLog) violation(format string, args ...any) {
 	l.mu.Unlock()
 }
 
-// counter counts the replicas' requests, leaving out the lease's.
-type counter struct{ testenv.RequestCounter }
+// counter counts the replicas' requests, leaving out the lease's, and
+// keeps a line for each write since its last reset, naming the replica,
+// the request, its answer and the start of its body: a write in the
+// quiet window is reported as what it was, not only as a count.
+type counter struct {
+	testenv.RequestCounter
+	mu     sync.Mutex
+	writes []string
+}
 
-func (c *counter) wrapExceptLeases(rt http.RoundTripper) http.RoundTripper {
+func (c *counter) wrapExceptLeases(replica int, rt http.RoundTripper) http.RoundTripper {
 	counted := c.Wrap(rt)
 	return roundTripper(func(r *http.Request) (*http.Response, error) {
 		if strings.HasPrefix(r.URL.Path, "/apis/coordination.k8s.io/") {
 			return rt.RoundTrip(r)
 		}
-		return counted.RoundTrip(r)
+		if !isWrite(r) {
+			return counted.RoundTrip(r)
+		}
+		body := requestBody(r)
+		resp, err := counted.RoundTrip(r)
+		answer := "no answer"
+		if err != nil {
+			answer = err.Error()
+		} else {
+			answer = resp.Status
+		}
+		c.mu.Lock()
+		c.writes = append(c.writes, fmt.Sprintf("replica %d: %s %s -> %s %s", replica, r.Method, r.URL.Path, answer, body))
+		c.mu.Unlock()
+		return resp, err
 	})
+}
+
+// Reset forgets what was counted and the writes it kept.
+func (c *counter) Reset() {
+	c.RequestCounter.Reset()
+	c.mu.Lock()
+	c.writes = nil
+	c.mu.Unlock()
+}
+
+// WriteLines returns a line for each write since the last reset.
+func (c *counter) WriteLines() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]string(nil), c.writes...)
+}
+
+func isWrite(r *http.Request) bool {
+	switch r.Method {
+	case http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete:
+		return !strings.Contains(r.URL.RawQuery, "dryRun=All")
+	}
+	return false
+}
+
+// requestBody returns the start of r's body, read through GetBody so that
+// the request keeps its own.
+func requestBody(r *http.Request) string {
+	if r.GetBody == nil {
+		return ""
+	}
+	rc, err := r.GetBody()
+	if err != nil {
+		return ""
+	}
+	defer rc.Close()
+	b, _ := io.ReadAll(io.LimitReader(rc, 4000))
+	if !utf8.Valid(b) || strings.ContainsFunc(string(b), func(r rune) bool { return !unicode.IsPrint(r) }) {
+		return fmt.Sprintf("(%s, %d bytes or more)", r.Header.Get("Content-Type"), len(b))
+	}
+	return string(b)
 }

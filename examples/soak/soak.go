@@ -80,7 +80,8 @@ type Config struct {
 	// LeaseDuration, RenewDeadline and RetryPeriod are the replicas' leader
 	// election timings.
 	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
-	// Quiet is the window after convergence in which no write may be made.
+	// Quiet is the window after convergence (every promise kept, and the
+	// leader's cache showing the live state) in which no write may be made.
 	Quiet time.Duration
 	// FaultRate is the share of the replicas' requests that fail.
 	FaultRate float64
@@ -116,10 +117,18 @@ type Report struct {
 	Faults map[string]int
 	// Violations lists every broken promise, naming the object.
 	Violations []string
+	// ConvergeWrites is the number of writes by the replicas from the end
+	// of the disruptions until the quiet window; ConvergeRequests describes
+	// all their requests then.
+	ConvergeWrites   int
+	ConvergeRequests string
 	// QuietWrites is the number of writes by the replicas in the quiet
 	// window; QuietRequests describes all its requests there.
 	QuietWrites   int
 	QuietRequests string
+	// QuietWriteLines names each write in the quiet window: the replica,
+	// the request, its answer and the start of its body.
+	QuietWriteLines []string
 	// Goroutines and heap (bytes in use after a GC) before the first
 	// manager and after the last one stopped.
 	GoroutinesBefore, GoroutinesAfter int
@@ -148,7 +157,11 @@ func (r *Report) String() string {
 	for _, e := range r.Events {
 		fmt.Fprintf(&b, "  %s\n", e)
 	}
+	fmt.Fprintf(&b, "writes while converging after the disruptions: %d (%s)\n", r.ConvergeWrites, r.ConvergeRequests)
 	fmt.Fprintf(&b, "writes in the quiet window: %d (%s)\n", r.QuietWrites, r.QuietRequests)
+	for _, w := range r.QuietWriteLines {
+		fmt.Fprintf(&b, "  %s\n", w)
+	}
 	fmt.Fprintf(&b, "goroutines: %d before the first manager, %d after the last stopped\n", r.GoroutinesBefore, r.GoroutinesAfter)
 	fmt.Fprintf(&b, "heap in use: %.1f MiB before, %.1f MiB after\n", float64(r.HeapBefore)/(1<<20), float64(r.HeapAfter)/(1<<20))
 	fmt.Fprintf(&b, "violations: %d\n", len(r.Violations))
@@ -301,17 +314,28 @@ func Run(t *testing.T, env *testenv.Environment, cfg Config) *Report {
 	<-disrupted
 	s.faults.on.Store(false)
 	s.removeOtherFinalizers(ctx, kinds, cfg)
+	s.counter.Reset()
+	// Converged: every promise kept, and the leader's cache caught up with
+	// the live state (see state.cacheLag); the quiet window starts then.
 	deadline := time.Now().Add(cfg.Converge)
 	for {
 		report.Violations = s.violations(ctx, kinds, cfg)
-		if len(report.Violations) == 0 || time.Now().After(deadline) {
+		if len(report.Violations) == 0 {
+			if lag := s.waitCaughtUp(ctx, kinds, rs, time.Until(deadline)); lag != "" {
+				report.Violations = []string{"the leader's cache did not catch up with the live state: " + lag}
+			} else if report.Violations = s.violations(ctx, kinds, cfg); len(report.Violations) == 0 {
+				break // still kept once caught up
+			}
+		}
+		if time.Now().After(deadline) {
 			break
 		}
 		time.Sleep(time.Second)
 	}
+	report.ConvergeWrites, report.ConvergeRequests = s.counter.Writes(), s.counter.String()
 	s.counter.Reset()
 	time.Sleep(cfg.Quiet)
-	report.QuietWrites, report.QuietRequests = s.counter.Writes(), s.counter.String()
+	report.QuietWrites, report.QuietRequests, report.QuietWriteLines = s.counter.Writes(), s.counter.String(), s.counter.WriteLines()
 	if report.QuietWrites != 0 {
 		report.Violations = append(report.Violations, fmt.Sprintf("%d writes in the quiet window of %s: %s", report.QuietWrites, cfg.Quiet, report.QuietRequests))
 	}
