@@ -62,6 +62,8 @@ var metrics = []metric{
 	{"of which the Go garbage collector, CPU (s, the runtime's estimate)", func(p PhaseResult) float64 { return p.GCCPU.Seconds() }, f2, false},
 	{"of which the harness's checks of the cache, wall (s)", func(p PhaseResult) float64 { return p.CheckTime.Seconds() }, f2, false},
 	{"of which the harness's checks of the cache, CPU (s)", func(p PhaseResult) float64 { return p.CheckCPU.Seconds() }, f2, false},
+	{"kube-apiserver CPU (s), a process of its own", controlPlaneSeconds("kube-apiserver"), f2, true},
+	{"etcd CPU (s), a process of its own", controlPlaneSeconds("etcd"), f2, true},
 	{"requests (watches aside)", func(p PhaseResult) float64 { return float64(p.Counts.Requests(notWatch)) }, f0, false},
 	{"writes accepted", func(p PhaseResult) float64 {
 		return float64(p.Counts.Requests(func(k Key) bool { return k.Write() && !k.DryRun && k.OK() }))
@@ -85,6 +87,19 @@ var metrics = []metric{
 	{"live heap after the phase (MiB)", func(p PhaseResult) float64 { return float64(p.LiveHeap) / (1 << 20) }, f1, false},
 }
 
+// controlPlaneSeconds is a metric's value: the CPU seconds the named
+// control plane process spent in the phase, NaN (no figure) where they were
+// not measured.
+func controlPlaneSeconds(name string) func(PhaseResult) float64 {
+	return func(p PhaseResult) float64 {
+		cpu, ok := p.ControlPlaneCPU[name]
+		if !ok {
+			return math.NaN()
+		}
+		return cpu.Seconds()
+	}
+}
+
 func f0(v float64) string { return fmt.Sprintf("%.0f", v) }
 func f1(v float64) string { return fmt.Sprintf("%.1f", v) }
 func f2(v float64) string { return fmt.Sprintf("%.2f", v) }
@@ -104,6 +119,9 @@ func (r Report) cell(n Setup, variant, phase string, m metric) cell {
 		}
 		p := res.Phase(phase)
 		v := m.value(p)
+		if math.IsNaN(v) {
+			continue // not measured in this run
+		}
 		sum += v
 		c.min, c.max = math.Min(c.min, v), math.Max(c.max, v)
 		c.n++

@@ -120,12 +120,19 @@ type PhaseResult struct {
 	// /cpu/classes/gc/total:cpu-seconds), part of CPU: what the phase's
 	// allocations cost beyond making them.
 	GCCPU time.Duration
+	// ControlPlaneCPU is the CPU time each of the control plane's processes
+	// ([ControlPlane]: kube-apiserver, etcd) spent over Settle, keyed by
+	// process name; empty where it cannot be read. It is what the phase
+	// cost the server side: the manager's requests and watches, and the
+	// harness's and the garbage collector's, which are alike for every
+	// variant.
+	ControlPlaneCPU map[string]time.Duration `json:",omitempty"`
 	// Counts are the manager's requests.
 	Counts Counts
 	// Reconciles are controller-runtime's reconcile counters.
 	Reconciles Reconciles
-	// PeakHeap is the largest heap (HeapAlloc, live and garbage) sampled
-	// every 50ms; LiveHeap the heap after a GC at the end of the phase.
+	// PeakHeap is the largest heap (HeapAlloc: live and garbage) sampled
+	// every 2ms; LiveHeap the heap after a GC at the end of the phase.
 	PeakHeap, LiveHeap uint64
 }
 
@@ -335,6 +342,7 @@ type measurement struct {
 	start      time.Time
 	cpu        time.Duration
 	gc         time.Duration
+	server     map[string]time.Duration
 	counts     Counts
 	reconciles Reconciles
 	peak       uint64
@@ -428,7 +436,7 @@ func (r *runner) phase(ctx context.Context, phase string) (PhaseResult, error) {
 		}
 		stopProfile = func() { pprof.StopCPUProfile(); f.Close() }
 	}
-	m := measurement{start: time.Now(), cpu: cpuTime(), gc: gcCPU(), counts: r.counter.Snapshot(), reconciles: r.tally.read(), stopHeap: sampleHeap()}
+	m := measurement{start: time.Now(), cpu: cpuTime(), gc: gcCPU(), server: controlPlaneCPU(), counts: r.counter.Snapshot(), reconciles: r.tally.read(), stopHeap: sampleHeap()}
 	r.checkDur, r.checkCPU = 0, 0
 	r.resetChecks(false)
 
@@ -448,6 +456,12 @@ func (r *runner) phase(ctx context.Context, phase string) (PhaseResult, error) {
 	pr.Settle = time.Since(m.start)
 	pr.CPU = cpuTime() - m.cpu
 	pr.GCCPU = gcCPU() - m.gc
+	if server := controlPlaneCPU(); server != nil && m.server != nil {
+		pr.ControlPlaneCPU = map[string]time.Duration{}
+		for name, cpu := range server {
+			pr.ControlPlaneCPU[name] = cpu - m.server[name]
+		}
+	}
 	pr.PeakHeap = m.stopHeap()
 	if stopProfile != nil {
 		stopProfile()

@@ -68,6 +68,13 @@ func TestSmoke(t *testing.T) {
 					t.Fatal(err)
 				}
 				checkCounts(t, res, setup.lag > 0)
+				// The control plane's CPU is read where /proc is: the
+				// kube-apiserver served the phase's 5N requests.
+				if descendantsCPU(nil) != nil {
+					if cpu := res.Phase(PhaseConverge).ControlPlaneCPU["kube-apiserver"]; cpu <= 0 {
+						t.Errorf("converge: kube-apiserver CPU %v (%v)", cpu, res.Phase(PhaseConverge).ControlPlaneCPU)
+					}
+				}
 			})
 		}
 	}
