@@ -62,7 +62,7 @@ var metrics = []metric{
 	{"of which the Go garbage collector, CPU (s, the runtime's estimate)", func(p PhaseResult) float64 { return p.GCCPU.Seconds() }, f2, false},
 	{"of which the harness's checks of the cache, wall (s)", func(p PhaseResult) float64 { return p.CheckTime.Seconds() }, f2, false},
 	{"of which the harness's checks of the cache, CPU (s)", func(p PhaseResult) float64 { return p.CheckCPU.Seconds() }, f2, false},
-	{"kube-apiserver CPU (s), a process of its own", controlPlaneSeconds("kube-apiserver"), f2, true},
+	{apiServerCPU, controlPlaneSeconds("kube-apiserver"), f2, true},
 	{"etcd CPU (s), a process of its own", controlPlaneSeconds("etcd"), f2, true},
 	{"requests (watches aside)", func(p PhaseResult) float64 { return float64(p.Counts.Requests(notWatch)) }, f0, false},
 	{"writes accepted", func(p PhaseResult) float64 {
@@ -86,6 +86,9 @@ var metrics = []metric{
 	{"peak heap (MiB)", func(p PhaseResult) float64 { return float64(p.PeakHeap) / (1 << 20) }, f1, false},
 	{"live heap after the phase (MiB)", func(p PhaseResult) float64 { return float64(p.LiveHeap) / (1 << 20) }, f1, false},
 }
+
+// apiServerCPU names the kube-apiserver's CPU row.
+const apiServerCPU = "kube-apiserver CPU (s), a process of its own"
 
 // controlPlaneSeconds is a metric's value: the CPU seconds the named
 // control plane process spent in the phase, NaN (no figure) where they were
