@@ -169,7 +169,7 @@ func (w *writeCall) prepare(ctx context.Context, mode readMode) (client.Object, 
 
 // rereader is the reader a call re-reads through after a conflict: the
 // one given ([WithAPIReader]), else the one a reconcile.For body's context
-// carries for c (For's API reader, when the call uses For's client), else
+// carries for c's cluster (For's API reader), else
 // nil (the client is read again, backing off).
 func rereader(ctx context.Context, c client.Client, given client.Reader) client.Reader {
 	if given != nil {

@@ -162,7 +162,8 @@ func (Force) ApplyToApply(o *ApplyOptions) { o.Force = true }
 // about 2.5 seconds at most) until it shows the child. Nothing is read
 // through Reader on the common path.
 //
-// In the body of a reconcile.For, a call made with For's client and
+// In the body of a reconcile.For, a call made with a client of For's
+// cluster (For's client, or one wrapping it: the same REST mapper) and
 // without this option re-reads after a conflict through For's API reader
 // (reconcile.WithAPIReader, a manager's by default). A child the client
 // does not show is read through a reader given here only: Apply would

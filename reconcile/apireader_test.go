@@ -48,20 +48,33 @@ func (c *hidingClient) Get(ctx context.Context, key client.ObjectKey, obj client
 // TestForHandsItsAPIReaderToOwnership: a child that exists, but that the
 // manager's cache does not show (as after an API server restart, while the
 // informers list again), makes ownership.CreateOrUpdate's create answer
-// AlreadyExists. In a For body using For's client, the child is then read
-// with one GET through For's API reader and the reconcile succeeds; with
-// another client (here one wrapped with a field owner, which may write
-// elsewhere) the reader is not used, and the call fails as before, after
-// reading the cache again.
+// AlreadyExists. In a For body using a client of For's cluster (For's own,
+// or one wrapping it), the child is then read with one GET through For's
+// API reader and the reconcile succeeds; with another cluster's client
+// (here a client of its own REST mapper) the reader is not used, and the
+// call fails as before, after reading the client again.
 func TestForHandsItsAPIReaderToOwnership(t *testing.T) {
 	env.Require(t)
 	cc := testapi.StartManager(t, env, testapi.ManagerOptions{Informers: []client.Object{&testapi.Widget{}, &corev1.ConfigMap{}}})
 	ctx := context.Background()
 	ns := env.Namespace(t)
+	other, err := client.New(env.Config, client.Options{Scheme: cc.Client.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
 	for i, tc := range []struct {
-		name       string
-		sameClient bool
-	}{{"the body uses For's client", true}, {"the body uses another client", false}} {
+		name   string
+		body   func(fors client.Client, hidden client.ObjectKey) client.Client
+		reader bool
+	}{
+		{"For's client", func(fors client.Client, _ client.ObjectKey) client.Client { return fors }, true},
+		{"For's client wrapped", func(fors client.Client, _ client.ObjectKey) client.Client {
+			return client.WithFieldOwner(fors, "another")
+		}, true},
+		{"another cluster's client", func(_ client.Client, hidden client.ObjectKey) client.Client {
+			return &hidingClient{Client: other, hidden: hidden}
+		}, false},
+	} {
 		t.Run(tc.name, func(t *testing.T) {
 			owner := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("owner-%d", i)}, Spec: testapi.WidgetSpec{Size: 1}}
 			if err := env.Client.Create(ctx, owner); err != nil {
@@ -77,20 +90,17 @@ func TestForHandsItsAPIReaderToOwnership(t *testing.T) {
 			// The cache shows the owner but not the child: its reads of
 			// the child answer NotFound.
 			c := &hidingClient{Client: cc.Client, hidden: client.ObjectKeyFromObject(child)}
-			var body client.Client = c
-			if !tc.sameClient {
-				body = client.WithFieldOwner(c, "another")
-			}
+			body := tc.body(c, client.ObjectKeyFromObject(child))
 			api := &countingReader{Reader: cc.APIReader}
 			var op controllerutil.OperationResult
-			var childErr error
 			r, err := reconcile.For(c, func(ctx context.Context, w *testapi.Widget) (ctrl.Result, error) {
 				cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: child.Name}}
-				op, childErr = ownership.CreateOrUpdate(ctx, body, w, cm, func() error {
+				var err error
+				op, err = ownership.CreateOrUpdate(ctx, body, w, cm, func() error {
 					cm.Data = map[string]string{"k": "v"}
 					return nil
 				})
-				return ctrl.Result{}, childErr
+				return ctrl.Result{}, err
 			}, reconcile.WithAPIReader{Reader: api})
 			if err != nil {
 				t.Fatal(err)
@@ -99,7 +109,7 @@ func TestForHandsItsAPIReaderToOwnership(t *testing.T) {
 			start := time.Now()
 			_, err = r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(owner)})
 			t.Logf("%s: %s, %v; %d GETs through the API reader, in %v", tc.name, op, err, api.gets, time.Since(start))
-			if tc.sameClient {
+			if tc.reader {
 				// Updated: the child, made without steady, gets its owner
 				// record.
 				if err != nil || op != controllerutil.OperationResultUpdated || api.gets != 1 {
@@ -108,7 +118,7 @@ func TestForHandsItsAPIReaderToOwnership(t *testing.T) {
 				return
 			}
 			if err == nil || !apierrors.IsAlreadyExists(err) || !strings.Contains(err.Error(), "did not show it") || api.gets != 0 {
-				t.Fatalf("got %q, %v, %d GETs through For's API reader; want the AlreadyExists error after reading the cache, 0 GETs", op, err, api.gets)
+				t.Fatalf("got %q, %v, %d GETs through For's API reader; want the AlreadyExists error after reading the client again, 0 GETs", op, err, api.gets)
 			}
 		})
 	}

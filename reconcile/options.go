@@ -170,7 +170,8 @@ func (w WithEvents) ApplyToFor(o *ForOptions) { o.PatchOptions = append(o.PatchO
 // client, a conflict with this controller's own previous write waits, with
 // backoff, until the cache holds it. It works for [NewPatcher], [For] and
 // finalizer.NewHandler. [For] also hands it to the ownership calls its
-// body makes with For's client and no reader of their own
+// body makes with a client of For's cluster (For's client, or one wrapping
+// it) and no reader of their own
 // (ownership.CreateOrUpdate, CreateOrPatch, Apply): a child the cache does
 // not show yet, whose create answers AlreadyExists (after an API server
 // restart, say), is then read with one GET instead of failing the

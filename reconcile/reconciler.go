@@ -174,8 +174,8 @@ func For[T any, P interface {
 		if err != nil {
 			return ctrl.Result{}, err
 		}
-		// The body's ownership calls with c re-read through the API reader
-		// after a conflict, as the Patcher does.
+		// The body's ownership calls with a client of c's cluster re-read
+		// through the API reader after a conflict, as the Patcher does.
 		res, fnErr := fn(apireader.With(ctx, c, cfg.APIReader), obj)
 		if released > 0 {
 			res = requeueWithin(res, released)

@@ -6,9 +6,11 @@
 // AlreadyExists while the cache does not show the child yet, after an API
 // server restart, say) without being given one of their own.
 //
-// The reader is tied to the client it was given with: a call made with
-// another client (another cluster's, a wrapped one) gets none, since the
-// reader may not read what that client writes.
+// The reader is tied to the cluster of the client it was given with (its
+// REST mapper's identity, [identity.Cluster]): a call made with a client of
+// that cluster, wrapped or not, gets it; a call with another cluster's
+// client (another manager's, another member of a fleet) gets none, since
+// the reader does not read what that client writes.
 package apireader
 
 import (
@@ -16,46 +18,39 @@ import (
 	"reflect"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/steadyk8s/steady/internal/identity"
 )
 
 type key struct{}
 
 type entry struct {
-	c client.Client
-	r client.Reader
+	cluster identity.Key
+	r       client.Reader
 }
 
-// With returns ctx carrying r as the API reader of c; ctx itself when r or c
-// is nil.
+// With returns ctx carrying r as the API reader of c's cluster; ctx itself
+// when r is nil or c's cluster has no identity (a REST mapper that is not a
+// pointer).
 func With(ctx context.Context, c client.Client, r client.Reader) context.Context {
 	if c == nil || r == nil || isNil(r) {
 		return ctx
 	}
-	return context.WithValue(ctx, key{}, entry{c: c, r: r})
+	k := identity.Cluster(c)
+	if k == (identity.Key{}) {
+		return ctx
+	}
+	return context.WithValue(ctx, key{}, entry{cluster: k, r: r})
 }
 
-// For returns the API reader ctx carries for c, or nil: when ctx carries
-// none, or one given with another client.
+// For returns the API reader ctx carries for c's cluster, or nil: when ctx
+// carries none, or one of another cluster.
 func For(ctx context.Context, c client.Client) client.Reader {
 	e, ok := ctx.Value(key{}).(entry)
-	if !ok || !same(e.c, c) {
+	if !ok || c == nil || identity.Cluster(c) != e.cluster {
 		return nil
 	}
 	return e.r
-}
-
-// same reports whether a and b are the same client: equal dynamic types
-// and values, where the values can be compared at all (a struct holding a
-// map cannot, and is then no match rather than a panic).
-func same(a, b client.Client) bool {
-	if a == nil || b == nil {
-		return false
-	}
-	va, vb := reflect.ValueOf(a), reflect.ValueOf(b)
-	if va.Type() != vb.Type() || !va.Comparable() {
-		return false
-	}
-	return va.Equal(vb)
 }
 
 // isNil reports whether r is a typed nil pointer in an interface.
