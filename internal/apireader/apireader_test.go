@@ -43,3 +43,48 @@ func TestFor(t *testing.T) {
 		}
 	}
 }
+
+// structClient is a comparable client type by value: whether two values
+// compare depends on the client each holds.
+type structClient struct {
+	client.Client
+	name string
+}
+
+type nilPtrClient struct{ client.Client }
+
+// TestForEdgeCases (review): contexts derived from the carrier keep it; a
+// struct-valued client matches an equal value only, and never panics when
+// one value holds an uncomparable client and the other a comparable one
+// (either way round); a typed nil client matches itself only.
+func TestForEdgeCases(t *testing.T) {
+	ctx := context.Background()
+	c := fake.NewClientBuilder().Build()
+	other := fake.NewClientBuilder().Build()
+	r := fake.NewClientBuilder().Build()
+	carried := With(ctx, c, r)
+	cancelled, cancel := context.WithCancel(carried)
+	cancel()
+	byPtr := structClient{Client: c, name: "a"}
+	byMap := structClient{Client: mapClient{Client: c, m: map[string]string{}}, name: "a"}
+	var typedNil *nilPtrClient
+	for _, tc := range []struct {
+		name string
+		ctx  context.Context
+		c    client.Client
+		want client.Reader
+	}{
+		{"a context derived with WithValue", context.WithValue(carried, struct{ k int }{1}, "v"), c, r},
+		{"a cancelled derived context", cancelled, c, r},
+		{"an equal struct value", With(ctx, byPtr, r), structClient{Client: c, name: "a"}, r},
+		{"a struct value naming another client", With(ctx, byPtr, r), structClient{Client: other, name: "a"}, nil},
+		{"a struct value holding an uncomparable client, asked by a comparable one", With(ctx, byMap, r), byPtr, nil},
+		{"a comparable struct value, asked by one holding an uncomparable client", With(ctx, byPtr, r), byMap, nil},
+		{"a typed nil client, itself", With(ctx, typedNil, r), typedNil, r},
+		{"a typed nil client, asked by another", With(ctx, typedNil, r), c, nil},
+	} {
+		if got := For(tc.ctx, tc.c); got != tc.want {
+			t.Errorf("%s: For = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
