@@ -22,9 +22,10 @@ import (
 // client (watch events held back 300 ms) and its API reader, a For body
 // that makes three children (CreateOrUpdate, CreateOrPatch, Apply) reads no
 // object from the API server on the common paths: the first reconcile
-// (new children), a converged one, one that changes every child, and the
-// finalizer's first persist. Only the conflicts the change is about may
-// cost GETs.
+// (the finalizer's persist and new children), a converged one, one that
+// changes every child. Only the conflicts the change is about may cost
+// GETs (a reconcile before the cache shows the children it created: each
+// create is refused AlreadyExists and the child read with one GET).
 func TestForBodyOwnershipCostsNoGETOnTheCommonPath(t *testing.T) {
 	env.Require(t)
 	cc := testapi.StartManager(t, env, testapi.ManagerOptions{Delay: 300 * time.Millisecond,
@@ -94,8 +95,7 @@ func TestForBodyOwnershipCostsNoGETOnTheCommonPath(t *testing.T) {
 			t.Errorf("%s: %d GETs from the API server, want 0 (%s)", what, got, cc.Counter.String())
 		}
 	}
-	run("the finalizer's persist")
-	run("new children")
+	run("the finalizer's persist and new children")
 	waitChildren("1")
 	run("converged children")
 	live := &testapi.Widget{}
