@@ -65,6 +65,14 @@ func TestForReadsEachClusterThroughItsOwnAPIReader(t *testing.T) {
 			Complete(r)
 	})
 	owners := ownersIn(t, ns, nil)
+	// The children go when the test ends: other tests count the children
+	// of ConfigMaps named "owner" in every namespace.
+	t.Cleanup(func() {
+		for i, e := range fleet.Members[:2] {
+			_ = e.Client.Delete(context.Background(), owners[i])
+			_ = e.Client.DeleteAllOf(context.Background(), &rbacv1.RoleBinding{}, client.InNamespace(ns))
+		}
+	})
 	// Member 1's child, controlled by an earlier owner of the same name.
 	stale := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "owner",
 		Annotations: map[string]string{ownership.OwnerAnnotation: "/ConfigMap/" + ns + "/owner"},
