@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -169,9 +170,12 @@ type Func[P client.Object] func(ctx context.Context, c Cluster, obj P) (ctrl.Res
 
 // For returns a Reconciler that runs steady's [reconcile.For] in every
 // cluster of the fleet: per cluster, For with the cluster's client (its
-// cached client) and [reconcile.WithAPIReader] with its API reader, then
-// opts (the same for every cluster; a finalizer finds its cluster with
-// [ClusterFrom]), around fn.
+// cached client), opts (the same for every cluster; a finalizer finds its
+// cluster with [ClusterFrom]) and [reconcile.WithAPIReader] with the
+// cluster's API reader, around fn. A WithAPIReader among opts is
+// overridden: one reader for every cluster would make For's re-reads, and
+// those of the ownership calls in fn, read another cluster (use [New] for
+// a reader of your own per cluster).
 //
 //	r, err := multicluster.For[v1.Bucket](mgr, reconcileBucket,
 //		reconcile.WithReadySummary(conditions.ForConditionTypes{"BucketReady"}))
@@ -194,7 +198,9 @@ func For[T any, P interface {
 	}
 	return New(mgr, func(c Cluster) (crreconcile.Reconciler, error) {
 		body := func(ctx context.Context, obj P) (ctrl.Result, error) { return fn(ctx, c, obj) }
-		all := append([]reconcile.ForOption{reconcile.WithAPIReader{Reader: c.GetAPIReader()}}, opts...)
+		// The cluster's own API reader last: one given among opts would be
+		// every cluster's, reading the wrong cluster.
+		all := append(slices.Clone(opts), reconcile.WithAPIReader{Reader: c.GetAPIReader()})
 		return reconcile.For[T, P](c.GetClient(), body, all...)
 	})
 }

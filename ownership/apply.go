@@ -250,7 +250,10 @@ func readForApply(ctx context.Context, c client.Client, apiReader client.Reader,
 		return live, nil
 	}
 	if apiReader != nil && stale != nil {
-		return get(apiReader)
+		if live, err := get(apiReader); !refused(apiReader, err) {
+			return live, err
+		}
+		// For's API reader may not get this kind: the client, as without it.
 	}
 	live, err := get(c)
 	if err != nil || stale == nil {

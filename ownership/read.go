@@ -169,13 +169,30 @@ func (w *writeCall) prepare(ctx context.Context, mode readMode) (client.Object, 
 
 // rereader is the reader a call re-reads through after a conflict: the
 // one given ([WithAPIReader]), else the one a reconcile.For body's context
-// carries for c's cluster (For's API reader), else
+// carries for c's cluster (For's API reader), as a [contextReader], else
 // nil (the client is read again, backing off).
 func rereader(ctx context.Context, c client.Client, given client.Reader) client.Reader {
 	if given != nil {
 		return given
 	}
-	return apireader.For(ctx, c)
+	if r := apireader.For(ctx, c); r != nil {
+		return contextReader{r}
+	}
+	return nil
+}
+
+// contextReader is For's API reader, which the call was not given: the
+// operator may not have get on the child's kind (a child is read from the
+// cache, which needs list and watch), and a re-read of the child it is
+// refused goes to the client instead, as without a reader (see [refused]).
+type contextReader struct{ client.Reader }
+
+// refused reports whether err is r's Forbidden and r is a [contextReader]:
+// the read is then made through the client, as without a reader. A reader
+// given with [WithAPIReader] that is refused is an error.
+func refused(r client.Reader, err error) bool {
+	_, ok := r.(contextReader)
+	return ok && apierrors.IsForbidden(err)
 }
 
 // reader is the API reader when given, else the client.
@@ -200,6 +217,11 @@ func (w *writeCall) read(ctx context.Context, key client.ObjectKey, mode readMod
 	}
 	live := object.EmptyLike(w.given)
 	err := r.Get(ctx, key, live)
+	if mode == readFresh && refused(w.apiReader, err) {
+		w.apiReader, r = nil, w.c
+		live = object.EmptyLike(w.given)
+		err = r.Get(ctx, key, live)
+	}
 	if mode == readFresh && w.apiReader == nil {
 		for _, d := range staleReadBackoff {
 			if !apierrors.IsNotFound(err) {

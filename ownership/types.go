@@ -165,9 +165,11 @@ func (Force) ApplyToApply(o *ApplyOptions) { o.Force = true }
 // In the body of a reconcile.For, a call made with a client of For's
 // cluster (For's client, or one wrapping it: the same REST mapper) and
 // without this option re-reads after a conflict through For's API reader
-// (reconcile.WithAPIReader, a manager's by default). A child the client
-// does not show is read through a reader given here only: Apply would
-// otherwise pay one GET for every new child.
+// (reconcile.WithAPIReader; reconcile.NewController gives the manager's).
+// A re-read of the child that reader is refused (Forbidden: no get on the
+// child's kind) goes to the client, as without a reader. A child the
+// client does not show is read through a reader given here only: Apply
+// would otherwise pay one GET for every new child.
 type WithAPIReader struct {
 	// Reader reads from the API server.
 	Reader client.Reader

@@ -7,12 +7,15 @@ import (
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+
+	"github.com/steadyk8s/steady/applyset"
 )
 
 // cacheLag compares what the leader's cache shows with the live state: the
@@ -40,7 +43,9 @@ func (s *state) cacheLag(ctx context.Context, kinds []kind, leader client.Reader
 	}
 	// Typed lists only: an unstructured one would start informers of its
 	// own in the leader's cache.
-	lists = append(lists, &rbacv1.RoleBindingList{}, &rbacv1.ClusterRoleBindingList{}, &networkingv1.NetworkPolicyList{})
+	// A Bundle's members are ConfigMaps that are part of its ApplySet by
+	// label, without an ownerReference.
+	lists = append(lists, &rbacv1.RoleBindingList{}, &rbacv1.ClusterRoleBindingList{}, &networkingv1.NetworkPolicyList{}, &corev1.ConfigMapList{})
 	for _, l := range childKinds {
 		lists = append(lists, l.DeepCopyObject().(client.ObjectList))
 	}
@@ -73,8 +78,8 @@ func (s *state) cacheLag(ctx context.Context, kinds []kind, leader client.Reader
 }
 
 // versions lists list through r and returns the resourceVersion of each of
-// the soak's owners and of each object one of them controls, by kind,
-// namespace, name and UID.
+// the soak's owners, of each object one of them controls and of each
+// ApplySet member (a Bundle's), by kind, namespace, name and UID.
 func (s *state) versions(ctx context.Context, r client.Reader, list client.ObjectList, owners map[string]bool) (map[string]string, error) {
 	if err := r.List(ctx, list); err != nil {
 		return nil, err
@@ -87,7 +92,8 @@ func (s *state) versions(ctx context.Context, r client.Reader, list client.Objec
 	for _, item := range items {
 		gvk, _ := apiutil.GVKForObject(item, s.c.Scheme())
 		ref := metav1.GetControllerOf(item)
-		if !owners[gvk.Kind] && (ref == nil || !owners[ref.Kind]) {
+		_, member := item.GetLabels()[applyset.PartOfLabel]
+		if !owners[gvk.Kind] && (ref == nil || !owners[ref.Kind]) && !member {
 			continue
 		}
 		out[fmt.Sprintf("%s %s (%s)", gvk.Kind, types.NamespacedName{Namespace: item.GetNamespace(), Name: item.GetName()}, item.GetUID())] = item.GetResourceVersion()

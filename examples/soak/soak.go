@@ -26,6 +26,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -605,7 +606,7 @@ func (s *state) violations(ctx context.Context, kinds []kind, cfg Config) []stri
 
 // childKinds are the kinds the examples make with an ownerReference.
 var childKinds = []client.ObjectList{&corev1.NamespaceList{}, &corev1.ResourceQuotaList{}, &corev1.LimitRangeList{},
-	&corev1.SecretList{}, &corev1.PodList{}, &corev1.ServiceAccountList{}}
+	&corev1.SecretList{}, &corev1.PodList{}, &corev1.ServiceAccountList{}, &rbacv1.ClusterRoleList{}}
 
 // orphansAndDuplicates lists the objects controlled by an owner of the
 // soak's kinds: the owner must be live under that UID (else the garbage

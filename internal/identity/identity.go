@@ -31,10 +31,13 @@ func Of(v any) (Key, bool) {
 // Cluster is the identity of the cluster c talks to: its REST mapper's. Two
 // clients of one manager share it; a client whose mapper has no identity
 // gets the zero Key, which all such clients share (the knowledge of one
-// process, as if there were one cluster).
+// process, as if there were one cluster); so does a nil or typed nil client.
 func Cluster(c client.Client) Key {
 	if c == nil {
 		return Key{}
+	}
+	if v := reflect.ValueOf(c); v.Kind() == reflect.Pointer && v.IsNil() {
+		return Key{} // a typed nil client: calling it would panic
 	}
 	k, _ := Of(c.RESTMapper())
 	return k
