@@ -294,6 +294,8 @@ type counter struct {
 	testenv.RequestCounter
 	mu     sync.Mutex
 	writes []string
+	// accepted are the lines of the writes the API server accepted (2xx).
+	accepted []string
 }
 
 func (c *counter) wrapExceptLeases(replica int, rt http.RoundTripper) http.RoundTripper {
@@ -307,14 +309,18 @@ func (c *counter) wrapExceptLeases(replica int, rt http.RoundTripper) http.Round
 		}
 		body := requestBody(r)
 		resp, err := counted.RoundTrip(r)
-		answer := "no answer"
+		answer, ok := "", false
 		if err != nil {
 			answer = err.Error()
 		} else {
-			answer = resp.Status
+			answer, ok = resp.Status, resp.StatusCode < 300
 		}
+		line := fmt.Sprintf("replica %d: %s %s -> %s %s", replica, r.Method, r.URL.Path, answer, body)
 		c.mu.Lock()
-		c.writes = append(c.writes, fmt.Sprintf("replica %d: %s %s -> %s %s", replica, r.Method, r.URL.Path, answer, body))
+		c.writes = append(c.writes, line)
+		if ok {
+			c.accepted = append(c.accepted, line)
+		}
 		c.mu.Unlock()
 		return resp, err
 	})
@@ -324,7 +330,7 @@ func (c *counter) wrapExceptLeases(replica int, rt http.RoundTripper) http.Round
 func (c *counter) Reset() {
 	c.RequestCounter.Reset()
 	c.mu.Lock()
-	c.writes = nil
+	c.writes, c.accepted = nil, nil
 	c.mu.Unlock()
 }
 
@@ -333,6 +339,14 @@ func (c *counter) WriteLines() []string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return append([]string(nil), c.writes...)
+}
+
+// AcceptedLines returns a line for each write since the last reset that
+// the API server accepted.
+func (c *counter) AcceptedLines() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]string(nil), c.accepted...)
 }
 
 func isWrite(r *http.Request) bool {
