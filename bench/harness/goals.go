@@ -186,8 +186,10 @@ func (r Report) writeResolution(p func(string, ...any), top Setup, cpu metric) {
 	p("Between its %d runs, the hand-written code's converge phase took %.2f–%.2f s of CPU (%.2f× from\n", n, lo, hi, hi/lo)
 	p("the least to the most) for the same requests")
 	if alo, ahi, an := spread(metricNamed(apiServerCPU)); an >= 2 && alo > 0 {
-		p(", and the kube-apiserver %.2f–%.2f s (%.2f×)", alo, ahi, ahi/alo)
+		p(",\nand the kube-apiserver %.2f–%.2f s for them (%.2f×)", alo, ahi, ahi/alo)
 	}
-	p(": the machine's pace moves\nbetween runs, and a phase ratio from a few runs cannot tell differences smaller than that.\n")
-	p("The one-reconcile rows measure hundreds of reconciles back to back, and allocations are exact.\n\n")
+	p(": the machine's pace moves between runs, and a\n")
+	p("ratio of CPU times from a few runs cannot tell differences smaller than that. The one-reconcile\n")
+	p("rows time a reconcile alone, hundreds back to back, and vary too (see their range); allocations\n")
+	p("do not.\n\n")
 }
