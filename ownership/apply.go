@@ -79,8 +79,9 @@ func Apply(ctx context.Context, c client.Client, owner, child client.Object, fie
 	for _, opt := range opts {
 		opt.ApplyToApply(&o)
 	}
-	// The reader of re-reads after a conflict; a child the client does not
-	// show is read through o.APIReader only, one GET per new child.
+	// The reader of re-reads after a conflict. A child the client does not
+	// show is read through o.APIReader only: through For's, every new child
+	// would cost a GET.
 	conflictReader := rereader(ctx, c, o.APIReader)
 	c = observe.Client(c, "ownership")
 	if err := validate(c, owner, child); err != nil {

@@ -1,6 +1,6 @@
 // Package apireader carries in a context the reader that reads from the API
 // server for a client, not from its cache: [reconcile.For] puts its own
-// (reconcile.WithAPIReader, the manager's API reader by default) in the
+// (reconcile.WithAPIReader; reconcile.NewController gives the manager's) in the
 // context of the body it calls, so that the ownership calls in that body
 // re-read a child through it after a conflict (a create that answers
 // AlreadyExists while the cache does not show the child yet, after an API
