@@ -165,28 +165,14 @@ func (r Report) writeGoals(p func(string, ...any)) {
 // between runs for the same requests, and the kube-apiserver's beside it:
 // what a phase ratio can resolve on this machine.
 func (r Report) writeResolution(p func(string, ...any), top Setup, cpu metric) {
-	spread := func(m metric) (lo, hi float64, n int) {
-		lo, hi = math.Inf(1), math.Inf(-1)
-		for _, res := range r.Results {
-			if res.Setup != top || res.Variant != operator.HandWritten {
-				continue
-			}
-			v := m.value(res.Phase(PhaseConverge))
-			if math.IsNaN(v) {
-				continue
-			}
-			lo, hi, n = math.Min(lo, v), math.Max(hi, v), n+1
-		}
-		return lo, hi, n
-	}
-	lo, hi, n := spread(cpu)
-	if n < 2 || lo <= 0 {
+	c := r.cell(top, operator.HandWritten, PhaseConverge, cpu)
+	if c.n < 2 || c.min <= 0 {
 		return
 	}
-	p("Between its %d runs, the hand-written code's converge phase took %.2f–%.2f s of CPU (%.2f× from\n", n, lo, hi, hi/lo)
+	p("Between its %d runs, the hand-written code's converge phase took %.2f–%.2f s of CPU (%.2f× from\n", c.n, c.min, c.max, c.max/c.min)
 	p("the least to the most) for the same requests")
-	if alo, ahi, an := spread(metricNamed(apiServerCPU)); an >= 2 && alo > 0 {
-		p(",\nand the kube-apiserver %.2f–%.2f s for them (%.2f×)", alo, ahi, ahi/alo)
+	if a := r.cell(top, operator.HandWritten, PhaseConverge, metricNamed(apiServerCPU)); a.n >= 2 && a.min > 0 {
+		p(",\nand the kube-apiserver %.2f–%.2f s for them (%.2f×)", a.min, a.max, a.max/a.min)
 	}
 	p(": the machine's pace moves between runs, and a\n")
 	p("ratio of CPU times from a few runs cannot tell differences smaller than that. The one-reconcile\n")
