@@ -143,6 +143,10 @@ func For[T any, P interface {
 			}
 		}
 	}
+	// The body's ownership calls with a client of c's cluster re-read
+	// through the API reader after a conflict, as the Patcher does; tied
+	// once here, not on every reconcile.
+	reader := apireader.Tie(c, cfg.APIReader)
 	return crreconcile.Func(func(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 		var obj P = new(T)
 		if err := c.Get(ctx, req.NamespacedName, obj); err != nil {
@@ -174,9 +178,7 @@ func For[T any, P interface {
 		if err != nil {
 			return ctrl.Result{}, err
 		}
-		// The body's ownership calls with a client of c's cluster re-read
-		// through the API reader after a conflict, as the Patcher does.
-		res, fnErr := fn(apireader.With(ctx, c, cfg.APIReader), obj)
+		res, fnErr := fn(reader.Into(ctx), obj)
 		if released > 0 {
 			res = requeueWithin(res, released)
 		}

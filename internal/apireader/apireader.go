@@ -24,29 +24,47 @@ import (
 
 type key struct{}
 
+// Tied is an API reader tied to a cluster, made once (see [Tie]) and put
+// in a context per call: For ties its reader when it is built, not on
+// every reconcile. The zero Tied carries nothing.
+type Tied struct{ e *entry }
+
 type entry struct {
 	cluster identity.Key
 	r       client.Reader
 }
 
-// With returns ctx carrying r as the API reader of c's cluster; ctx itself
-// when r is nil or c's cluster has no identity (a REST mapper that is not a
-// pointer).
-func With(ctx context.Context, c client.Client, r client.Reader) context.Context {
+// Tie ties r to c's cluster; the zero Tied when r is nil or c's cluster
+// has no identity (a nil client, a REST mapper that is not a pointer).
+func Tie(c client.Client, r client.Reader) Tied {
 	if c == nil || r == nil || isNil(r) {
-		return ctx
+		return Tied{}
 	}
 	k := identity.Cluster(c)
 	if k == (identity.Key{}) {
+		return Tied{}
+	}
+	return Tied{&entry{cluster: k, r: r}}
+}
+
+// Into returns ctx carrying t; ctx itself for the zero Tied.
+func (t Tied) Into(ctx context.Context) context.Context {
+	if t.e == nil {
 		return ctx
 	}
-	return context.WithValue(ctx, key{}, entry{cluster: k, r: r})
+	return context.WithValue(ctx, key{}, t.e)
+}
+
+// With returns ctx carrying r as the API reader of c's cluster:
+// Tie(c, r).Into(ctx).
+func With(ctx context.Context, c client.Client, r client.Reader) context.Context {
+	return Tie(c, r).Into(ctx)
 }
 
 // For returns the API reader ctx carries for c's cluster, or nil: when ctx
 // carries none, or one of another cluster.
 func For(ctx context.Context, c client.Client) client.Reader {
-	e, ok := ctx.Value(key{}).(entry)
+	e, ok := ctx.Value(key{}).(*entry)
 	if !ok || c == nil || identity.Cluster(c) != e.cluster {
 		return nil
 	}
