@@ -77,19 +77,7 @@ func TestCacheLagSeesEveryChildKind(t *testing.T) {
 	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: Namespace}}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
-	var made []client.Object
-	create := func(obj client.Object) {
-		t.Helper()
-		if err := c.Create(ctx, obj); err != nil {
-			t.Fatal(err)
-		}
-		made = append(made, obj)
-	}
-	t.Cleanup(func() {
-		for _, obj := range made {
-			_ = c.Delete(ctx, obj)
-		}
-	})
+	create := creator(t, c)
 	user := &identityv1alpha1.User{ObjectMeta: metav1.ObjectMeta{Name: "user-lag"}, Spec: identityv1alpha1.UserSpec{ClusterRole: "edit"}}
 	create(user)
 	cr := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "soak-lag-cr", OwnerReferences: []metav1.OwnerReference{{

@@ -40,24 +40,7 @@ func TestViolationsAreFound(t *testing.T) {
 	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: Namespace}}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
-	var made []client.Object
-	create := func(obj client.Object) {
-		t.Helper()
-		if err := c.Create(ctx, obj); err != nil {
-			t.Fatal(err)
-		}
-		made = append(made, obj)
-	}
-	t.Cleanup(func() {
-		for _, obj := range made {
-			if obj.GetFinalizers() != nil {
-				_ = c.Get(ctx, client.ObjectKeyFromObject(obj), obj)
-				obj.SetFinalizers(nil)
-				_ = c.Update(ctx, obj)
-			}
-			_ = c.Delete(ctx, obj)
-		}
-	})
+	create := creator(t, c)
 
 	user := &identityv1alpha1.User{ObjectMeta: metav1.ObjectMeta{Name: "user-9"}, Spec: identityv1alpha1.UserSpec{ClusterRole: "edit"}}
 	create(user)
@@ -97,5 +80,29 @@ func TestViolationsAreFound(t *testing.T) {
 	}
 	if slices.ContainsFunc(got, func(v string) bool { return strings.Contains(v, "soak-one-") }) {
 		t.Error("a RoleBinding and a NetworkPolicy of one owner reported as duplicates")
+	}
+}
+
+// creator returns a function that creates an object through c, failing t
+// on an error, and deletes it when t ends (its finalizers removed first).
+func creator(t *testing.T, c client.Client) func(client.Object) {
+	ctx := context.Background()
+	var made []client.Object
+	t.Cleanup(func() {
+		for _, obj := range made {
+			if obj.GetFinalizers() != nil {
+				_ = c.Get(ctx, client.ObjectKeyFromObject(obj), obj)
+				obj.SetFinalizers(nil)
+				_ = c.Update(ctx, obj)
+			}
+			_ = c.Delete(ctx, obj)
+		}
+	})
+	return func(obj client.Object) {
+		t.Helper()
+		if err := c.Create(ctx, obj); err != nil {
+			t.Fatal(err)
+		}
+		made = append(made, obj)
 	}
 }
