@@ -11,6 +11,7 @@ package fleet
 import (
 	"time"
 
+	"k8s.io/utils/ptr"
 	crreconcile "sigs.k8s.io/controller-runtime/pkg/reconcile"
 	mcbuilder "sigs.k8s.io/multicluster-runtime/pkg/builder"
 	mccontroller "sigs.k8s.io/multicluster-runtime/pkg/controller"
@@ -63,6 +64,16 @@ func SetupWithManager(mgr mcmanager.Manager, o Options) (*multicluster.Reconcile
 		WithOptions(mccontroller.Options{
 			MaxConcurrentReconciles: o.MaxConcurrentReconciles,
 			ReconciliationTimeout:   o.ReconciliationTimeout,
+			// controller-runtime v0.24's priority queue can deadlock when
+			// the manager stops while several workers wait for items: a
+			// ready item is handed to a worker that has already left, with
+			// the queue's lock held, and a worker finishing its reconcile
+			// waits for that lock forever; the manager gives up after its
+			// graceful shutdown timeout (kubernetes-sigs/controller-runtime
+			// issue 3538, fixed in v0.25.2). The fleet runs several
+			// workers, so it takes the rate-limited work queue until the
+			// stack moves to v0.25.2.
+			UsePriorityQueue: ptr.To(false),
 		}).
 		For(&identityv1alpha1.User{}, mcbuilder.WithPredicates(predicates.GenerationChanged()))
 	for _, kind := range usernamespace.Owned() {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	goruntime "runtime"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -99,7 +100,17 @@ func TestFleet(t *testing.T) {
 	go func() { done <- mgr.Start(mctx) }()
 	t.Cleanup(func() {
 		cancel()
-		if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
+		var err error
+		select {
+		case err = <-done:
+		case <-time.After(20 * time.Second):
+			// Still stopping: say what every goroutine waits on before
+			// the manager's own timeout ends the wait without a reason.
+			buf := make([]byte, 1<<22)
+			t.Logf("the manager has not stopped 20s after its context ended; goroutines:\n%s", buf[:goruntime.Stack(buf, true)])
+			err = <-done
+		}
+		if err != nil && !errors.Is(err, context.Canceled) {
 			t.Errorf("manager: %v", err)
 		}
 	})
