@@ -74,41 +74,62 @@ func convergeFixture(ctx context.Context, cfg Config, variant string) (next func
 	return next, r.counter.requests.Load, stop, nil
 }
 
-// MeasureConverge converges teams new Teams of variant, one reconcile
-// each, and returns the cost per Team. It fails unless every reconcile
-// sends exactly the 5 requests of a converging Team.
-func MeasureConverge(ctx context.Context, cfg Config, variant string, teams int) (ConvergeCost, error) {
-	next, requests, stop, err := convergeFixture(ctx, cfg, variant)
-	if err != nil {
-		return ConvergeCost{}, err
+// MeasureConverge converges teams new Teams of each variant, one reconcile
+// each, and returns each variant's cost per Team. The variants take turns
+// Team by Team (the order rotating from one Team to the next), each on a
+// manager of its own, so that every variant's Teams are measured over the
+// same stretch of time: a machine whose pace drifts (other processes, the
+// control plane's own work) moves every variant's figures alike, and
+// their ratio stays. It fails unless every reconcile sends exactly the 5
+// requests of a converging Team.
+func MeasureConverge(ctx context.Context, cfg Config, variants []string, teams int) ([]ConvergeCost, error) {
+	if teams <= 0 || len(variants) == 0 {
+		return nil, errors.New("no Team to converge")
 	}
-	defer stop()
-	var cpu time.Duration
-	var sent, allocs, bytes uint64
+	type fixture struct {
+		next                func(measured func(reconcile func() error) error) error
+		requests            func() int64
+		cpu                 time.Duration
+		sent, allocs, bytes uint64
+	}
+	fs := make([]*fixture, len(variants))
+	for i, v := range variants {
+		next, requests, stop, err := convergeFixture(ctx, cfg, v)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", v, err)
+		}
+		defer stop()
+		fs[i] = &fixture{next: next, requests: requests}
+	}
 	var before, after runtime.MemStats
-	for range teams {
-		if err := next(func(reconcile func() error) error {
-			r0 := requests()
-			runtime.ReadMemStats(&before)
-			c0 := cpuTime()
-			err := reconcile()
-			cpu += cpuTime() - c0
-			runtime.ReadMemStats(&after)
-			allocs += after.Mallocs - before.Mallocs
-			bytes += after.TotalAlloc - before.TotalAlloc
-			sent += uint64(requests() - r0)
-			return err
-		}); err != nil {
-			return ConvergeCost{}, fmt.Errorf("%s: %w", variant, err)
+	for t := range teams {
+		for k := range variants {
+			i := (t + k) % len(variants)
+			f := fs[i]
+			if err := f.next(func(reconcile func() error) error {
+				r0 := f.requests()
+				runtime.ReadMemStats(&before)
+				c0 := cpuTime()
+				err := reconcile()
+				f.cpu += cpuTime() - c0
+				runtime.ReadMemStats(&after)
+				f.allocs += after.Mallocs - before.Mallocs
+				f.bytes += after.TotalAlloc - before.TotalAlloc
+				f.sent += uint64(f.requests() - r0)
+				return err
+			}); err != nil {
+				return nil, fmt.Errorf("%s: %w", variants[i], err)
+			}
 		}
 	}
-	if teams == 0 {
-		return ConvergeCost{}, errors.New("no Team to converge")
+	out := make([]ConvergeCost, len(variants))
+	n := float64(teams)
+	for i, f := range fs {
+		if f.sent != convergeRequests*uint64(teams) {
+			return nil, fmt.Errorf("%s: %d requests for %d Teams, want %d each", variants[i], f.sent, teams, convergeRequests)
+		}
+		out[i] = ConvergeCost{Variant: variants[i], Run: cfg.Run, Teams: teams,
+			CPUNs: float64(f.cpu.Nanoseconds()) / n, Bytes: float64(f.bytes) / n, Allocs: float64(f.allocs) / n, Requests: float64(f.sent) / n}
 	}
-	if sent != convergeRequests*uint64(teams) {
-		return ConvergeCost{}, fmt.Errorf("%s: %d requests for %d Teams, want %d each", variant, sent, teams, convergeRequests)
-	}
-	t := float64(teams)
-	return ConvergeCost{Variant: variant, Run: cfg.Run, Teams: teams,
-		CPUNs: float64(cpu.Nanoseconds()) / t, Bytes: float64(bytes) / t, Allocs: float64(allocs) / t, Requests: float64(sent) / t}, nil
+	return out, nil
 }

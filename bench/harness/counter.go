@@ -74,6 +74,19 @@ func (c Counts) Sub(before Counts) Counts {
 	return out
 }
 
+// Add returns c plus other.
+func (c Counts) Add(other Counts) Counts {
+	out := make(Counts, len(c))
+	for k, s := range c {
+		out[k] = s
+	}
+	for k, s := range other {
+		t := out[k]
+		out[k] = Stat{Count: t.Count + s.Count, ReqBytes: t.ReqBytes + s.ReqBytes, RespBytes: t.RespBytes + s.RespBytes}
+	}
+	return out
+}
+
 // Sum adds up the stats of the keys for which keep is true.
 func (c Counts) Sum(keep func(Key) bool) Stat {
 	var t Stat

@@ -175,7 +175,8 @@ func (r Report) writeResolution(p func(string, ...any), top Setup, cpu metric) {
 		p(",\nand the kube-apiserver %.2f–%.2f s for them (%.2f×)", a.min, a.max, a.max/a.min)
 	}
 	p(": the machine's pace moves between runs, and a\n")
-	p("ratio of CPU times from a few runs cannot tell differences smaller than that. The one-reconcile\n")
-	p("rows time a reconcile alone, hundreds back to back, and vary too (see their range); allocations\n")
-	p("do not.\n\n")
+	p("ratio of CPU times from a few runs cannot tell differences smaller than that. The converging\n")
+	p("reconcile rows are paired: the two variants take turns Team by Team over the same seconds, so\n")
+	p("that the machine's pace moves both alike; the range of their runs' ratios is what is left of the\n")
+	p("noise. The no-op phase rows are the median of five repetitions. Allocations do not vary.\n\n")
 }

@@ -239,7 +239,7 @@ The three write the same children and the same status, and are wired the same wa
 |---|---|---|
 | converge | creates N Teams | every Team Ready with ` + "`observedGeneration`" + ` = ` + "`generation`" + `, finalizer set, its three children as wanted |
 | touch | sets an annotation on every Team (nothing to do) and a wrong ` + "`bench.steady.dev/team`" + ` label on every child (a repair each) | every child written again after its tampering, and converged |
-| no-op | sends 2N events through a channel source (two rounds of one per Team) while nothing changed | 2N reconciles done |
+| no-op | sends 2N events through a channel source (two rounds of one per Team) while nothing changed; five times, the figures the median of the five (counts: their sum) | 2N reconciles done, each time |
 | delete | deletes every Team | every Team gone (finalizer removed) and every child collected by the garbage collector |
 
 Setups: N = 100 and N = 1000 Teams with one worker per controller and a cache that follows the API
@@ -543,7 +543,9 @@ func (r Report) writeConverge(p func(string, ...any)) {
 	p("## One reconcile that converges a new Team\n\n")
 	p("The reconcile that takes a new Team to Ready (finalizer, three children created, status written:\n")
 	p("5 requests, asserted), called directly through the manager's cached client while the controller\n")
-	p("stands aside, one new Team after the other (%d per variant and run). CPU is the whole process's while\n", r.Converge[0].Teams)
+	p("stands aside, one new Team after the other (%d per variant and run), the variants taking turns Team by\n", r.Converge[0].Teams)
+	p("Team, each on a manager of its own, so that both are measured over the same seconds and a change in\n")
+	p("the machine's pace moves both alike (a run's ratio is then a paired one). CPU is the whole process's while\n")
 	p("the reconcile runs (the informers taking in its writes included); allocations are counted the\n")
 	p("same way. This isolates the converge phase's reconciles from the harness and the garbage\n")
 	p("collector's timing. cluster-api's variant converges in several reconciles, each waiting for the\n")

@@ -6,6 +6,7 @@
 package harness
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -15,6 +16,7 @@ import (
 	"runtime"
 	rtmetrics "runtime/metrics"
 	"runtime/pprof"
+	"slices"
 	"strconv"
 	"sync"
 	"syscall"
@@ -134,6 +136,11 @@ type PhaseResult struct {
 	// PeakHeap is the largest heap (HeapAlloc: live and garbage) sampled
 	// every 2ms; LiveHeap the heap after a GC at the end of the phase.
 	PeakHeap, LiveHeap uint64
+	// Repeats is the number of times the phase ran when it ran more than
+	// once (the no-op phase, NoopRepeats): its times, CPU and heap are
+	// then the medians of the repetitions', its Counts and Reconciles
+	// their sums.
+	Repeats int `json:",omitempty"`
 }
 
 // Result is one run of one variant.
@@ -214,13 +221,73 @@ func RunVariant(ctx context.Context, cfg Config, variant string) (Result, error)
 	defer stop()
 	for _, phase := range Phases {
 		r.cfg.Logf("%s n=%d run %d: %s", variant, cfg.N, cfg.Run, phase)
-		pr, err := r.phase(ctx, phase)
-		res.Phases = append(res.Phases, pr)
-		if err != nil {
-			return res, fmt.Errorf("%s n=%d run %d, phase %s: %w", variant, cfg.N, cfg.Run, phase, err)
+		reps := 1
+		if phase == PhaseNoop {
+			reps = NoopRepeats
 		}
+		var prs []PhaseResult
+		for range reps {
+			pr, err := r.phase(ctx, phase)
+			prs = append(prs, pr)
+			if err != nil {
+				res.Phases = append(res.Phases, medianPhase(prs))
+				return res, fmt.Errorf("%s n=%d run %d, phase %s: %w", variant, cfg.N, cfg.Run, phase, err)
+			}
+		}
+		res.Phases = append(res.Phases, medianPhase(prs))
 	}
 	return res, nil
+}
+
+// NoopRepeats is how many times RunVariant runs the no-op phase. The phase
+// is short (2N reconciles, about 0.15s at N = 1000), so that anything else
+// the machine does meanwhile (the control plane's own periodic work, say)
+// can double its wall time and move its heap peak by a third; the median
+// of several repetitions is not moved by one such burst.
+const NoopRepeats = 5
+
+// medianPhase combines repetitions of one phase: each time, CPU and heap
+// figure is the median of the repetitions' (the lower middle one for an
+// even count), the request counts and reconciles are their sums, and
+// Repeats is their number. One repetition is returned as it is.
+func medianPhase(prs []PhaseResult) PhaseResult {
+	if len(prs) == 1 {
+		return prs[0]
+	}
+	out := PhaseResult{Phase: prs[0].Phase, Repeats: len(prs), Counts: Counts{}}
+	dur := func(f func(PhaseResult) time.Duration) time.Duration {
+		return median(prs, f)
+	}
+	out.Wall = dur(func(p PhaseResult) time.Duration { return p.Wall })
+	out.Settle = dur(func(p PhaseResult) time.Duration { return p.Settle })
+	out.CPU = dur(func(p PhaseResult) time.Duration { return p.CPU })
+	out.CheckTime = dur(func(p PhaseResult) time.Duration { return p.CheckTime })
+	out.CheckCPU = dur(func(p PhaseResult) time.Duration { return p.CheckCPU })
+	out.GCCPU = dur(func(p PhaseResult) time.Duration { return p.GCCPU })
+	out.PeakHeap = median(prs, func(p PhaseResult) uint64 { return p.PeakHeap })
+	out.LiveHeap = median(prs, func(p PhaseResult) uint64 { return p.LiveHeap })
+	for _, p := range prs {
+		for name := range p.ControlPlaneCPU {
+			if out.ControlPlaneCPU == nil {
+				out.ControlPlaneCPU = map[string]time.Duration{}
+			}
+			out.ControlPlaneCPU[name] = dur(func(p PhaseResult) time.Duration { return p.ControlPlaneCPU[name] })
+		}
+		out.Counts = out.Counts.Add(p.Counts)
+		out.Reconciles = out.Reconciles.Add(p.Reconciles)
+	}
+	return out
+}
+
+// median is the median of f over prs: the middle value, the lower of the
+// two middle ones for an even count.
+func median[T cmp.Ordered](prs []PhaseResult, f func(PhaseResult) T) T {
+	vs := make([]T, len(prs))
+	for i, p := range prs {
+		vs[i] = f(p)
+	}
+	slices.Sort(vs)
+	return vs[(len(vs)-1)/2]
 }
 
 // start makes the namespace and starts the manager of variant; stop stops

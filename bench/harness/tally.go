@@ -25,6 +25,11 @@ func (r Reconciles) Sub(before Reconciles) Reconciles {
 	return Reconciles{Total: r.Total - before.Total, Errors: r.Errors - before.Errors, Requeues: r.Requeues - before.Requeues}
 }
 
+// Add returns r plus other.
+func (r Reconciles) Add(other Reconciles) Reconciles {
+	return Reconciles{Total: r.Total + other.Total, Errors: r.Errors + other.Errors, Requeues: r.Requeues + other.Requeues}
+}
+
 // tally wraps a reconciler to count its reconciles and to tell when it
 // last did anything.
 type tally struct {
