@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
-	"sort"
 	"time"
 	"unicode/utf8"
 
@@ -45,7 +44,15 @@ func Set(obj Setter, c metav1.Condition) bool {
 	if !meta.SetStatusCondition(&conds, c) {
 		return false
 	}
-	sort.SliceStable(conds, func(i, j int) bool { return less(conds[i], conds[j]) })
+	slices.SortStableFunc(conds, func(a, b metav1.Condition) int {
+		switch {
+		case less(a, b):
+			return -1
+		case less(b, a):
+			return 1
+		}
+		return 0
+	})
 	obj.SetConditions(conds)
 	return true
 }

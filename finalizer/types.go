@@ -91,6 +91,9 @@ func (e *NameError) Error() string {
 // API server would refuse name in metadata.finalizers: it must be a
 // qualified name ("example.com/cleanup").
 func ValidateName(obj client.Object, name string) error {
+	if object.IsQualifiedName(name) {
+		return nil
+	}
 	errs := validation.IsQualifiedName(name)
 	if len(errs) == 0 {
 		return nil

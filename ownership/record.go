@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/steadyk8s/steady/internal/object"
@@ -86,7 +85,7 @@ func newRecord(ref metav1.OwnerReference, namespace string) ownerRecord {
 		r.kindLabel = r.kind + "." + r.group
 	}
 	r.labeled = r.kind != "" && r.name != "" &&
-		len(validation.IsValidLabelValue(r.kindLabel)) == 0 && len(validation.IsValidLabelValue(r.name)) == 0
+		object.IsLabelValue(r.kindLabel) && object.IsLabelValue(r.name)
 	return r
 }
 

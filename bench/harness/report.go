@@ -449,6 +449,11 @@ const causes = `What causes it, as far as the counters and the CPU profile tell:
   client's request, ` + "`BenchmarkPatch`" + ` in reconcile/ measures one typed status write at 38 KB in 407
   allocations against the hand-written ` + "`Status().Update`" + `'s 28 KB in 279. What is left is mostly
   the converter's reflection over the status (k8s.io/apimachinery's ` + "`ToUnstructured`" + `).
+  Steady's own code in a converging reconcile, with the API server's answers stubbed out
+  (` + "`go test -bench ConvergeOverhead ./operator/`" + `, its own-ns/op), is about 40 µs against the
+  hand-written code's 5 µs, some 2% of the reconcile's process CPU: the rest of the difference in
+  the paired rows goes with what the requests carry and allocate (the response bytes and the
+  allocations rows), not with steady's code.
 - **The owner record.** Every child carries the labels ` + "`ownership.steady.dev/owner-kind`" + ` and
   ` + "`owner-name`" + ` (restore-safe children, docs/ownership.md): two more entries in the label map each
   child has anyway, their strings and a ` + "`managedFields`" + ` entry, some 200 bytes a child in the manager's

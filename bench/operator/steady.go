@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	crreconcile "sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/steadyk8s/steady/conditions"
 	"github.com/steadyk8s/steady/finalizer"
@@ -28,19 +29,25 @@ type steadyReconciler struct {
 }
 
 func setupSteady(mgr ctrl.Manager, o Options) error {
-	r := &steadyReconciler{client: mgr.GetClient()}
-	rec, err := reconcile.For[benchv1.Team](mgr.GetClient(), r.reconcile,
-		reconcile.WithAPIReader{Reader: mgr.GetAPIReader()},
+	rec, err := newSteady(mgr.GetClient(), mgr.GetAPIReader())
+	if err != nil {
+		return err
+	}
+	return complete(mgr, o, rec)
+}
+
+// newSteady is the steady variant's reconciler on c, which reads its own
+// writes through apiReader.
+func newSteady(c client.Client, apiReader client.Reader) (crreconcile.Reconciler, error) {
+	r := &steadyReconciler{client: c}
+	return reconcile.For[benchv1.Team](c, r.reconcile,
+		reconcile.WithAPIReader{Reader: apiReader},
 		// Nothing outside the cluster to clean up: the garbage collector
 		// deletes the children. The finalizer is there to be measured.
 		reconcile.WithFinalizer(benchv1.Finalizer, finalizer.Func(func(context.Context, client.Object) error { return nil })),
 		reconcile.WithReadySummary(conditions.ForConditionTypes{benchv1.ChildrenReady}),
 		reconcile.WithObservedGeneration{},
 	)
-	if err != nil {
-		return err
-	}
-	return complete(mgr, o, rec)
 }
 
 func (r *steadyReconciler) reconcile(ctx context.Context, t *benchv1.Team) (ctrl.Result, error) {

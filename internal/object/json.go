@@ -7,8 +7,10 @@ import (
 	"reflect"
 	"slices"
 	"strconv"
+	"sync"
 	"unicode/utf8"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 )
@@ -229,8 +231,73 @@ func Equal(a, b runtime.Object) bool {
 	if aok && bok {
 		return EqualJSON(au.Object, bu.Object)
 	}
-	return reflect.TypeOf(a) == reflect.TypeOf(b) && reflect.DeepEqual(a, b)
+	if reflect.TypeOf(a) != reflect.TypeOf(b) {
+		return false
+	}
+	av, bv := reflect.ValueOf(a), reflect.ValueOf(b)
+	if av.Kind() != reflect.Pointer || av.IsNil() || bv.IsNil() || av.Pointer() == bv.Pointer() ||
+		av.Elem().Kind() != reflect.Struct || !fieldsExported(av.Elem().Type()) {
+		return reflect.DeepEqual(a, b)
+	}
+	return equalStruct(av.Elem(), bv.Elem())
 }
+
+// equalStruct is reflect.DeepEqual of two addressable values of one
+// struct type whose fields are all exported (an API object), comparing
+// the parts a write most often changes first: the fields beside the
+// metadata (spec, status, data), then the metadata's own fields, its
+// managedFields (the largest part, which changes with every write, along
+// with the resourceVersion) last. Equal objects cost what DeepEqual costs;
+// an object that differs is told apart without walking its managedFields.
+func equalStruct(a, b reflect.Value) bool {
+	meta := -1
+	for i := range a.NumField() {
+		if a.Type().Field(i).Type == objectMetaType {
+			meta = i
+			continue
+		}
+		if !reflect.DeepEqual(a.Field(i).Addr().Interface(), b.Field(i).Addr().Interface()) {
+			return false
+		}
+	}
+	if meta < 0 {
+		return true
+	}
+	am, bm := a.Field(meta), b.Field(meta)
+	for i := range am.NumField() {
+		if i != managedFieldsIndex && !reflect.DeepEqual(am.Field(i).Addr().Interface(), bm.Field(i).Addr().Interface()) {
+			return false
+		}
+	}
+	return reflect.DeepEqual(am.Field(managedFieldsIndex).Addr().Interface(), bm.Field(managedFieldsIndex).Addr().Interface())
+}
+
+var (
+	objectMetaType = reflect.TypeFor[metav1.ObjectMeta]()
+	// managedFieldsIndex is the index of ObjectMeta.ManagedFields.
+	managedFieldsIndex = func() int {
+		f, _ := objectMetaType.FieldByName("ManagedFields")
+		return f.Index[0]
+	}()
+)
+
+// fieldsExported reports whether every field of the struct type t is
+// exported (cached per type).
+func fieldsExported(t reflect.Type) bool {
+	if v, ok := exportedTypes.Load(t); ok {
+		return v.(bool)
+	}
+	ok := true
+	for i := range t.NumField() {
+		if !t.Field(i).IsExported() {
+			ok = false
+		}
+	}
+	exportedTypes.Store(t, ok)
+	return ok
+}
+
+var exportedTypes sync.Map // reflect.Type -> bool
 
 // EqualJSON is reflect.DeepEqual for JSON values (maps, lists, strings,
 // numbers, bools, nil; an int64 and a float64 of the same value are the

@@ -3,15 +3,19 @@ package object
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"reflect"
+	"slices"
 	"testing"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/utils/ptr"
 )
 
 func TestDescribe(t *testing.T) {
@@ -212,5 +216,66 @@ func TestCopyMap(t *testing.T) {
 	}
 	if c["inner"].(map[string]any)["k"] != "v" || len(c) != 2 {
 		t.Errorf("copy = %v", c)
+	}
+}
+
+// TestEqualAgreesWithDeepEqual: Equal of typed objects, which compares
+// field by field with the managedFields last, says what reflect.DeepEqual
+// says, for every one and every pair of a set of changes to a Deployment
+// (metadata, managedFields, spec, status, nil against empty).
+func TestEqualAgreesWithDeepEqual(t *testing.T) {
+	base := &appsv1.Deployment{
+		TypeMeta: metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "d", UID: "u1", ResourceVersion: "7", Generation: 2,
+			Labels: map[string]string{"app": "d"}, Finalizers: []string{"example.com/f"},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: "o", UID: "u0", Controller: ptr.To(true)}},
+			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "m", Operation: metav1.ManagedFieldsOperationUpdate,
+				FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:spec":{}}`)}}}},
+		Spec:   appsv1.DeploymentSpec{Replicas: ptr.To[int32](2), Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "d"}}},
+		Status: appsv1.DeploymentStatus{ObservedGeneration: 2, Conditions: []appsv1.DeploymentCondition{{Type: "Available", Status: "True"}}},
+	}
+	changes := map[string]func(*appsv1.Deployment){
+		"none":              func(*appsv1.Deployment) {},
+		"kind":              func(d *appsv1.Deployment) { d.Kind = "" },
+		"label":             func(d *appsv1.Deployment) { d.Labels = map[string]string{"app": "e"} },
+		"labels nil":        func(d *appsv1.Deployment) { d.Labels = nil },
+		"annotations empty": func(d *appsv1.Deployment) { d.Annotations = map[string]string{} },
+		"finalizer":         func(d *appsv1.Deployment) { d.Finalizers = append(d.Finalizers, "example.com/g") },
+		"finalizers empty":  func(d *appsv1.Deployment) { d.Finalizers = []string{} },
+		"resourceVersion":   func(d *appsv1.Deployment) { d.ResourceVersion = "8" },
+		"creationTimestamp": func(d *appsv1.Deployment) { d.CreationTimestamp = metav1.Unix(1, 0) },
+		"deletionTimestamp": func(d *appsv1.Deployment) { d.DeletionTimestamp = ptr.To(metav1.Unix(2, 0)) },
+		"owner controller":  func(d *appsv1.Deployment) { d.OwnerReferences[0].Controller = ptr.To(false) },
+		"managedFields raw": func(d *appsv1.Deployment) {
+			d.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "m", Operation: metav1.ManagedFieldsOperationUpdate,
+				FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:status":{}}`)}}}
+		},
+		"managedFields nil": func(d *appsv1.Deployment) { d.ManagedFields = nil },
+		"replicas":          func(d *appsv1.Deployment) { d.Spec.Replicas = ptr.To[int32](3) },
+		"replicas nil":      func(d *appsv1.Deployment) { d.Spec.Replicas = nil },
+		"selector":          func(d *appsv1.Deployment) { d.Spec.Selector.MatchLabels["app"] = "e" },
+		"status condition": func(d *appsv1.Deployment) {
+			d.Status.Conditions = []appsv1.DeploymentCondition{{Type: "Available", Status: "False"}}
+		},
+		"observedGeneration":    func(d *appsv1.Deployment) { d.Status.ObservedGeneration = 3 },
+		"status conditions nil": func(d *appsv1.Deployment) { d.Status.Conditions = nil },
+	}
+	names := slices.Sorted(maps.Keys(changes))
+	for _, x := range names {
+		for _, y := range names {
+			a, b := base.DeepCopy(), base.DeepCopy()
+			changes[x](a)
+			changes[y](b)
+			if got, want := Equal(a, b), reflect.DeepEqual(a, b); got != want {
+				t.Errorf("%s against %s: Equal = %v, reflect.DeepEqual = %v", x, y, got, want)
+			}
+			changes[y](a) // both changes on a
+			if got, want := Equal(a, b), reflect.DeepEqual(a, b); got != want {
+				t.Errorf("%s and %s against %s: Equal = %v, reflect.DeepEqual = %v", x, y, y, got, want)
+			}
+		}
+	}
+	if !Equal(base, base) {
+		t.Error("an object is not Equal to itself")
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
@@ -37,8 +38,25 @@ var Requests = prometheus.NewCounterVec(prometheus.CounterOpts{
 
 // count counts one request.
 func count(helper, verb, subresource string, dry bool) {
-	Requests.WithLabelValues(helper, verb, subresource, strconv.FormatBool(dry)).Inc()
+	k := countKey{helper, verb, subresource, dry}
+	c, ok := counters.Load(k)
+	if !ok {
+		// A few dozen keys at most: the helpers, verbs and subresources
+		// are steady's own.
+		c, _ = counters.LoadOrStore(k, Requests.WithLabelValues(helper, verb, subresource, strconv.FormatBool(dry)))
+	}
+	c.(prometheus.Counter).Inc()
 }
+
+// countKey is the labels of one of Requests' counters.
+type countKey struct {
+	helper, verb, subresource string
+	dry                       bool
+}
+
+// counters holds Requests' counters by countKey, so that counting a
+// request does not hash its labels again.
+var counters sync.Map // countKey -> prometheus.Counter
 
 func init() { metrics.Registry.MustRegister(Requests) }
 
