@@ -307,6 +307,8 @@ make bench                                  # N = 100 and 1000, 3 runs each; reg
 make bench BENCH_N=100,1000,10000           # with 10,000 Teams (long)
 cd bench && go run ./cmd/bench -h           # every flag: runs, variants, workers, CPU profiles, JSON
 cd bench && go run ./cmd/bench -n 100 -runs 1 -weight=false -out - -cpuprofile-dir /tmp/prof -cpuprofile-phase no-op
+make bench BENCH_FLAGS="-json /tmp/bench.json"  # keep the results, then, after a change to the text:
+cd bench && go run ./cmd/bench -from-json /tmp/bench.json  # write this file again from them
 ` + "```" + `
 
 ` + "`make test`" + ` runs the N = 20 smoke test of every variant with its exact request counts. ` + "`make bench`" + `
@@ -451,9 +453,11 @@ const causes = `What causes it, as far as the counters and the CPU profile tell:
   the converter's reflection over the status (k8s.io/apimachinery's ` + "`ToUnstructured`" + `).
   Steady's own code in a converging reconcile, with the API server's answers stubbed out
   (` + "`go test -bench ConvergeOverhead ./operator/`" + `, its own-ns/op), is about 40 µs against the
-  hand-written code's 5 µs, some 2% of the reconcile's process CPU: the rest of the difference in
-  the paired rows goes with what the requests carry and allocate (the response bytes and the
-  allocations rows), not with steady's code.
+  hand-written code's 5 µs, some 2% of the reconcile's process CPU. The rest of the difference in
+  the paired rows is spent outside steady's own code; what the counters show differing there is
+  what the answers and watch events carry (the response-bytes rows, the owner record among it) and
+  what is allocated (the allocation rows), which the process decodes and the garbage collector
+  collects.
 - **The owner record.** Every child carries the labels ` + "`ownership.steady.dev/owner-kind`" + ` and
   ` + "`owner-name`" + ` (restore-safe children, docs/ownership.md): two more entries in the label map each
   child has anyway, their strings and a ` + "`managedFields`" + ` entry, some 200 bytes a child in the manager's

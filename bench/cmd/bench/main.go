@@ -64,8 +64,20 @@ func run() error {
 		lag           = flag.Duration("lag", 200*time.Millisecond, "how far the manager's cache lags in the -lag-n setup")
 		lagWorkers    = flag.Int("lag-workers", 2, "MaxConcurrentReconciles in the -lag-n setup")
 		gcQPS         = flag.Int("gc-qps", 1000, "client rate limit of the garbage collector's kube-controller-manager; 0: testenv's (20 a second)")
+		fromJSON      = flag.String("from-json", "", "run nothing: write the report from an earlier run's -json results (after a change to the report's text)")
 	)
 	flag.Parse()
+	if *fromJSON != "" {
+		data, err := os.ReadFile(*fromJSON)
+		if err != nil {
+			return err
+		}
+		var rep harness.Report
+		if err := json.Unmarshal(data, &rep); err != nil {
+			return fmt.Errorf("-from-json %s: %w", *fromJSON, err)
+		}
+		return writeReport(rep, *out)
+	}
 	if *profileDir != "" {
 		// Fine-grained heap profiles: the live heaps differ by a few MiB.
 		runtime.MemProfileRate = 4096
@@ -213,22 +225,10 @@ func run() error {
 			return err
 		}
 	}
-	var w io.Writer = os.Stdout
-	if *out != "-" {
-		f, err := os.Create(*out)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		w = f
-	}
-	if err := rep.Write(w); err != nil {
+	if err := writeReport(rep, *out); err != nil {
 		return err
 	}
-	if *out != "-" {
-		abs, _ := filepath.Abs(*out)
-		logf("wrote %s in %s", abs, time.Since(started).Round(time.Second))
-	}
+	logf("done in %s", time.Since(started).Round(time.Second))
 	return nil
 }
 
@@ -289,4 +289,25 @@ func loadavg() string {
 		return "unknown"
 	}
 	return strings.Join(f[:3], " ")
+}
+
+// writeReport writes rep's report to out, or to stdout for "-".
+func writeReport(rep harness.Report, out string) error {
+	var w io.Writer = os.Stdout
+	if out != "-" {
+		f, err := os.Create(out)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		w = f
+	}
+	if err := rep.Write(w); err != nil {
+		return err
+	}
+	if out != "-" {
+		abs, _ := filepath.Abs(out)
+		logf("wrote %s", abs)
+	}
+	return nil
 }
