@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -37,6 +38,25 @@ func (k Key) String() string {
 // MarshalText writes the key as String does: a Counts is a JSON object
 // keyed by it (-json of cmd/bench).
 func (k Key) MarshalText() ([]byte, error) { return []byte(k.String()), nil }
+
+// UnmarshalText reads what MarshalText writes (-from-json of cmd/bench).
+func (k *Key) UnmarshalText(text []byte) error {
+	fields := strings.Fields(string(text))
+	var dry bool
+	if len(fields) == 4 && fields[0] == "DRYRUN" {
+		dry, fields = true, fields[1:]
+	}
+	if len(fields) != 3 {
+		return fmt.Errorf("request key %q: want \"[DRYRUN ]VERB resource[/subresource] code\"", text)
+	}
+	code, err := strconv.Atoi(fields[2])
+	if err != nil {
+		return fmt.Errorf("request key %q: code: %w", text, err)
+	}
+	resource, sub, _ := strings.Cut(fields[1], "/")
+	*k = Key{Verb: fields[0], Resource: resource, Subresource: sub, DryRun: dry, Code: code}
+	return nil
+}
 
 // Write reports whether the request was a write (POST, PUT, PATCH,
 // DELETE), dry runs included.
