@@ -252,7 +252,9 @@ func Equal(a, b runtime.Object) bool {
 func equalStruct(a, b reflect.Value) bool {
 	meta := -1
 	for i := range a.NumField() {
-		if a.Type().Field(i).Type == objectMetaType {
+		// The first ObjectMeta field is left for after the others; a
+		// second one (a template's metadata) is one of the others.
+		if meta < 0 && a.Type().Field(i).Type == objectMetaType {
 			meta = i
 			continue
 		}
