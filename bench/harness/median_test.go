@@ -1,6 +1,7 @@
 package harness
 
 import (
+	"math"
 	"testing"
 	"time"
 )
@@ -45,5 +46,37 @@ func TestMedianPhaseIsNotMovedByOneBurst(t *testing.T) {
 	// An even count takes the lower middle one.
 	if two := medianPhase(prs[:2]); two.Wall != 140*time.Millisecond {
 		t.Errorf("two repetitions: wall %v, want 140ms", two.Wall)
+	}
+}
+
+// TestMedianPhaseLeavesUnmeasuredOut: a control plane process measured in
+// some repetitions only (its /proc entry unreadable in the others) has the
+// median of the repetitions that measured it, not one that counts the
+// others as zero seconds; one measured in none stays unmeasured (NaN in
+// the report), as in a single run.
+func TestMedianPhaseLeavesUnmeasuredOut(t *testing.T) {
+	rep := func(cp map[string]time.Duration) PhaseResult {
+		return PhaseResult{Phase: PhaseNoop, Wall: time.Second, ControlPlaneCPU: cp}
+	}
+	s := func(ms int) time.Duration { return time.Duration(ms) * time.Millisecond }
+	prs := []PhaseResult{
+		rep(map[string]time.Duration{"kube-apiserver": s(200), "etcd": s(50)}),
+		rep(nil), // /proc could not be read
+		rep(map[string]time.Duration{"kube-apiserver": s(220)}),
+		rep(nil),
+		rep(map[string]time.Duration{"kube-apiserver": s(210), "etcd": s(40)}),
+	}
+	got := medianPhase(prs)
+	if v, ok := got.ControlPlaneCPU["kube-apiserver"]; !ok || v != s(210) {
+		t.Errorf("kube-apiserver: %v (present %v), want the median of the three that measured it, 210ms", v, ok)
+	}
+	if v, ok := got.ControlPlaneCPU["etcd"]; !ok || v != s(40) {
+		t.Errorf("etcd: %v (present %v), want the lower middle of 40ms and 50ms", v, ok)
+	}
+	if none := medianPhase([]PhaseResult{rep(nil), rep(nil)}); none.ControlPlaneCPU != nil {
+		t.Errorf("no repetition measured the control plane: %v, want none", none.ControlPlaneCPU)
+	}
+	if nan := controlPlaneSeconds("etcd")(medianPhase(prs[1:4])); !math.IsNaN(nan) {
+		t.Errorf("etcd measured in none of the repetitions: %v s, want NaN", nan)
 	}
 }

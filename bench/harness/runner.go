@@ -266,15 +266,21 @@ func medianPhase(prs []PhaseResult) PhaseResult {
 	out.GCCPU = dur(func(p PhaseResult) time.Duration { return p.GCCPU })
 	out.PeakHeap = median(prs, func(p PhaseResult) uint64 { return p.PeakHeap })
 	out.LiveHeap = median(prs, func(p PhaseResult) uint64 { return p.LiveHeap })
+	// A control plane process's CPU is the median of the repetitions that
+	// measured it: one whose /proc entry could not be read is not 0s.
+	measured := map[string][]time.Duration{}
 	for _, p := range prs {
-		for name := range p.ControlPlaneCPU {
-			if out.ControlPlaneCPU == nil {
-				out.ControlPlaneCPU = map[string]time.Duration{}
-			}
-			out.ControlPlaneCPU[name] = dur(func(p PhaseResult) time.Duration { return p.ControlPlaneCPU[name] })
+		for name, cpu := range p.ControlPlaneCPU {
+			measured[name] = append(measured[name], cpu)
 		}
 		out.Counts = out.Counts.Add(p.Counts)
 		out.Reconciles = out.Reconciles.Add(p.Reconciles)
+	}
+	for name, cpus := range measured {
+		if out.ControlPlaneCPU == nil {
+			out.ControlPlaneCPU = map[string]time.Duration{}
+		}
+		out.ControlPlaneCPU[name] = middle(cpus)
 	}
 	return out
 }
@@ -286,6 +292,12 @@ func median[T cmp.Ordered](prs []PhaseResult, f func(PhaseResult) T) T {
 	for i, p := range prs {
 		vs[i] = f(p)
 	}
+	return middle(vs)
+}
+
+// middle sorts vs and returns its median, the lower of the two middle
+// values for an even count.
+func middle[T cmp.Ordered](vs []T) T {
 	slices.Sort(vs)
 	return vs[(len(vs)-1)/2]
 }

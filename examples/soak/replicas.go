@@ -76,7 +76,9 @@ func newReplicas(env *testenv.Environment, cfg Config, s *state, log *eventLog, 
 			}),
 			testenv.WithWatchDelay(cfg.WatchDelay),
 			testenv.WithManagerOptions{
-				Controller:              config.Controller{SkipNameValidation: ptr.To(true), MaxConcurrentReconciles: 3},
+				// Three workers on the rate-limited queue: v0.24's priority
+				// queue can hang a replica's stop (docs/compatibility.md).
+				Controller:              config.Controller{SkipNameValidation: ptr.To(true), MaxConcurrentReconciles: 3, UsePriorityQueue: ptr.To(false)},
 				LeaderElection:          true,
 				LeaderElectionID:        LeaseName,
 				LeaderElectionNamespace: Namespace,

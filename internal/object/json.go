@@ -3,6 +3,7 @@ package object
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"reflect"
 	"slices"
@@ -243,43 +244,64 @@ func Equal(a, b runtime.Object) bool {
 }
 
 // equalStruct is reflect.DeepEqual of two addressable values of one
-// struct type whose fields are all exported (an API object), comparing
-// the parts a write most often changes first: the fields beside the
-// metadata (spec, status, data), then the metadata's own fields, its
-// managedFields (the largest part, which changes with every write, along
-// with the resourceVersion) last. Equal objects cost what DeepEqual costs;
-// an object that differs is told apart without walking its managedFields.
+// struct type whose fields are all exported (an API object), comparing the
+// parts a write changes first and the managedFields (the largest part)
+// last: the metadata but for its managedFields (a label, a finalizer, the
+// resourceVersion: small, told apart at once), then the fields beside it
+// (spec, status, data; a second ObjectMeta field, a template's, among
+// them), then the managedFields. Equal objects cost about what DeepEqual
+// costs; one that differs is told apart without walking its managedFields
+// (BenchmarkEqual).
 func equalStruct(a, b reflect.Value) bool {
 	meta := -1
 	for i := range a.NumField() {
 		if a.Type().Field(i).Type == objectMetaType {
 			meta = i
-			continue
+			break
 		}
-		if !reflect.DeepEqual(a.Field(i).Addr().Interface(), b.Field(i).Addr().Interface()) {
+	}
+	var am, bm *metav1.ObjectMeta
+	if meta >= 0 {
+		am = a.Field(meta).Addr().Interface().(*metav1.ObjectMeta)
+		bm = b.Field(meta).Addr().Interface().(*metav1.ObjectMeta)
+		if !equalMetaButManagedFields(am, bm) {
 			return false
 		}
 	}
-	if meta < 0 {
-		return true
-	}
-	am, bm := a.Field(meta), b.Field(meta)
-	for i := range am.NumField() {
-		if i != managedFieldsIndex && !reflect.DeepEqual(am.Field(i).Addr().Interface(), bm.Field(i).Addr().Interface()) {
+	for i := range a.NumField() {
+		if i != meta && !reflect.DeepEqual(a.Field(i).Addr().Interface(), b.Field(i).Addr().Interface()) {
 			return false
 		}
 	}
-	return reflect.DeepEqual(am.Field(managedFieldsIndex).Addr().Interface(), bm.Field(managedFieldsIndex).Addr().Interface())
+	return meta < 0 || reflect.DeepEqual(&am.ManagedFields, &bm.ManagedFields)
 }
 
-var (
-	objectMetaType = reflect.TypeFor[metav1.ObjectMeta]()
-	// managedFieldsIndex is the index of ObjectMeta.ManagedFields.
-	managedFieldsIndex = func() int {
-		f, _ := objectMetaType.FieldByName("ManagedFields")
-		return f.Index[0]
-	}()
-)
+// equalMetaButManagedFields is reflect.DeepEqual of every field of a and
+// b but ManagedFields, without reflection where the type allows (strings,
+// string maps and slices, nil apart from empty as DeepEqual has it).
+// TestObjectMetaFieldsAreCompared fails when ObjectMeta gains a field.
+func equalMetaButManagedFields(a, b *metav1.ObjectMeta) bool {
+	return a.ResourceVersion == b.ResourceVersion && a.Name == b.Name && a.Namespace == b.Namespace &&
+		a.GenerateName == b.GenerateName && a.SelfLink == b.SelfLink && a.UID == b.UID &&
+		a.Generation == b.Generation && equalStrings(a.Labels, b.Labels) && equalStrings(a.Annotations, b.Annotations) &&
+		equalSlice(a.Finalizers, b.Finalizers) &&
+		reflect.DeepEqual(&a.CreationTimestamp, &b.CreationTimestamp) &&
+		reflect.DeepEqual(&a.DeletionTimestamp, &b.DeletionTimestamp) &&
+		reflect.DeepEqual(&a.DeletionGracePeriodSeconds, &b.DeletionGracePeriodSeconds) &&
+		reflect.DeepEqual(&a.OwnerReferences, &b.OwnerReferences)
+}
+
+// equalStrings is reflect.DeepEqual of two string maps.
+func equalStrings(a, b map[string]string) bool {
+	return (a == nil) == (b == nil) && maps.Equal(a, b)
+}
+
+// equalSlice is reflect.DeepEqual of two string slices.
+func equalSlice(a, b []string) bool {
+	return (a == nil) == (b == nil) && slices.Equal(a, b)
+}
+
+var objectMetaType = reflect.TypeFor[metav1.ObjectMeta]()
 
 // fieldsExported reports whether every field of the struct type t is
 // exported (cached per type).
