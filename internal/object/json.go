@@ -230,6 +230,9 @@ func Equal(a, b runtime.Object) bool {
 	au, aok := a.(*unstructured.Unstructured)
 	bu, bok := b.(*unstructured.Unstructured)
 	if aok && bok {
+		if au == nil || bu == nil {
+			return au == bu
+		}
 		return EqualJSON(au.Object, bu.Object)
 	}
 	if reflect.TypeOf(a) != reflect.TypeOf(b) {

@@ -165,6 +165,11 @@ func TestEqual(t *testing.T) {
 		{"unstructured bool set to false", u(map[string]any{"b": true}), u(map[string]any{"b": false}), false},
 		{"unstructured list emptied", u(map[string]any{"l": []any{"x"}}), u(map[string]any{"l": []any{}}), false},
 		{"unstructured key removed", u(map[string]any{"a": "x", "b": "y"}), u(map[string]any{"a": "x"}), false},
+		{"two nil unstructured", (*unstructured.Unstructured)(nil), (*unstructured.Unstructured)(nil), true},
+		{"nil and an unstructured", (*unstructured.Unstructured)(nil), u(nil), false},
+		{"an unstructured and nil", u(nil), (*unstructured.Unstructured)(nil), false},
+		{"two nil typed", (*corev1.ConfigMap)(nil), (*corev1.ConfigMap)(nil), true},
+		{"nil and a typed", (*corev1.ConfigMap)(nil), cm(nil), false},
 	} {
 		if got := Equal(tc.a, tc.b); got != tc.want {
 			t.Errorf("%s: Equal = %v, want %v", tc.name, got, tc.want)
