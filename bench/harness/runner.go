@@ -255,15 +255,12 @@ func medianPhase(prs []PhaseResult) PhaseResult {
 		return prs[0]
 	}
 	out := PhaseResult{Phase: prs[0].Phase, Repeats: len(prs), Counts: Counts{}}
-	dur := func(f func(PhaseResult) time.Duration) time.Duration {
-		return median(prs, f)
-	}
-	out.Wall = dur(func(p PhaseResult) time.Duration { return p.Wall })
-	out.Settle = dur(func(p PhaseResult) time.Duration { return p.Settle })
-	out.CPU = dur(func(p PhaseResult) time.Duration { return p.CPU })
-	out.CheckTime = dur(func(p PhaseResult) time.Duration { return p.CheckTime })
-	out.CheckCPU = dur(func(p PhaseResult) time.Duration { return p.CheckCPU })
-	out.GCCPU = dur(func(p PhaseResult) time.Duration { return p.GCCPU })
+	out.Wall = median(prs, func(p PhaseResult) time.Duration { return p.Wall })
+	out.Settle = median(prs, func(p PhaseResult) time.Duration { return p.Settle })
+	out.CPU = median(prs, func(p PhaseResult) time.Duration { return p.CPU })
+	out.CheckTime = median(prs, func(p PhaseResult) time.Duration { return p.CheckTime })
+	out.CheckCPU = median(prs, func(p PhaseResult) time.Duration { return p.CheckCPU })
+	out.GCCPU = median(prs, func(p PhaseResult) time.Duration { return p.GCCPU })
 	out.PeakHeap = median(prs, func(p PhaseResult) uint64 { return p.PeakHeap })
 	out.LiveHeap = median(prs, func(p PhaseResult) uint64 { return p.LiveHeap })
 	// A control plane process's CPU is the median of the repetitions that
