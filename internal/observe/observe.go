@@ -133,7 +133,7 @@ func (o *observed) Apply(ctx context.Context, cfg runtime.ApplyConfiguration, op
 	dry := dryRun((&client.ApplyOptions{}).ApplyOptions(opts).DryRun)
 	err := o.Client.Apply(ctx, cfg, opts...)
 	count(o.helper, "apply", "", dry)
-	if log := logf.FromContext(ctx).V(1); log.Enabled() && !dry {
+	if log := writeLog(ctx); log.Enabled() && !dry {
 		logWrite(log, "apply", "helper", o.helper, "changed", topLevel(cfg), err)
 	}
 	return err
@@ -188,7 +188,7 @@ func (s *observedStatus) Patch(ctx context.Context, obj client.Object, patch cli
 func (s *observedStatus) Apply(ctx context.Context, cfg runtime.ApplyConfiguration, opts ...client.SubResourceApplyOption) error {
 	err := s.w.Apply(ctx, cfg, opts...)
 	count(s.o.helper, "apply", "status", false)
-	if log := logf.FromContext(ctx).V(1); log.Enabled() {
+	if log := writeLog(ctx); log.Enabled() {
 		logWrite(log, "apply", "helper", s.o.helper, "changed", []string{"status"}, err)
 	}
 	return err
@@ -203,7 +203,7 @@ func (o *observed) done(ctx context.Context, sub, verb string, dry bool, obj cli
 	if dry {
 		return
 	}
-	if log := logf.FromContext(ctx).V(1); log.Enabled() {
+	if log := writeLog(ctx); log.Enabled() {
 		msg := verb
 		if sub != "" {
 			msg = sub + " " + verb
@@ -224,6 +224,18 @@ func logWrite(log logr.Logger, what string, kvAndErr ...any) {
 	log.Info("steady: "+what, kv...)
 }
 
+// writeLog is the V(1) logger of ctx, where writes are logged: the logger
+// in ctx, else controller-runtime's root logger, as logf.FromContext gives
+// them, without logf.FromContext's WithValues, which copies the logger on
+// every call (twice per write: what a patch changed, and the write).
+func writeLog(ctx context.Context) logr.Logger {
+	l, err := logr.FromContext(ctx)
+	if err != nil {
+		l = logf.Log
+	}
+	return l.V(1)
+}
+
 func dryRun(d []string) bool { return slices.Contains(d, "All") }
 
 // patchedFields returns the top-level fields a patch sets (metadata, spec,
@@ -231,7 +243,7 @@ func dryRun(d []string) bool { return slices.Contains(d, "All") }
 // patch was made from, and only when the write will be logged. A metadata
 // that carries only preconditions (resourceVersion, uid) does not count.
 func patchedFields(ctx context.Context, obj client.Object, patch client.Patch) func() []string {
-	if !logf.FromContext(ctx).V(1).Enabled() {
+	if !writeLog(ctx).Enabled() {
 		return func() []string { return nil }
 	}
 	data, err := patch.Data(obj)
