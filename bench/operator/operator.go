@@ -16,6 +16,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
@@ -83,11 +84,25 @@ func newBuilder(mgr ctrl.Manager, o Options) *builder.Builder {
 		Owns(&corev1.ConfigMap{}).
 		Owns(&corev1.ServiceAccount{}).
 		Owns(&rbacv1.RoleBinding{}).
-		WithOptions(controller.Options{MaxConcurrentReconciles: o.MaxConcurrentReconciles})
+		WithOptions(controller.Options{MaxConcurrentReconciles: o.MaxConcurrentReconciles, UsePriorityQueue: queue(o.MaxConcurrentReconciles)})
 	if o.Trigger != nil {
 		b = b.WatchesRawSource(source.Channel(o.Trigger, &handler.EnqueueRequestForObject{}))
 	}
 	return b
+}
+
+// queue is the work queue choice for workers workers: the default (the
+// priority queue on controller-runtime v0.24) for one, the rate-limited
+// queue for more. Several workers on v0.24's priority queue can hang the
+// manager's stop for its whole grace period
+// (kubernetes-sigs/controller-runtime#3538, fixed in v0.25.2;
+// docs/compatibility.md), which the lag setup's 2 workers met between
+// runs; one worker never meets it.
+func queue(workers int) *bool {
+	if workers > 1 {
+		return ptr.To(false)
+	}
+	return nil
 }
 
 // complete registers r, wrapped by o.Wrap, with the builder of newBuilder.
