@@ -210,7 +210,8 @@ func (w *writeCall) read(ctx context.Context, key client.ObjectKey, mode readMod
 	if mode == readNone {
 		return nil, nil
 	}
-	name := object.Describe(w.given, w.c.Scheme())
+	// The child as errors name it, built only for an error.
+	name := object.Described{Obj: w.given, Scheme: w.c.Scheme()}
 	var r client.Reader = w.c
 	if mode == readFresh && w.apiReader != nil {
 		r = w.apiReader
