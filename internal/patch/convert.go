@@ -201,7 +201,7 @@ func convertTyped(b, a client.Object, keep func(string) bool) (bm, am map[string
 				m["kind"] = tm.Kind
 			}
 		}
-		c, err := runtime.DefaultUnstructuredConverter.ToUnstructured(md)
+		c, err := object.MetaToMap(md)
 		if err != nil {
 			return nil, err
 		}
