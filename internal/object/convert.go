@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 	"unicode/utf8"
 	"unsafe"
 
@@ -21,7 +22,7 @@ import (
 )
 
 // ToUnstructured is runtime.DefaultUnstructuredConverter.ToUnstructured
-// (apimachinery v0.36.3) for obj, a pointer to a struct: the same map, the
+// (apimachinery v0.36.3, and v0.37.2) for obj, a pointer to a struct: the same map, the
 // same value types in it, the same error, only faster. The first call for a
 // Go type compiles a plan of its fields (JSON name, omitempty, omitzero, an
 // encoder per kind) that later calls follow without looking anything up.
@@ -29,19 +30,24 @@ import (
 // A type the plan does not copy exactly is handed to the converter whole,
 // decided once per type: one with an unexported field, an array, a
 // channel, a function, a complex number, a map whose key is not a string,
-// an inlined field that is not a struct or a pointer to one, an interface
-// with methods that converts itself, or a top-level type that converts
-// itself. So is any object whose conversion fails here (the converter
+// an inlined field that is not a struct or a pointer to one, a field
+// tagged ",embed" (inlined by apimachinery v0.37 built with Go 1.27), an
+// interface with methods that converts itself, or a top-level type that
+// converts itself. So is any object whose conversion fails here (the converter
 // gives its own error), an interface holding such a type, and anything
 // that is not a non-nil pointer to a struct (an unstructured object, whose
 // content the converter returns, not a copy).
 //
+// Where apimachinery's versions differ, it is asked once (learnRules): a
+// struct field's unsigned value is a uint64 in v0.36, an int64 in v0.37;
+// and should it convert a canary holding one of each rule below otherwise
+// than the plans, it converts everything.
+//
 // What apimachinery does and this copies (see converter.go):
 //   - A struct field of a scalar kind is taken as its kind, even where its
-//     type converts itself (MarshalJSON); an unsigned one is a uint64.
-//     Elsewhere (a list item, a map value, a pointer's target) the type's own
-//     conversion comes first, and an unsigned value is an int64 (an error
-//     past math.MaxInt64).
+//     type converts itself (MarshalJSON). Elsewhere (a list item, a map
+//     value, a pointer's target) the type's own conversion comes first,
+//     and an unsigned value is an int64 (an error past math.MaxInt64).
 //   - A field without a JSON name is named as in Go; an embedded one without
 //     a name is inlined; "-" is left out; omitempty leaves out false, 0, "",
 //     nil and empty lists and maps, never a struct; omitzero asks the type's
@@ -169,7 +175,7 @@ func topPlan(t reflect.Type) *structPlan {
 		return sp.(*structPlan)
 	}
 	var sp *structPlan
-	if t.Kind() == reflect.Struct && !convertsItself(t) {
+	if t.Kind() == reflect.Struct && !convertsItself(t) && learnRules() {
 		b := newBuilder()
 		if p, err := b.structPlan(t, true); err == nil {
 			sp = p
@@ -343,10 +349,10 @@ func addrMatters(t reflect.Type) bool {
 }
 
 // scalarEncoder converts a string, bool, integer or float by its kind, or
-// is nil for the other kinds. An unsigned integer is a uint64 in a struct
-// field (structToUnstructured), else an int64 or an error past
-// math.MaxInt64 (toUnstructured).
-func scalarEncoder(t reflect.Type, field bool) func(unsafe.Pointer) (any, error) {
+// is nil for the other kinds. An unsigned integer is a uint64 where
+// asUint64 (a struct field in apimachinery v0.36), else an int64 or an
+// error past math.MaxInt64.
+func scalarEncoder(t reflect.Type, asUint64 bool) func(unsafe.Pointer) (any, error) {
 	switch t.Kind() {
 	case reflect.String:
 		return func(p unsafe.Pointer) (any, error) { return *(*string)(p), nil }
@@ -357,7 +363,7 @@ func scalarEncoder(t reflect.Type, field bool) func(unsafe.Pointer) (any, error)
 		return func(p unsafe.Pointer) (any, error) { return get(p), nil }
 	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
 		get := numGetter[uint64](t.Kind())
-		if field {
+		if asUint64 {
 			return func(p unsafe.Pointer) (any, error) { return get(p), nil }
 		}
 		return func(p unsafe.Pointer) (any, error) {
@@ -520,13 +526,13 @@ func interfaceEncoder(t reflect.Type) func(unsafe.Pointer) (any, error) {
 // fieldTag is apimachinery's fieldInfoFromField: the JSON name (empty for
 // an inlined field, the Go name where the tag has none), omitempty and
 // omitzero.
-func fieldTag(f reflect.StructField) (name string, omitEmpty, omitZero bool) {
+func fieldTag(f reflect.StructField) (name string, omitEmpty, omitZero, embed bool) {
 	tag := f.Tag.Get("json")
 	if tag == "" {
 		if !f.Anonymous {
 			name = f.Name
 		}
-		return name, false, false
+		return name, false, false, false
 	}
 	items := strings.Split(tag, ",")
 	name = items[0]
@@ -539,9 +545,13 @@ func fieldTag(f reflect.StructField) (name string, omitEmpty, omitZero bool) {
 			omitEmpty = true
 		case "omitzero":
 			omitZero = true
+		case "embed":
+			// Inlines a named field in apimachinery v0.37 built with
+			// Go 1.27: left to it.
+			embed = true
 		}
 	}
-	return name, omitEmpty, omitZero
+	return name, omitEmpty, omitZero, embed
 }
 
 // structPlan is the plan of apimachinery's structToUnstructured for t.
@@ -554,11 +564,11 @@ func (b *builder) structPlan(t reflect.Type, addr bool) (*structPlan, error) {
 	b.structs[k] = sp
 	for i := range t.NumField() {
 		f := t.Field(i)
-		name, omitEmpty, omitZero := fieldTag(f)
+		name, omitEmpty, omitZero, embed := fieldTag(f)
 		if name == "-" {
 			continue
 		}
-		if !f.IsExported() {
+		if !f.IsExported() || embed {
 			// apimachinery reads it, and panics on some kinds.
 			return nil, errUnsupported
 		}
@@ -608,7 +618,7 @@ func (b *builder) structPlan(t reflect.Type, addr bool) (*structPlan, error) {
 // scalar kind taken as it is, whatever its type's methods (an unsigned one
 // as uint64), anything else through toUnstructured.
 func (b *builder) fieldEncoder(t reflect.Type, addr bool) (func(unsafe.Pointer) (any, error), error) {
-	if enc := scalarEncoder(t, true); enc != nil {
+	if enc := scalarEncoder(t, !rules.uintFieldInt64); enc != nil {
 		return enc, nil
 	}
 	n, err := b.value(t, addr)
@@ -650,4 +660,86 @@ func emptyFunc(t reflect.Type) func(unsafe.Pointer) bool {
 	}
 	// Structs; arrays and the rest have no plan.
 	return nil
+}
+
+// rules holds what apimachinery's converter does where its versions
+// differ, learnt once by asking it (learnRules).
+var rules struct {
+	once sync.Once
+	// ok is false where apimachinery converts the canary otherwise than
+	// the plans: then it converts everything.
+	ok bool
+	// uintFieldInt64: a struct field's unsigned value is an int64, an
+	// error past math.MaxInt64 (v0.37), not a uint64 (v0.36).
+	uintFieldInt64 bool
+}
+
+// canary holds one of each rule of the plans that apimachinery could
+// change.
+type canary struct {
+	Untagged   string
+	Skipped    string      `json:"-"`
+	SkipComma  string      `json:"-,"`
+	NotInlined canaryInner `json:",inline"`
+	metav1.TypeMeta
+	*metav1.ListMeta
+	U16      uint16             `json:"u16"`
+	U16s     []uint16           `json:"u16s"`
+	F32      float32            `json:"f32"`
+	Bytes    []byte             `json:"bytes"`
+	Empty    []string           `json:"empty,omitempty"`
+	EmptyMap map[string]int     `json:"emptyMap,omitempty"`
+	Struct   canaryInner        `json:"struct,omitempty"`
+	Nil      *string            `json:"nil"`
+	NilList  []int              `json:"nilList"`
+	Time     metav1.Time        `json:"time,omitzero"`
+	TimePtr  *metav1.Time       `json:"timePtr"`
+	Quantity resource.Quantity  `json:"quantity"`
+	IntOrStr intstr.IntOrString `json:"intOrStr"`
+	Map      map[string]int8    `json:"map"`
+	Dur      metav1.Duration    `json:"dur"`
+}
+
+type canaryInner struct {
+	A string `json:"a"`
+}
+
+// learnRules learns rules, once, and reports whether the plans are
+// used at all.
+func learnRules() bool {
+	rules.once.Do(func() {
+		type uintProbe struct {
+			U uint8 `json:"u"`
+		}
+		m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&uintProbe{U: 1})
+		if err != nil {
+			return
+		}
+		switch m["u"].(type) {
+		case uint64:
+		case int64:
+			rules.uintFieldInt64 = true
+		default:
+			return
+		}
+		now := metav1.Unix(1700000000, 0)
+		c := &canary{Untagged: "u", Skipped: "s", SkipComma: "c", NotInlined: canaryInner{A: "n"}, TypeMeta: metav1.TypeMeta{Kind: "K"},
+			U16: 7, U16s: []uint16{1}, F32: 1.5, Bytes: []byte("hi"), Empty: []string{}, EmptyMap: map[string]int{},
+			Time: now, TimePtr: &now, Quantity: resource.MustParse("1.5Gi"), IntOrStr: intstr.FromString("80%"),
+			Map: map[string]int8{"k": -1}, Dur: metav1.Duration{Duration: time.Second}}
+		want, err := runtime.DefaultUnstructuredConverter.ToUnstructured(c)
+		if err != nil {
+			return
+		}
+		sp, err := newBuilder().structPlan(reflect.TypeFor[canary](), true)
+		if err != nil {
+			return
+		}
+		got := sp.newMap()
+		if err := sp.fill(unsafe.Pointer(c), got); err != nil {
+			return
+		}
+		rules.ok = reflect.DeepEqual(got, want)
+	})
+	return rules.ok
 }
