@@ -108,7 +108,7 @@ func ToMap(obj runtime.Object) (map[string]any, error) {
 		}
 		return runtime.DeepCopyJSON(c), nil
 	}
-	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	m, err := ToUnstructured(obj)
 	if err != nil {
 		return nil, fmt.Errorf("converting %T to a map: %w", obj, err)
 	}

@@ -8,7 +8,6 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/structured-merge-diff/v6/value"
 
@@ -201,7 +200,7 @@ func convertTyped(b, a client.Object, keep func(string) bool) (bm, am map[string
 				m["kind"] = tm.Kind
 			}
 		}
-		c, err := object.MetaToMap(md)
+		c, err := object.ToUnstructured(md)
 		if err != nil {
 			return nil, err
 		}
@@ -210,7 +209,7 @@ func convertTyped(b, a client.Object, keep func(string) bool) (bm, am map[string
 			if f.same {
 				continue
 			}
-			if c, err = runtime.DefaultUnstructuredConverter.ToUnstructured(v.Elem().Field(f.i).Addr().Interface()); err != nil {
+			if c, err = object.ToUnstructured(v.Elem().Field(f.i).Addr().Interface()); err != nil {
 				return nil, err
 			}
 			m[f.name] = c
