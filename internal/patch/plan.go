@@ -122,7 +122,11 @@ func plan(snap, am map[string]any, obj client.Object, o Options) ([]*part, error
 	})
 	status := &both.parts[0]
 	*status = part{status: true, gen: gen}
-	if status.diff, err = mergeDiff(map[string]any{"status": orEmpty(sb)}, map[string]any{"status": orEmpty(sa)}); err != nil {
+	if len(sb) == 0 && len(sa) == 0 {
+		// No status on either side (a finalizer's write, say): no
+		// difference, without building two maps to find it.
+		status.diff = map[string]any{}
+	} else if status.diff, err = mergeDiff(map[string]any{"status": orEmpty(sb)}, map[string]any{"status": orEmpty(sa)}); err != nil {
 		return nil, err
 	}
 	status.collectDrops(status.diff, snap, nil)
