@@ -3,6 +3,7 @@ package observe
 import (
 	"context"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/go-logr/logr/funcr"
@@ -120,13 +121,20 @@ func TestRootLoggerWhenTheContextHasNone(t *testing.T) {
 	if err := c.Create(ctx, cm); err != nil { // before SetLogger: nowhere
 		t.Fatal(err)
 	}
+	var mu sync.Mutex // the root logger outlives the test
 	var lines []string
-	logf.SetLogger(funcr.New(func(prefix, args string) { lines = append(lines, args) }, funcr.Options{Verbosity: 1}))
+	logf.SetLogger(funcr.New(func(prefix, args string) {
+		mu.Lock()
+		defer mu.Unlock()
+		lines = append(lines, args)
+	}, funcr.Options{Verbosity: 1}))
 	before := cm.DeepCopy()
 	cm.Labels = map[string]string{"a": "b"}
 	if err := c.Patch(ctx, cm, client.MergeFrom(before)); err != nil {
 		t.Fatal(err)
 	}
+	mu.Lock()
+	defer mu.Unlock()
 	if len(lines) != 1 || !strings.Contains(lines[0], `"msg"="steady: patch"`) || !strings.Contains(lines[0], `"changed"=["metadata"]`) ||
 		!strings.Contains(lines[0], `"ConfigMap"={"name"="root" "namespace"="ns"}`) {
 		t.Errorf("root log = %q, want the patch of metadata", lines)
