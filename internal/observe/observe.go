@@ -225,13 +225,16 @@ func logWrite(log logr.Logger, what string, kvAndErr ...any) {
 }
 
 // writeLog is the V(1) logger of ctx, where writes are logged: the logger
-// in ctx, else controller-runtime's root logger, as logf.FromContext gives
-// them, without logf.FromContext's WithValues, which copies the logger on
-// every call (twice per write: what a patch changed, and the write).
+// in ctx, else (also for a nil ctx) controller-runtime's root logger, as
+// logf.FromContext gives them, without logf.FromContext's WithValues,
+// which copies the logger on every call (twice per write: what a patch
+// changed, and the write).
 func writeLog(ctx context.Context) logr.Logger {
-	l, err := logr.FromContext(ctx)
-	if err != nil {
-		l = logf.Log
+	l := logf.Log
+	if ctx != nil {
+		if cl, err := logr.FromContext(ctx); err == nil {
+			l = cl
+		}
 	}
 	return l.V(1)
 }

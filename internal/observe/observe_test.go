@@ -3,6 +3,7 @@ package observe
 import (
 	"context"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/go-logr/logr/funcr"
@@ -87,5 +88,55 @@ func TestFailedWriteIsAnErrorLine(t *testing.T) {
 	if len(lines) != 1 || !strings.Contains(lines[0], `"msg"="steady: status update failed"`) || !strings.Contains(lines[0], `"error"=`) ||
 		!strings.Contains(lines[0], `"ConfigMap"={"name"="gone" "namespace"="ns"}`) {
 		t.Errorf("log = %q, want one error line naming the ConfigMap", lines)
+	}
+}
+
+// A write with a nil context (which Go asks callers never to pass, but
+// logf.FromContext, which the write log was first looked up with, takes)
+// returns the client's answer: the log lookup does not panic.
+func TestNilContextWriteDoesNotPanic(t *testing.T) {
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "nilctx"}}
+	c := Client(fake.NewClientBuilder().Build(), "nilctxhelper")
+	var nilCtx context.Context
+	if err := c.Create(nilCtx, cm); err != nil {
+		t.Fatal(err)
+	}
+	before := cm.DeepCopy()
+	cm.Labels = map[string]string{"a": "b"}
+	if err := c.Patch(nilCtx, cm, client.MergeFrom(before)); err != nil {
+		t.Fatal(err)
+	}
+	// The fake client keeps no status of a ConfigMap: an error, logged.
+	if err := c.Status().Update(nilCtx, cm); err == nil {
+		t.Fatal("a status update the fake client cannot do succeeded")
+	}
+}
+
+// A context without a logger logs on controller-runtime's root logger,
+// also when log.SetLogger is called after the client was made and used.
+func TestRootLoggerWhenTheContextHasNone(t *testing.T) {
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "root"}}
+	c := Client(fake.NewClientBuilder().Build(), "roothelper")
+	ctx := context.Background()
+	if err := c.Create(ctx, cm); err != nil { // before SetLogger: nowhere
+		t.Fatal(err)
+	}
+	var mu sync.Mutex // the root logger outlives the test
+	var lines []string
+	logf.SetLogger(funcr.New(func(prefix, args string) {
+		mu.Lock()
+		defer mu.Unlock()
+		lines = append(lines, args)
+	}, funcr.Options{Verbosity: 1}))
+	before := cm.DeepCopy()
+	cm.Labels = map[string]string{"a": "b"}
+	if err := c.Patch(ctx, cm, client.MergeFrom(before)); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(lines) != 1 || !strings.Contains(lines[0], `"msg"="steady: patch"`) || !strings.Contains(lines[0], `"changed"=["metadata"]`) ||
+		!strings.Contains(lines[0], `"ConfigMap"={"name"="root" "namespace"="ns"}`) {
+		t.Errorf("root log = %q, want the patch of metadata", lines)
 	}
 }
