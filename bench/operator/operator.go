@@ -11,11 +11,13 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -84,25 +86,29 @@ func newBuilder(mgr ctrl.Manager, o Options) *builder.Builder {
 		Owns(&corev1.ConfigMap{}).
 		Owns(&corev1.ServiceAccount{}).
 		Owns(&rbacv1.RoleBinding{}).
-		WithOptions(controller.Options{MaxConcurrentReconciles: o.MaxConcurrentReconciles, UsePriorityQueue: queue(o.MaxConcurrentReconciles)})
+		WithOptions(queue(controller.Options{MaxConcurrentReconciles: o.MaxConcurrentReconciles}))
 	if o.Trigger != nil {
 		b = b.WatchesRawSource(source.Channel(o.Trigger, &handler.EnqueueRequestForObject{}))
 	}
 	return b
 }
 
-// queue is the work queue choice for workers workers: the default (the
-// priority queue on controller-runtime v0.24) for one, the rate-limited
-// queue for more. Several workers on v0.24's priority queue can hang the
-// manager's stop for its whole grace period
-// (kubernetes-sigs/controller-runtime#3538, fixed in v0.25.2;
-// docs/compatibility.md), which the lag setup's 2 workers met between
-// runs; one worker never meets it.
-func queue(workers int) *bool {
-	if workers > 1 {
-		return ptr.To(false)
+// queue sets the work queue of o: the default (the priority queue on
+// controller-runtime v0.24) for one worker, the rate-limited queue for
+// more. Several workers on v0.24's priority queue can hang the manager's
+// stop for its whole grace period (kubernetes-sigs/controller-runtime#3538,
+// fixed in v0.25.2; docs/compatibility.md), which the lag setup's 2
+// workers met between runs; one worker never meets it. The rate-limited
+// queue keeps the priority queue's rate limiter (per-item exponential
+// backoff from 5 ms), not its own default, which adds an overall limit of
+// 10 requeues a second after a burst of 100: only the queue changes, and
+// a variant that requeues often under lag is not throttled for it.
+func queue(o controller.Options) controller.Options {
+	if o.MaxConcurrentReconciles > 1 {
+		o.UsePriorityQueue = ptr.To(false)
+		o.RateLimiter = workqueue.NewTypedItemExponentialFailureRateLimiter[crreconcile.Request](5*time.Millisecond, 1000*time.Second)
 	}
-	return nil
+	return o
 }
 
 // complete registers r, wrapped by o.Wrap, with the builder of newBuilder.
