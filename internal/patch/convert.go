@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"sync"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -120,6 +121,9 @@ func withoutEqualKeys(b, a *unstructured.Unstructured, keep func(string) bool) (
 	return &unstructured.Unstructured{Object: bc}, &unstructured.Unstructured{Object: ac}
 }
 
+// metaPairs holds the pairs of metadata copies convertTyped converts.
+var metaPairs = sync.Pool{New: func() any { return new([2]metav1.ObjectMeta) }}
+
 // typedField is a top-level field of a Go struct that convertTyped
 // converts on its own: its index, JSON name, and whether it is left out
 // (equal in both, and not kept).
@@ -181,12 +185,22 @@ func convertTyped(b, a client.Object, keep func(string) bool) (bm, am map[string
 	}
 	// The metadata, as withoutSameMetadata leaves it (all of it but the
 	// managedFields when kept).
-	bmd := *bv.Elem().Field(meta).Addr().Interface().(*metav1.ObjectMeta)
-	amd := *av.Elem().Field(meta).Addr().Interface().(*metav1.ObjectMeta)
+	// The two copies come from a pool: they escape to the converter, and
+	// were two allocations on every write. What the maps hold is the
+	// converter's own (strings are shared, never the metadata's maps or
+	// lists), so the copies are cleared and put back once converted.
+	metas := metaPairs.Get().(*[2]metav1.ObjectMeta)
+	defer func() {
+		*metas = [2]metav1.ObjectMeta{}
+		metaPairs.Put(metas)
+	}()
+	bmd, amd := &metas[0], &metas[1]
+	*bmd = *bv.Elem().Field(meta).Addr().Interface().(*metav1.ObjectMeta)
+	*amd = *av.Elem().Field(meta).Addr().Interface().(*metav1.ObjectMeta)
 	if keep("metadata") {
 		bmd.ManagedFields, amd.ManagedFields = nil, nil
 	} else {
-		withoutSameMetadata(&bmd, &amd)
+		withoutSameMetadata(bmd, amd)
 	}
 	sameType := typeMeta >= 0 && sameField(bv, av, typeMeta)
 	convert := func(v reflect.Value, md *metav1.ObjectMeta) (map[string]any, error) {
@@ -217,10 +231,10 @@ func convertTyped(b, a client.Object, keep func(string) bool) (bm, am map[string
 		return m, nil
 	}
 	var err error
-	if bm, err = convert(bv, &bmd); err != nil {
+	if bm, err = convert(bv, bmd); err != nil {
 		return nil, nil, false
 	}
-	if am, err = convert(av, &amd); err != nil {
+	if am, err = convert(av, amd); err != nil {
 		return nil, nil, false
 	}
 	return bm, am, true
