@@ -285,10 +285,23 @@ func equalStruct(a, b reflect.Value) bool {
 // string maps and slices, nil apart from empty as DeepEqual has it).
 // TestObjectMetaFieldsAreCompared fails when ObjectMeta gains a field.
 func equalMetaButManagedFields(a, b *metav1.ObjectMeta) bool {
+	return equalSlice(a.Finalizers, b.Finalizers) && equalMetaButLists(a, b)
+}
+
+// MetaDiff reports how the metadata a and b differ, by reflect.DeepEqual
+// and with their managedFields aside: finalizers whether the finalizers
+// do, rest whether any other field does (always true with a
+// k8s.io/apimachinery whose ObjectMeta has fields this package does not
+// know: see metaFieldsKnown).
+func MetaDiff(a, b *metav1.ObjectMeta) (finalizers, rest bool) {
+	return !equalSlice(a.Finalizers, b.Finalizers), !metaFieldsKnown || !equalMetaButLists(a, b)
+}
+
+// equalMetaButLists is equalMetaButManagedFields without the finalizers.
+func equalMetaButLists(a, b *metav1.ObjectMeta) bool {
 	return a.ResourceVersion == b.ResourceVersion && a.Name == b.Name && a.Namespace == b.Namespace &&
 		a.GenerateName == b.GenerateName && a.SelfLink == b.SelfLink && a.UID == b.UID &&
 		a.Generation == b.Generation && equalStrings(a.Labels, b.Labels) && equalStrings(a.Annotations, b.Annotations) &&
-		equalSlice(a.Finalizers, b.Finalizers) &&
 		reflect.DeepEqual(&a.CreationTimestamp, &b.CreationTimestamp) &&
 		reflect.DeepEqual(&a.DeletionTimestamp, &b.DeletionTimestamp) &&
 		reflect.DeepEqual(&a.DeletionGracePeriodSeconds, &b.DeletionGracePeriodSeconds) &&

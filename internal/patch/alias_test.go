@@ -43,7 +43,13 @@ func (s *mapServer) answer(into client.Object) {
 	m := runtime.DeepCopyJSON(s.stored)
 	md := m["metadata"].(map[string]any)
 	md["managedFields"] = []any{map[string]any{"manager": "m", "operation": "Update"}}
-	into.(*unstructured.Unstructured).Object = m
+	if u, ok := into.(*unstructured.Unstructured); ok {
+		u.Object = m
+		return
+	}
+	if err := object.FromMap(m, into); err != nil {
+		panic(err)
+	}
 }
 
 func (s *mapServer) write(status bool, obj client.Object, p client.Patch) error {
@@ -94,7 +100,8 @@ func (s *mapServer) write(status bool, obj client.Object, p client.Patch) error 
 	s.rv++
 	m["metadata"].(map[string]any)["resourceVersion"] = fmt.Sprint(s.rv)
 	if !status {
-		m["metadata"].(map[string]any)["generation"] = m["metadata"].(map[string]any)["generation"].(int64) + 1
+		g, _ := m["metadata"].(map[string]any)["generation"].(int64)
+		m["metadata"].(map[string]any)["generation"] = g + 1
 	}
 	s.stored = runtime.DeepCopyJSON(m)
 	s.answer(obj)

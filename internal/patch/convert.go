@@ -125,46 +125,56 @@ func withoutEqualKeys(b, a *unstructured.Unstructured, keep func(string) bool) (
 var metaPairs = sync.Pool{New: func() any { return new([2]metav1.ObjectMeta) }}
 
 // typedField is a top-level field of a Go struct that convertTyped
-// converts on its own: its index, JSON name, and whether it is left out
-// (equal in both, and not kept).
+// converts on its own: its index and JSON name.
 type typedField struct {
 	i    int
 	name string
-	same bool
 }
 
-// convertTyped is, for the Go structs b and a (pointers to structs of one
-// type), what withoutEqualFields and a whole conversion give, without
-// converting what they would convert only to find it equal: each
-// top-level field is converted on its own, and one equal in both (and not
-// kept) is left out of both maps, not converted to its zero value ({} for
-// a spec); so is the type meta when equal. ok is false where the struct
-// has a field the converter would not give alike on its own (not a struct,
+// typedLayout is what convertTyped reads of a Go struct type, found once
+// per type: whether it converts the type field by field (ok), the indices
+// of the embedded ObjectMeta and TypeMeta (-1: none), the other top-level
+// fields, and which of them is the status (-1: none).
+type typedLayout struct {
+	ok             bool
+	meta, typeMeta int
+	fields         []typedField
+	status         int // index in fields
+	zero           zeroStatus
+}
+
+// layouts caches a typedLayout per Go struct type.
+var layouts sync.Map // reflect.Type -> *typedLayout
+
+// layoutOf is t's typedLayout.
+func layoutOf(t reflect.Type) *typedLayout {
+	if l, ok := layouts.Load(t); ok {
+		return l.(*typedLayout)
+	}
+	l := newLayout(t)
+	actual, _ := layouts.LoadOrStore(t, l)
+	return actual.(*typedLayout)
+}
+
+// newLayout scans t, a struct type: ok is false where the struct has a
+// field the converter would not give alike on its own (not a struct,
 // untagged, inline, omitzero, or with its own conversion: a MarshalJSON),
-// or a conversion fails: then withoutEqualFields and the whole conversion
-// do it.
-func convertTyped(b, a client.Object, keep func(string) bool) (bm, am map[string]any, ok bool) {
-	bv, av := reflect.ValueOf(b), reflect.ValueOf(a)
-	if bv.Type() != av.Type() || bv.Kind() != reflect.Pointer || bv.IsNil() || av.IsNil() || bv.Elem().Kind() != reflect.Struct {
-		return nil, nil, false
-	}
-	t := bv.Elem().Type()
+// or no embedded ObjectMeta.
+func newLayout(t reflect.Type) *typedLayout {
+	l := &typedLayout{meta: -1, typeMeta: -1, status: -1}
 	if value.TypeReflectEntryOf(t).CanConvertToUnstructured() {
-		return nil, nil, false
+		return l
 	}
-	var room [8]typedField
-	fields := room[:0]
-	meta, typeMeta := -1, -1
 	for i := range t.NumField() {
 		f := t.Field(i)
 		tag := f.Tag.Get("json")
 		name, opts, _ := strings.Cut(tag, ",")
 		switch {
 		case f.Anonymous && f.Type == objectMetaType && name == "metadata" && !strings.Contains(opts, "omitzero"):
-			meta = i
+			l.meta = i
 		case f.Anonymous && f.Type == typeMetaType && (tag == ",inline" || tag == ""):
 			// Inline either way: k8s.io/api v0.37 embeds it untagged.
-			typeMeta = i
+			l.typeMeta = i
 		case name == "-" && opts == "":
 			// never converted
 		case f.Anonymous || !f.IsExported() || name == "" || name == "-" || f.Type.Kind() != reflect.Struct ||
@@ -174,14 +184,42 @@ func convertTyped(b, a client.Object, keep func(string) bool) (bm, am map[string
 			// converter keeps the later one): leaving out the later one
 			// when equal would write the earlier one.
 			name == "metadata" || name == "apiVersion" || name == "kind" ||
-				slices.ContainsFunc(fields, func(g typedField) bool { return g.name == name }):
-			return nil, nil, false
+				slices.ContainsFunc(l.fields, func(g typedField) bool { return g.name == name }):
+			return l
 		default:
-			fields = append(fields, typedField{i: i, name: name, same: !keep(name) && sameField(bv, av, i)})
+			if name == "status" {
+				l.status = len(l.fields)
+			}
+			l.fields = append(l.fields, typedField{i: i, name: name})
 		}
 	}
-	if meta < 0 {
+	l.ok = l.meta >= 0
+	return l
+}
+
+// convertTyped is, for the Go structs b and a (pointers to structs of one
+// type), what withoutEqualFields and a whole conversion give, without
+// converting what they would convert only to find it equal: each
+// top-level field is converted on its own, and one equal in both (and not
+// kept) is left out of both maps, not converted to its zero value ({} for
+// a spec); so is the type meta when equal. ok is false where the type's
+// layout is not converted field by field (see newLayout), or a conversion
+// fails: then withoutEqualFields and the whole conversion do it.
+func convertTyped(b, a client.Object, keep func(string) bool) (bm, am map[string]any, ok bool) {
+	bv, av := reflect.ValueOf(b), reflect.ValueOf(a)
+	if bv.Type() != av.Type() || bv.Kind() != reflect.Pointer || bv.IsNil() || av.IsNil() || bv.Elem().Kind() != reflect.Struct {
 		return nil, nil, false
+	}
+	l := layoutOf(bv.Elem().Type())
+	if !l.ok {
+		return nil, nil, false
+	}
+	fields, meta, typeMeta := l.fields, l.meta, l.typeMeta
+	// Which fields are left out (equal in both, and not kept).
+	var room [8]bool
+	same := room[:0]
+	for _, f := range fields {
+		same = append(same, !keep(f.name) && sameField(bv, av, f.i))
 	}
 	// The metadata, as withoutSameMetadata leaves it (all of it but the
 	// managedFields when kept).
@@ -219,8 +257,8 @@ func convertTyped(b, a client.Object, keep func(string) bool) (bm, am map[string
 			return nil, err
 		}
 		m["metadata"] = c
-		for _, f := range fields {
-			if f.same {
+		for j, f := range fields {
+			if same[j] {
 				continue
 			}
 			if c, err = object.ToUnstructured(v.Elem().Field(f.i).Addr().Interface()); err != nil {

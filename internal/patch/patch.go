@@ -41,6 +41,9 @@ type Writer struct {
 	Reader client.Reader
 	// Sleep pauses between stale re-reads; nil: a timer that respects ctx.
 	Sleep func(ctx context.Context, d time.Duration) error
+	// engineOnly plans every write from maps, without direct writes (for
+	// the tests that compare the two).
+	engineOnly bool
 }
 
 // Result says what [Writer.Patch] did.
@@ -97,6 +100,10 @@ func Written(wrote []string, unsure bool) string {
 	return s
 }
 
+// errDirectPlan is a direct write that the plan from maps does not
+// confirm: a defect (TestDirectWritesAsThePlan).
+var errDirectPlan = errors.New("internal error: a direct write is not the write planned from maps")
+
 // unsureError is a write's error that did not come from the API server.
 type unsureError struct{ error }
 
@@ -121,16 +128,24 @@ func (w *Writer) Patch(ctx context.Context, before, obj client.Object, o Options
 	if unchanged(before, obj, o) {
 		return Result{}, nil // no JSON work for the common reconcile
 	}
-	bm, am, err := toMaps(before, obj, o)
-	if err != nil {
-		return Result{}, err
-	}
-	// plan takes a copy of the maps it deletes from apart; the state
-	// keeps the snapshot whole.
-	st := &state{m: bm, rv: before.GetResourceVersion(), uid: string(before.GetUID())}
-	parts, err := plan(bm, am, obj, o)
-	if err != nil {
-		return Result{}, err
+	st := &state{rv: before.GetResourceVersion(), uid: string(before.GetUID())}
+	var parts []*part
+	var fill func() error
+	if p := w.planDirect(before, obj, o); p != nil {
+		// The first attempt needs no maps; a later one plans them.
+		parts = []*part{p}
+		fill = func() error { return fillDirect(p, before, obj, st, o) }
+	} else {
+		bm, am, err := toMaps(before, obj, o)
+		if err != nil {
+			return Result{}, err
+		}
+		// plan takes a copy of the maps it deletes from apart; the state
+		// keeps the snapshot whole.
+		st.m = bm
+		if parts, err = plan(bm, am, obj, o); err != nil {
+			return Result{}, err
+		}
 	}
 	var res Result
 	var answer client.Object
@@ -138,7 +153,7 @@ func (w *Writer) Patch(ctx context.Context, before, obj client.Object, o Options
 		if p.merged {
 			continue
 		}
-		ans, gone, err := w.write(ctx, obj, st, p, o, &res)
+		ans, gone, err := w.write(ctx, obj, st, p, o, &res, fill)
 		if err != nil {
 			se := &StepError{Step: p.step(), Wrote: res.Wrote, Err: err}
 			var u unsureError

@@ -26,6 +26,15 @@ type part struct {
 	drops []mapDrop
 	// gen is the generation the change was computed from (the snapshot's).
 	gen int64
+	// A direct write (direct.go): first is the body of its first attempt,
+	// planned from the Go values, firstLock whether it sends a list, and
+	// firstBase the state a first status write is based on; diff, lists
+	// and drops are planned from maps only when a later attempt needs
+	// them (fillDirect).
+	direct    bool
+	first     map[string]any
+	firstLock bool
+	firstBase map[string]any
 }
 
 func (p *part) step() string {

@@ -32,24 +32,40 @@ func pauseBefore(i int) time.Duration {
 
 // write sends p, retrying on conflicts, and returns the API server's
 // answer (nil when there was nothing left to send), or gone.
-func (w *Writer) write(ctx context.Context, obj client.Object, st *state, p *part, o Options, res *Result) (client.Object, bool, error) {
+// A direct part (direct.go) sends its first body as planned, and is
+// planned from maps (fill) before any later attempt.
+func (w *Writer) write(ctx context.Context, obj client.Object, st *state, p *part, o Options, res *Result, fill func() error) (client.Object, bool, error) {
 	for attempt := 1; ; attempt++ {
-		latest, err := st.latest()
-		if err != nil {
-			return nil, false, err
+		var body, base map[string]any
+		var lists bool
+		if p.first != nil {
+			body, lists, base = p.first, p.firstLock, p.firstBase
+			p.first = nil
+		} else {
+			if p.direct {
+				if err := fill(); err != nil {
+					return nil, false, err
+				}
+				p.direct = false
+			}
+			latest, err := st.latest()
+			if err != nil {
+				return nil, false, err
+			}
+			var stale string
+			body, lists, stale, err = p.body(latest, o)
+			if err != nil {
+				return nil, false, err
+			}
+			if stale != "" {
+				res.Stale = stale
+				return nil, false, nil
+			}
+			if len(body) == 0 {
+				return nil, false, nil
+			}
+			base = latest
 		}
-		body, lists, stale, err := p.body(latest, o)
-		if err != nil {
-			return nil, false, err
-		}
-		if stale != "" {
-			res.Stale = stale
-			return nil, false, nil
-		}
-		if len(body) == 0 {
-			return nil, false, nil
-		}
-		base := latest
 		if st.uid != "" {
 			setPrecondition(body, "uid", st.uid)
 		}

@@ -1,0 +1,224 @@
+package patch
+
+import (
+	"reflect"
+	"sync"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/steadyk8s/steady/internal/object"
+)
+
+// A direct write is the first attempt of a write that plan and body give
+// from the Go values alone, without converting the snapshot and the object
+// to maps: the two writes that take a new object to its steady state.
+//
+//   - Finalizers: the object differs from the snapshot only in
+//     metadata.finalizers (finalizer.Handler adding one), with no option
+//     that touches status.
+//   - A first status: the snapshot's status is empty (the zero value of
+//     its Go type) and only status differs, or only observedGeneration is
+//     to be set (the Patcher's write on a new object).
+//
+// The body is the one plan and body would send on the snapshot
+// (TestDirectWritesAsThePlan compares them over random objects and
+// options); where anything is unusual (an unstructured object, a layout
+// convertTyped does not take, another field changed too, a removal of a
+// map, a list whose order alone changed, no body left) there is no direct
+// write and the engine plans as always. A later attempt (after a conflict,
+// or a status written with the object) is planned by the engine: fill.
+
+// zeroStatus is a Go type's zero status, converted once: what a first
+// status write is diffed against.
+type zeroStatus struct {
+	once sync.Once
+	// m is the converted zero status without its conditions (read only);
+	// nil where there is none to use: the conversion failed, or the zero
+	// value has conditions that are not null (plan would diff them as an
+	// ordinary field).
+	m map[string]any
+}
+
+// get converts t's zero value once.
+func (z *zeroStatus) get(t reflect.Type) map[string]any {
+	z.once.Do(func() {
+		m, err := object.ToUnstructured(reflect.New(t).Interface())
+		if err != nil {
+			return
+		}
+		if c, has := m["conditions"]; has {
+			if !object.IsNull(c) {
+				return
+			}
+			delete(m, "conditions")
+		}
+		z.m = m
+	})
+	return z.m
+}
+
+// planDirect returns the part for a direct write of the change from
+// before to obj, its first body set, or nil where the engine plans it.
+// Only the Go values are read.
+func (w *Writer) planDirect(before, obj client.Object, o Options) *part {
+	if w.engineOnly || len(o.ConditionLists) > 0 {
+		return nil
+	}
+	bv, av := reflect.ValueOf(before), reflect.ValueOf(obj)
+	if bv.Type() != av.Type() || bv.Kind() != reflect.Pointer || bv.IsNil() || av.IsNil() || bv.Elem().Kind() != reflect.Struct {
+		return nil
+	}
+	l := layoutOf(bv.Elem().Type())
+	if !l.ok {
+		return nil
+	}
+	bmd := bv.Elem().Field(l.meta).Addr().Interface().(*metav1.ObjectMeta)
+	amd := av.Elem().Field(l.meta).Addr().Interface().(*metav1.ObjectMeta)
+	finalizers, rest := object.MetaDiff(bmd, amd)
+	if rest {
+		return nil
+	}
+	statusSame := true
+	for j, f := range l.fields {
+		if sameField(bv, av, f.i) {
+			continue
+		}
+		if j != l.status {
+			return nil // the spec, or another field
+		}
+		statusSame = false
+	}
+	gen := bmd.Generation
+	switch {
+	case finalizers && statusSame && !o.ObservedGeneration && len(o.OwnedConditions) == 0:
+		return directFinalizers(bmd.Finalizers, amd.Finalizers, gen)
+	case !finalizers && l.status >= 0 && (!statusSame || o.ObservedGeneration):
+		st := bv.Elem().Field(l.fields[l.status].i)
+		if !st.IsZero() {
+			return nil
+		}
+		zero := l.zero.get(st.Type())
+		if zero == nil {
+			return nil
+		}
+		return directStatus(zero, av.Elem().Field(l.fields[l.status].i).Addr().Interface(), gen, o)
+	}
+	return nil
+}
+
+// stringList is a string list as a JSON list (nil for an empty one, which
+// the converter omits).
+func stringList(s []string) []any {
+	if len(s) == 0 {
+		return nil
+	}
+	out := make([]any, len(s))
+	for i, v := range s {
+		out[i] = v
+	}
+	return out
+}
+
+// directFinalizers is the finalizers' write: the list rebased on the
+// snapshot's (which is what the live object has on the first attempt),
+// locked.
+func directFinalizers(before, after []string, gen int64) *part {
+	l := list{path: finalizersPath, key: stringKey, before: stringList(before), after: stringList(after)}
+	if !l.changed() {
+		return nil
+	}
+	out, _ := l.rebase(l.before, gen)
+	if equalList(out, l.before) || sameEntries(out, l.before, l.key) {
+		return nil // an order alone: no write, as body has it
+	}
+	var v any
+	if len(out) > 0 {
+		v = out
+	}
+	return &part{gen: gen, first: map[string]any{"metadata": map[string]any{"finalizers": v}}, firstLock: true, direct: true}
+}
+
+// directStatus is the first status write: the object's status (after, a
+// pointer to it) diffed against zero, the converted zero status, its
+// conditions added as a list; locked on the resourceVersion as every
+// status write is.
+func directStatus(zero map[string]any, after any, gen int64, o Options) *part {
+	a, err := object.ToUnstructured(after)
+	if err != nil {
+		return nil
+	}
+	if o.ObservedGeneration {
+		a["observedGeneration"] = gen
+	}
+	var conds []any
+	if c, has := a["conditions"]; has {
+		list, isList := c.([]any)
+		if !isList && !object.IsNull(c) {
+			return nil // not a list there: plan diffs it as a field
+		}
+		conds = list
+		delete(a, "conditions")
+	}
+	snap := map[string]any{"status": zero}
+	body, err := mergeDiff(snap, map[string]any{"status": a})
+	if err != nil || object.CheckJSON(body) != nil {
+		return nil
+	}
+	var drops part
+	if drops.collectDrops(body, snap, nil); len(drops.drops) > 0 {
+		return nil
+	}
+	lock := false
+	l := list{path: conditionsPath, key: typeKey, owned: ownedSet(o.OwnedConditions), conditions: true, after: conds}
+	if l.changed() || l.hasOwned() {
+		out, _ := l.rebase(nil, gen)
+		if !equalList(out, nil) {
+			if err := setList(body, snap, out, conditionsPath); err != nil {
+				return nil
+			}
+			lock = true
+		}
+	}
+	dropApplied(body, snap)
+	if len(body) == 0 {
+		return nil
+	}
+	return &part{status: true, gen: gen, first: body, firstLock: lock, direct: true,
+		firstBase: map[string]any{"status": map[string]any{}}}
+}
+
+// ownedSet is the set of owned condition types (nil for none).
+func ownedSet(types []string) map[string]bool {
+	if len(types) == 0 {
+		return nil
+	}
+	owned := make(map[string]bool, len(types))
+	for _, t := range types {
+		owned[t] = true
+	}
+	return owned
+}
+
+// fillDirect plans p, a direct write, from maps, as Patch plans any
+// write, for the attempts after its first (st: the state of the write; a
+// snapshot map for it where no answer or re-read replaced it).
+func fillDirect(p *part, before, obj client.Object, st *state, o Options) error {
+	bm, am, err := toMaps(before, obj, o)
+	if err != nil {
+		return err
+	}
+	parts, err := plan(bm, am, obj, o)
+	if err != nil {
+		return err
+	}
+	if len(parts) != 1 || parts[0].status != (p.status || p.fallback) || parts[0].rest != nil {
+		return errDirectPlan
+	}
+	q := parts[0]
+	p.diff, p.lists, p.drops, p.gen = q.diff, q.lists, q.drops, q.gen
+	if st.m == nil && st.obj == nil {
+		st.m = bm
+	}
+	return nil
+}
