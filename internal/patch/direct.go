@@ -58,26 +58,30 @@ func (z *zeroStatus) get(t reflect.Type) map[string]any {
 	return z.m
 }
 
-// planDirect returns the part for a direct write of the change from
-// before to obj, its first body set, or nil where the engine plans it.
-// Only the Go values are read.
-func (w *Writer) planDirect(before, obj client.Object, o Options) *part {
+// planDirect compares the Go values of before and obj (only reads them)
+// and returns the part for a direct write of the change, its first body
+// set; same where they are equal, and with ObservedGeneration the
+// observedGeneration is current, as unchanged has it. compared is false where
+// it could not tell (an unstructured object, a layout convertTyped does
+// not take): unchanged and the engine decide. Else, with neither a part
+// nor same, the engine plans the write.
+func (w *Writer) planDirect(before, obj client.Object, o Options) (p *part, compared, same bool) {
 	if w.engineOnly || len(o.ConditionLists) > 0 {
-		return nil
+		return nil, false, false
 	}
 	bv, av := reflect.ValueOf(before), reflect.ValueOf(obj)
 	if bv.Type() != av.Type() || bv.Kind() != reflect.Pointer || bv.IsNil() || av.IsNil() || bv.Elem().Kind() != reflect.Struct {
-		return nil
+		return nil, false, false
 	}
 	l := layoutOf(bv.Elem().Type())
 	if !l.ok {
-		return nil
+		return nil, false, false
 	}
 	bmd := bv.Elem().Field(l.meta).Addr().Interface().(*metav1.ObjectMeta)
 	amd := av.Elem().Field(l.meta).Addr().Interface().(*metav1.ObjectMeta)
 	finalizers, rest := object.MetaDiff(bmd, amd)
 	if rest {
-		return nil
+		return nil, true, false
 	}
 	statusSame := true
 	for j, f := range l.fields {
@@ -85,26 +89,39 @@ func (w *Writer) planDirect(before, obj client.Object, o Options) *part {
 			continue
 		}
 		if j != l.status {
-			return nil // the spec, or another field
+			return nil, true, false // the spec, or another field
 		}
 		statusSame = false
+	}
+	// Same as unchanged has it: the type meta and the managedFields too,
+	// which no write sends (where only they differ, the engine decides, as
+	// before direct writes: it writes an observedGeneration of 0 that the
+	// converter omitted).
+	if !finalizers && statusSame && (l.typeMeta < 0 || sameField(bv, av, l.typeMeta)) &&
+		reflect.DeepEqual(&bmd.ManagedFields, &amd.ManagedFields) {
+		if !o.ObservedGeneration {
+			return nil, true, true
+		}
+		if og, ok := observedGeneration(obj); ok && og == obj.GetGeneration() {
+			return nil, true, true
+		}
 	}
 	gen := bmd.Generation
 	switch {
 	case finalizers && statusSame && !o.ObservedGeneration && len(o.OwnedConditions) == 0:
-		return directFinalizers(bmd.Finalizers, amd.Finalizers, gen)
-	case !finalizers && l.status >= 0 && (!statusSame || o.ObservedGeneration):
+		return directFinalizers(bmd.Finalizers, amd.Finalizers, gen), true, false
+	case !finalizers && l.status >= 0:
 		st := bv.Elem().Field(l.fields[l.status].i)
 		if !st.IsZero() {
-			return nil
+			return nil, true, false
 		}
 		zero := l.zero.get(st.Type())
 		if zero == nil {
-			return nil
+			return nil, true, false
 		}
-		return directStatus(zero, av.Elem().Field(l.fields[l.status].i).Addr().Interface(), gen, o)
+		return directStatus(zero, av.Elem().Field(l.fields[l.status].i).Addr().Interface(), gen, o), true, false
 	}
-	return nil
+	return nil, true, false
 }
 
 // stringList is a string list as a JSON list (nil for an empty one, which

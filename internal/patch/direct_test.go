@@ -247,18 +247,41 @@ func randomPair(seed uint64, rng *rand.Rand) (client.Object, client.Object) {
 // is for (a finalizer added, a first status) often enough for the
 // comparison to mean something.
 func TestDirectWritesAsThePlan(t *testing.T) {
-	var finalizers, statuses, declined int
+	var finalizers, statuses, declined, unchangedCases int
 	for seed := range uint64(12000) {
 		rng := rand.New(rand.NewPCG(seed, 13))
 		before, after := randomPair(seed, rng)
 		o := randomOptions(rng)
-		if unchanged(before, after, o) {
-			continue
-		}
 		b0, a0 := before.DeepCopyObject(), after.DeepCopyObject()
-		p := (&Writer{}).planDirect(before, after, o)
+		p, compared, same := (&Writer{}).planDirect(before, after, o)
 		if !reflect.DeepEqual(before.DeepCopyObject(), b0) || !reflect.DeepEqual(after.DeepCopyObject(), a0) {
 			t.Fatalf("seed %d: planDirect changed an object", seed)
+		}
+		if !compared {
+			if len(o.ConditionLists) == 0 {
+				t.Fatalf("seed %d: planDirect did not compare a %T", seed, before)
+			}
+			declined++
+			continue
+		}
+		bm, am, err := toMaps(before, after, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		parts, err := plan(bm, am, after, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if same {
+			// Nothing to write: as unchanged has it.
+			unchangedCases++
+			if !unchanged(before, after, o) {
+				t.Fatalf("seed %d: planDirect found nothing to write, unchanged something", seed)
+			}
+			continue
+		}
+		if unchanged(before, after, o) {
+			t.Fatalf("seed %d: unchanged found nothing to write, planDirect something", seed)
 		}
 		if p == nil {
 			declined++
@@ -268,14 +291,6 @@ func TestDirectWritesAsThePlan(t *testing.T) {
 			statuses++
 		} else {
 			finalizers++
-		}
-		bm, am, err := toMaps(before, after, o)
-		if err != nil {
-			t.Fatal(err)
-		}
-		parts, err := plan(bm, am, after, o)
-		if err != nil {
-			t.Fatal(err)
 		}
 		if len(parts) != 1 || parts[0].status != p.status {
 			t.Fatalf("seed %d: direct %s write, the plan has %d parts", seed, p.step(), len(parts))
@@ -297,9 +312,9 @@ func TestDirectWritesAsThePlan(t *testing.T) {
 			t.Fatalf("seed %d: filled, the part's body is %s, want %s (%v)", seed, js2(again), js2(body), err)
 		}
 	}
-	t.Logf("direct finalizer writes %d, direct status writes %d, declined %d", finalizers, statuses, declined)
-	if finalizers < 200 || statuses < 200 || declined < 200 {
-		t.Fatalf("too few cases of a kind: %d finalizer, %d status, %d declined", finalizers, statuses, declined)
+	t.Logf("direct finalizer writes %d, direct status writes %d, nothing to write %d, declined %d", finalizers, statuses, unchangedCases, declined)
+	if finalizers < 200 || statuses < 200 || declined < 200 || unchangedCases < 200 {
+		t.Fatalf("too few cases of a kind: %d finalizer, %d status, %d nothing to write, %d declined", finalizers, statuses, unchangedCases, declined)
 	}
 }
 
@@ -384,7 +399,8 @@ func TestDirectPatchesAsTheEngine(t *testing.T) {
 			}
 			return c.Get(ctx, key, obj)
 		})
-		planned := w.planDirect(before, after, o) != nil
+		p, _, same := w.planDirect(before, after, o)
+		planned := p != nil || same
 		res, err := w.Patch(context.Background(), before, after, o)
 		out := outcome{bodies: s.bodies, gets: gets, stored: s.stored, res: fmt.Sprintf("gone=%v wrote=%v stale=%q", res.Gone, res.Wrote, res.Stale), planned: planned}
 		if err != nil {

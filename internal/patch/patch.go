@@ -125,13 +125,14 @@ func (w *Writer) Patch(ctx context.Context, before, obj client.Object, o Options
 				before.GetResourceVersion(), rv)}, nil
 		}
 	}
-	if unchanged(before, obj, o) {
+	p, compared, same := w.planDirect(before, obj, o)
+	if same || !compared && unchanged(before, obj, o) {
 		return Result{}, nil // no JSON work for the common reconcile
 	}
 	st := &state{rv: before.GetResourceVersion(), uid: string(before.GetUID())}
 	var parts []*part
 	var fill func() error
-	if p := w.planDirect(before, obj, o); p != nil {
+	if p != nil {
 		// The first attempt needs no maps; a later one plans them.
 		parts = []*part{p}
 		fill = func() error { return fillDirect(p, before, obj, st, o) }
