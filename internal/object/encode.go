@@ -34,6 +34,19 @@ func MarshalJSON(v any) ([]byte, error) {
 	return out, nil
 }
 
+// AppendJSON appends [MarshalJSON]'s encoding of v to b (b as it was, and
+// json.Marshal's error, where that refuses v).
+func AppendJSON(b []byte, v any) ([]byte, error) {
+	if out, ok := appendJSON(b, v, 0); ok {
+		return out, nil
+	}
+	js, err := json.Marshal(v)
+	if err != nil {
+		return b, err
+	}
+	return append(b, js...), nil
+}
+
 // maxPooledBuffer bounds the buffers kept for the next encoding: a rare
 // large object does not pin its buffer.
 const maxPooledBuffer = 64 << 10

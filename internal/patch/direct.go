@@ -2,6 +2,7 @@ package patch
 
 import (
 	"reflect"
+	"slices"
 	"sync"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -138,22 +139,41 @@ func stringList(s []string) []any {
 }
 
 // directFinalizers is the finalizers' write: the list rebased on the
-// snapshot's (which is what the live object has on the first attempt),
-// locked.
+// snapshot's (which is what the live object has on the first attempt):
+// after's entries, each once, in after's order; locked.
 func directFinalizers(before, after []string, gen int64) *part {
 	l := list{path: finalizersPath, key: stringKey, before: stringList(before), after: stringList(after)}
 	if !l.changed() {
 		return nil
 	}
-	out, _ := l.rebase(l.before, gen)
+	out := firstByKey(l.after, l.key)
 	if equalList(out, l.before) || sameEntries(out, l.before, l.key) {
 		return nil // an order alone: no write, as body has it
 	}
-	var v any
+	p := &part{gen: gen, direct: true, first: true, firstLock: true}
 	if len(out) > 0 {
-		v = out
+		p.finalizers = out
 	}
-	return &part{gen: gen, first: map[string]any{"metadata": map[string]any{"finalizers": v}}, firstLock: true, direct: true}
+	return p
+}
+
+// firstByKey is items without the entries whose key an earlier entry
+// has: what rebase makes of a list where the snapshot's was empty, or held
+// only entries that items keeps (every entry is then ours, or the
+// snapshot's own).
+func firstByKey(items []any, key func(any) string) []any {
+	out := make([]any, 0, len(items))
+	var room [8]string
+	keys := room[:0]
+	for _, it := range items {
+		k := key(it)
+		if slices.Contains(keys, k) {
+			continue
+		}
+		keys = append(keys, k)
+		out = append(out, it)
+	}
+	return out
 }
 
 // directStatus is the first status write: the object's status (after, a
@@ -178,8 +198,16 @@ func directStatus(zero map[string]any, after any, gen int64, o Options) *part {
 		delete(a, "conditions")
 	}
 	snap := map[string]any{"status": zero}
-	body, err := mergeDiff(snap, map[string]any{"status": a})
-	if err != nil || object.CheckJSON(body) != nil {
+	var body map[string]any
+	if len(zero) == 0 {
+		// What mergeDiff gives against nothing, without copying a, which
+		// is this call's own.
+		body = map[string]any{"status": a}
+		prune(body, snap)
+	} else if body, err = mergeDiff(snap, map[string]any{"status": a}); err != nil {
+		return nil
+	}
+	if object.CheckJSON(body) != nil {
 		return nil
 	}
 	var drops part
@@ -189,8 +217,7 @@ func directStatus(zero map[string]any, after any, gen int64, o Options) *part {
 	lock := false
 	l := list{path: conditionsPath, key: typeKey, owned: ownedSet(o.OwnedConditions), conditions: true, after: conds}
 	if l.changed() || l.hasOwned() {
-		out, _ := l.rebase(nil, gen)
-		if !equalList(out, nil) {
+		if out := firstByKey(conds, l.key); len(out) > 0 {
 			if err := setList(body, snap, out, conditionsPath); err != nil {
 				return nil
 			}
@@ -198,11 +225,60 @@ func directStatus(zero map[string]any, after any, gen int64, o Options) *part {
 		}
 	}
 	dropApplied(body, snap)
-	if len(body) == 0 {
+	sb, _ := body["status"].(map[string]any)
+	if len(body) != 1 || len(sb) == 0 {
 		return nil
 	}
-	return &part{status: true, gen: gen, first: body, firstLock: lock, direct: true,
-		firstBase: map[string]any{"status": map[string]any{}}}
+	return &part{status: true, gen: gen, direct: true, first: true, firstLock: lock, statusBody: sb}
+}
+
+// emptyStatusBase is Result.StatusBase for a first status write: the
+// snapshot had no status (shared: only read).
+var emptyStatusBase = map[string]any{"status": map[string]any{}}
+
+// encodeFirst is the body of p's first attempt: its finalizers or its
+// status, with the preconditions: uid where not empty, and resourceVersion
+// rv where lockRV; the bytes MarshalJSON gives the body as a map.
+func (p *part) encodeFirst(uid, rv string, lockRV bool) ([]byte, error) {
+	b := make([]byte, 0, 256)
+	b = append(b, '{')
+	var err error
+	if meta := !p.status || lockRV || uid != ""; meta {
+		b = append(b, `"metadata":{`...)
+		n := 0
+		field := func(name string, v any) {
+			if err != nil {
+				return
+			}
+			if n > 0 {
+				b = append(b, ',')
+			}
+			n++
+			b = append(append(append(b, '"'), name...), `":`...)
+			b, err = object.AppendJSON(b, v)
+		}
+		if !p.status {
+			field("finalizers", p.finalizers)
+		}
+		if lockRV {
+			field("resourceVersion", rv)
+		}
+		if uid != "" {
+			field("uid", uid)
+		}
+		b = append(b, '}')
+		if p.status {
+			b = append(b, ',')
+		}
+	}
+	if p.status && err == nil {
+		b = append(b, `"status":`...)
+		b, err = object.AppendJSON(b, p.statusBody)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return append(b, '}'), nil
 }
 
 // ownedSet is the set of owned condition types (nil for none).

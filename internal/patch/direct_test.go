@@ -72,6 +72,71 @@ func (o *oddObj) DeepCopyObject() runtime.Object {
 	return &c
 }
 
+// sparseObj's zero status converts to an empty map (every field
+// omitempty) while a status set may hold an empty object (a pointer to a
+// struct of omitted fields), which the diff prunes.
+type sparseObj struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+	Status            sparseStatus `json:"status,omitempty"`
+}
+
+type sparseStatus struct {
+	Extra      *sparseExtra       `json:"extra,omitempty"`
+	Phase      string             `json:"phase,omitempty"`
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+type sparseExtra struct {
+	Note string            `json:"note,omitempty"`
+	Tags map[string]string `json:"tags,omitempty"`
+	Deep *sparseExtra      `json:"deep,omitempty"`
+}
+
+func (o *sparseObj) DeepCopyObject() runtime.Object {
+	c := *o
+	o.ObjectMeta.DeepCopyInto(&c.ObjectMeta)
+	var cp func(e *sparseExtra) *sparseExtra
+	cp = func(e *sparseExtra) *sparseExtra {
+		if e == nil {
+			return nil
+		}
+		out := *e
+		out.Tags = cloneMap(e.Tags)
+		out.Deep = cp(e.Deep)
+		return &out
+	}
+	c.Status.Extra = cp(o.Status.Extra)
+	if c.Status.Conditions != nil {
+		c.Status.Conditions = append([]metav1.Condition{}, c.Status.Conditions...)
+	}
+	return &c
+}
+
+func randomSparsePair(rng *rand.Rand) (client.Object, client.Object) {
+	before := &sparseObj{TypeMeta: metav1.TypeMeta{APIVersion: "test.steady.dev/v1", Kind: "Sparse"}, ObjectMeta: randomMeta(rng)}
+	if rng.IntN(4) == 0 {
+		before.Status.Phase = "Old"
+	}
+	after := before.DeepCopyObject().(*sparseObj)
+	if rng.IntN(2) == 0 {
+		changeMeta(rng, &after.ObjectMeta)
+	}
+	if rng.IntN(2) == 0 {
+		s := &after.Status
+		s.Conditions = randomConditions(rng)
+		switch rng.IntN(4) {
+		case 0:
+			s.Extra = &sparseExtra{}
+		case 1:
+			s.Extra = &sparseExtra{Tags: map[string]string{}, Deep: &sparseExtra{}}
+		case 2:
+			s.Extra = &sparseExtra{Note: "n", Deep: &sparseExtra{Tags: map[string]string{"a": "b"}}}
+		}
+	}
+	return before, after
+}
+
 func cloneMap[V any](m map[string]V) map[string]V {
 	if m == nil {
 		return nil
@@ -230,13 +295,16 @@ func randomOddPair(rng *rand.Rand) (client.Object, client.Object) {
 	return before, after
 }
 
-// randomPair is a random snapshot and changed object: a Widget for even
-// seeds, an oddObj for odd ones.
+// randomPair is a random snapshot and changed object: a Widget, an oddObj
+// or a sparseObj, by seed.
 func randomPair(seed uint64, rng *rand.Rand) (client.Object, client.Object) {
-	if seed%2 == 0 {
+	switch seed % 3 {
+	case 0:
 		return randomWidgetPair(rng)
+	case 1:
+		return randomOddPair(rng)
 	}
-	return randomOddPair(rng)
+	return randomSparsePair(rng)
 }
 
 // TestDirectWritesAsThePlan: wherever planDirect plans a direct write, it
@@ -299,8 +367,9 @@ func TestDirectWritesAsThePlan(t *testing.T) {
 		if err != nil || stale != "" {
 			t.Fatalf("seed %d: the plan's body: %v, stale %q", seed, err, stale)
 		}
-		if !object.EqualJSON(p.first, body) || p.firstLock != lock {
-			t.Fatalf("seed %d (%T, %+v): direct %s lock=%v, plan %s lock=%v", seed, before, o, js2(p.first), p.firstLock, js2(body), lock)
+		first := firstBody(t, p)
+		if !object.EqualJSON(first, body) || p.firstLock != lock {
+			t.Fatalf("seed %d (%T, %+v): direct %s lock=%v, plan %s lock=%v", seed, before, o, js2(first), p.firstLock, js2(body), lock)
 		}
 		// And filled from maps, the part plans what the plan does.
 		st := &state{}
@@ -316,6 +385,30 @@ func TestDirectWritesAsThePlan(t *testing.T) {
 	if finalizers < 200 || statuses < 200 || declined < 200 || unchangedCases < 200 {
 		t.Fatalf("too few cases of a kind: %d finalizer, %d status, %d nothing to write, %d declined", finalizers, statuses, unchangedCases, declined)
 	}
+}
+
+// firstBody is the body of p's first attempt without preconditions, as
+// a map; and with them, it is that body with them set, byte for byte as
+// MarshalJSON encodes it.
+func firstBody(t *testing.T, p *part) map[string]any {
+	t.Helper()
+	data, err := p.encodeFirst("", "", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := js(string(data))
+	withPre := runtime.DeepCopyJSON(body)
+	setPrecondition(withPre, "uid", "u\"1")
+	setPrecondition(withPre, "resourceVersion", "7")
+	want, err := object.MarshalJSON(withPre)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := p.encodeFirst("u\"1", "7", true)
+	if err != nil || string(got) != string(want) {
+		t.Fatalf("encoded with preconditions: %s, %v; want %s", got, err, want)
+	}
+	return body
 }
 
 func js2(m map[string]any) string {

@@ -26,15 +26,14 @@ type part struct {
 	drops []mapDrop
 	// gen is the generation the change was computed from (the snapshot's).
 	gen int64
-	// A direct write (direct.go): first is the body of its first attempt,
-	// planned from the Go values, firstLock whether it sends a list, and
-	// firstBase the state a first status write is based on; diff, lists
-	// and drops are planned from maps only when a later attempt needs
-	// them (fillDirect).
-	direct    bool
-	first     map[string]any
-	firstLock bool
-	firstBase map[string]any
+	// A direct write (direct.go): first is set until its first attempt,
+	// which sends the finalizers (the main part) or the status (the status
+	// part) planned from the Go values, locked on the resourceVersion with
+	// firstLock; diff, lists and drops are planned from maps only when a
+	// later attempt needs them (fillDirect).
+	direct, first, firstLock bool
+	finalizers               any // a list, or nil: null
+	statusBody               map[string]any
 }
 
 func (p *part) step() string {

@@ -36,11 +36,18 @@ func pauseBefore(i int) time.Duration {
 // planned from maps (fill) before any later attempt.
 func (w *Writer) write(ctx context.Context, obj client.Object, st *state, p *part, o Options, res *Result, fill func() error) (client.Object, bool, error) {
 	for attempt := 1; ; attempt++ {
-		var body, base map[string]any
-		var lists bool
-		if p.first != nil {
-			body, lists, base = p.first, p.firstLock, p.firstBase
-			p.first = nil
+		var data []byte
+		var base map[string]any
+		if p.first {
+			// The status subresource takes metadata from the stored
+			// object, so a uid in its patch is never compared: only a
+			// resourceVersion lock keeps a status write off an object
+			// recreated under the name.
+			var err error
+			if data, err = p.encodeFirst(st.uid, st.rv, p.firstLock || o.OptimisticLock || (p.status && st.uid != "")); err != nil {
+				return nil, false, err
+			}
+			base, p.first = emptyStatusBase, false
 		} else {
 			if p.direct {
 				if err := fill(); err != nil {
@@ -52,8 +59,7 @@ func (w *Writer) write(ctx context.Context, obj client.Object, st *state, p *par
 			if err != nil {
 				return nil, false, err
 			}
-			var stale string
-			body, lists, stale, err = p.body(latest, o)
+			body, lists, stale, err := p.body(latest, o)
 			if err != nil {
 				return nil, false, err
 			}
@@ -65,22 +71,20 @@ func (w *Writer) write(ctx context.Context, obj client.Object, st *state, p *par
 				return nil, false, nil
 			}
 			base = latest
-		}
-		if st.uid != "" {
-			setPrecondition(body, "uid", st.uid)
-		}
-		// The status subresource takes metadata from the stored object, so
-		// a uid in its patch is never compared: only a resourceVersion lock
-		// keeps a status write off an object recreated under the name.
-		if lists || o.OptimisticLock || (p.status && st.uid != "") {
-			setPrecondition(body, "resourceVersion", st.rv)
-		}
-		data, err := object.MarshalJSON(body)
-		if err != nil {
-			return nil, false, err
+			if st.uid != "" {
+				setPrecondition(body, "uid", st.uid)
+			}
+			// As above.
+			if lists || o.OptimisticLock || (p.status && st.uid != "") {
+				setPrecondition(body, "resourceVersion", st.rv)
+			}
+			if data, err = object.MarshalJSON(body); err != nil {
+				return nil, false, err
+			}
 		}
 		target := object.EmptyLike(obj)
 		patch := client.RawPatch(types.MergePatchType, data)
+		var err error
 		if p.status {
 			err = w.Client.Status().Patch(ctx, target, patch)
 		} else {
