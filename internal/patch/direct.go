@@ -240,8 +240,14 @@ var emptyStatusBase = map[string]any{"status": map[string]any{}}
 // status, with the preconditions: uid where not empty, and resourceVersion
 // rv where lockRV; the bytes MarshalJSON gives the body as a map.
 func (p *part) encodeFirst(uid, rv string, lockRV bool) ([]byte, error) {
-	b := make([]byte, 0, 256)
-	b = append(b, '{')
+	// Encoded into a pooled buffer, and copied out at its size.
+	bp := firstBuffers.Get().(*[]byte)
+	defer func() {
+		if cap(*bp) <= maxPooledBuffer {
+			firstBuffers.Put(bp)
+		}
+	}()
+	b := append((*bp)[:0], '{')
 	var err error
 	if meta := !p.status || lockRV || uid != ""; meta {
 		b = append(b, `"metadata":{`...)
@@ -275,11 +281,18 @@ func (p *part) encodeFirst(uid, rv string, lockRV bool) ([]byte, error) {
 		b = append(b, `"status":`...)
 		b, err = object.AppendJSON(b, p.statusBody)
 	}
+	*bp = b
 	if err != nil {
 		return nil, err
 	}
-	return append(b, '}'), nil
+	return slices.Clone(append(b, '}')), nil
 }
+
+// firstBuffers are encodeFirst's buffers; one larger than maxPooledBuffer
+// (a rare large status) is not kept.
+var firstBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
+
+const maxPooledBuffer = 64 << 10
 
 // ownedSet is the set of owned condition types (nil for none).
 func ownedSet(types []string) map[string]bool {
