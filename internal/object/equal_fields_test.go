@@ -134,6 +134,13 @@ func TestObjectMetaFieldsAreCompared(t *testing.T) {
 	if !slices.Equal(fields, compared) {
 		t.Errorf("ObjectMeta's fields are %v; equalMetaButManagedFields compares %v", fields, compared)
 	}
+	fields = nil
+	for f := range reflect.TypeFor[metav1.OwnerReference]().Fields() {
+		fields = append(fields, f.Name)
+	}
+	if want := []string{"APIVersion", "Kind", "Name", "UID", "Controller", "BlockOwnerDeletion"}; !slices.Equal(fields, want) {
+		t.Errorf("OwnerReference's fields are %v; equalOwners compares %v", fields, want)
+	}
 }
 
 // TestEqualAgreesOnEveryMetadataField: one change to each field of the
@@ -142,6 +149,7 @@ func TestObjectMetaFieldsAreCompared(t *testing.T) {
 func TestEqualAgreesOnEveryMetadataField(t *testing.T) {
 	grace := int64(30)
 	now := metav1.Unix(5, 0)
+	yes, no := true, false
 	changes := map[string]func(*metav1.ObjectMeta){
 		"none":                       func(*metav1.ObjectMeta) {},
 		"name":                       func(m *metav1.ObjectMeta) { m.Name = "b" },
@@ -166,6 +174,14 @@ func TestEqualAgreesOnEveryMetadataField(t *testing.T) {
 		"finalizers order":           func(m *metav1.ObjectMeta) { m.Finalizers = []string{"y/g", "x/f"} },
 		"ownerReferences empty":      func(m *metav1.ObjectMeta) { m.OwnerReferences = []metav1.OwnerReference{} },
 		"ownerReferences":            func(m *metav1.ObjectMeta) { m.OwnerReferences = []metav1.OwnerReference{{Name: "o"}} },
+		"owner controller":           func(m *metav1.ObjectMeta) { m.OwnerReferences = []metav1.OwnerReference{{Name: "o", Controller: &yes}} },
+		"owner not controller":       func(m *metav1.ObjectMeta) { m.OwnerReferences = []metav1.OwnerReference{{Name: "o", Controller: &no}} },
+		"owner blocks":               func(m *metav1.ObjectMeta) { m.OwnerReferences = []metav1.OwnerReference{{Name: "o", BlockOwnerDeletion: &yes}} },
+		"owner uid":                  func(m *metav1.ObjectMeta) { m.OwnerReferences = []metav1.OwnerReference{{Name: "o", UID: "x"}} },
+		"owner kind":                 func(m *metav1.ObjectMeta) { m.OwnerReferences = []metav1.OwnerReference{{Name: "o", Kind: "K", APIVersion: "v1"}} },
+		"owners two":                 func(m *metav1.ObjectMeta) { m.OwnerReferences = []metav1.OwnerReference{{Name: "o"}, {Name: "p"}} },
+		"deletionTimestamp other":    func(m *metav1.ObjectMeta) { later := metav1.Unix(6, 0); m.DeletionTimestamp = &later },
+		"grace other":                func(m *metav1.ObjectMeta) { g := int64(5); m.DeletionGracePeriodSeconds = &g },
 		"managedFields empty":        func(m *metav1.ObjectMeta) { m.ManagedFields = []metav1.ManagedFieldsEntry{} },
 	}
 	base := func() *floaty {
