@@ -7,10 +7,6 @@ import (
 	"reflect"
 	"strings"
 	"testing"
-	"time"
-
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -353,78 +349,22 @@ func foreignChange(rng *rand.Rand, m map[string]any) {
 // a status subresource, and a re-read that finds the object gone; over
 // random objects, changes and options.
 func TestDirectPatchesAsTheEngine(t *testing.T) {
-	type outcome struct {
-		bodies  []string
-		gets    int
-		stored  map[string]any
-		obj     map[string]any
-		res     string
-		base    any
-		err     string
-		planned bool
-	}
-	run := func(seed uint64, engineOnly bool) outcome {
-		rng := rand.New(rand.NewPCG(seed, 17))
-		before, after := randomPair(seed, rng)
-		o := randomOptions(rng)
-		stored, err := object.ToMap(before)
-		if err != nil {
-			t.Fatal(err)
-		}
-		s := &mapServer{stored: stored, rv: 7, noStatus: rng.IntN(4) == 0, conflicts: rng.IntN(3)}
-		s.other = func(m map[string]any) { foreignChange(rng, m) }
-		gone := rng.IntN(10) == 0
-		gets := 0
-		c := s.client()
-		w := Writer{Client: c, Sleep: func(context.Context, time.Duration) error { return nil }, engineOnly: engineOnly}
-		w.Reader = readerFunc(func(ctx context.Context, key client.ObjectKey, obj client.Object) error {
-			gets++
-			if gone {
-				return apierrors.NewNotFound(schema.GroupResource{Resource: "things"}, key.Name)
-			}
-			return c.Get(ctx, key, obj)
-		})
-		planned := w.planDirect(before, after, o) != nil
-		res, err := w.Patch(context.Background(), before, after, o)
-		out := outcome{bodies: s.bodies, gets: gets, stored: s.stored, res: fmt.Sprintf("gone=%v wrote=%v stale=%q", res.Gone, res.Wrote, res.Stale), planned: planned}
-		if err != nil {
-			out.err = err.Error()
-		}
-		if res.StatusBase != nil {
-			out.base = nested(res.StatusBase, conditionsPath)
-		}
-		if out.obj, err = object.ToMap(after); err != nil {
-			t.Fatal(err)
-		}
-		return out
+	run := func(seed uint64, engineOnly bool) patchOutcome {
+		pair := func(rng *rand.Rand) (client.Object, client.Object) { return randomPair(seed, rng) }
+		return patchOnce(t, rand.New(rand.NewPCG(seed, 17)), pair, false, engineOnly)
 	}
 	var direct, conflicted, noStatus int
 	for seed := range uint64(800) {
-		got, want := run(seed, false), run(seed, true)
+		got := run(seed, false)
 		if !got.planned {
 			continue
 		}
+		want := run(seed, true)
 		direct++
 		if len(want.bodies) > 1 {
 			conflicted++
 		}
-		if len(got.bodies) != len(want.bodies) {
-			t.Fatalf("seed %d: direct sent %d bodies, the engine %d:\n%v\n%v", seed, len(got.bodies), len(want.bodies), got.bodies, want.bodies)
-		}
-		for i := range got.bodies {
-			if !object.EqualJSON(js(got.bodies[i]), js(want.bodies[i])) {
-				t.Fatalf("seed %d: body %d: direct %s, engine %s", seed, i, got.bodies[i], want.bodies[i])
-			}
-		}
-		if got.gets != want.gets || got.res != want.res || got.err != want.err {
-			t.Fatalf("seed %d: direct %d reads, %s, %q; engine %d reads, %s, %q", seed, got.gets, got.res, got.err, want.gets, want.res, want.err)
-		}
-		if !object.EqualJSON(got.stored, want.stored) || !object.EqualJSON(got.obj, want.obj) {
-			t.Fatalf("seed %d: stored or the caller's object differ:\n%v\n%v\n%v\n%v", seed, got.stored, want.stored, got.obj, want.obj)
-		}
-		if !object.EqualJSON(got.base, want.base) {
-			t.Fatalf("seed %d: StatusBase's conditions: direct %v, engine %v", seed, got.base, want.base)
-		}
+		compareOutcomes(t, fmt.Sprintf("seed %d", seed), got, want)
 		if strings.Contains(want.res, "wrote=[status, metadata and spec]") || strings.Contains(want.res, "wrote=[status]") && len(want.bodies) > 1 {
 			noStatus++
 		}
