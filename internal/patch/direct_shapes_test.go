@@ -7,6 +7,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"reflect"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -434,6 +435,8 @@ var shapes = []shape{
 	{"myConditions", func() client.Object { return &shapeObj[myCondStatus]{} }, "Status", true, false, 100},
 	{name: "structConditions", new: func() client.Object { return &shapeObj[structCondStatus]{} }, status: "Status", roundTrips: true, oddConditions: true, minDirect: 50},
 	{"marshal", func() client.Object { return &shapeObj[marshalStatus]{} }, "Status", true, false, 100},
+	{"signedZero", func() client.Object { return &shapeObj[ratioStatus]{} }, "Status", false, false, 100},
+	{"generationMethod", func() client.Object { return &generationObj{} }, "Status", true, false, 100},
 	{"state", func() client.Object { return &stateObj{} }, "State", true, false, 50},
 	{"bare", func() client.Object { return &bareObj{} }, "", true, false, 0},
 	{"Pod", func() client.Object { return &corev1.Pod{} }, "Status", true, false, 100},
@@ -603,13 +606,13 @@ func storedOf(t *testing.T, obj client.Object) map[string]any {
 // patchOutcome is what one Patch did, for comparing direct writes with the
 // engine.
 type patchOutcome struct {
-	bodies  []string
-	gets    int
-	stored  map[string]any
-	obj     map[string]any
-	res     string
-	base    any
-	err     string
+	bodies []string
+	gets   int
+	stored map[string]any
+	obj    map[string]any
+	res    string
+	base   any
+	err    string
 	// planned: a direct write was planned (else nothing was run)
 	planned bool
 }
@@ -770,4 +773,51 @@ func TestDirectWritesConcurrently(t *testing.T) {
 	}
 	wg.Wait()
 	checkZeroStatusesIntact(t)
+}
+
+// signedRatio converts itself to its number as a string, the sign of a
+// zero included ("-0"), as a type that formats its value does.
+type signedRatio struct{ V float64 }
+
+func (r signedRatio) MarshalJSON() ([]byte, error) {
+	return json.Marshal(strconv.FormatFloat(r.V, 'g', -1, 64))
+}
+
+type ratioStatus struct {
+	Ratio signedRatio `json:"ratio"`
+	Phase string      `json:"phase,omitempty"`
+}
+
+// TestDirectStatusOverANegativeZero: a snapshot's status holding a -0,
+// which reflect's IsZero takes for 0 but a type of its own conversion
+// tells apart, is no zero status: the first status write is the plan's
+// (which leaves the unchanged ratio out).
+func TestDirectStatusOverANegativeZero(t *testing.T) {
+	before := &shapeObj[ratioStatus]{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "w", ResourceVersion: "7"}}
+	before.Status.Ratio.V = math.Copysign(0, -1)
+	after := before.DeepCopyObject().(*shapeObj[ratioStatus])
+	after.Status.Phase = "Ready"
+	checkDirectAsPlan(t, "a -0 in the snapshot's status", before, after, Options{})
+}
+
+// generationObj reports a generation of its own (its method, not
+// metadata.generation): plan sets status.observedGeneration to it.
+type generationObj struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+	Status            plainStatus `json:"status,omitempty"`
+}
+
+func (o *generationObj) DeepCopyObject() runtime.Object { return deepCopyOf(o) }
+func (o *generationObj) GetGeneration() int64           { return o.ObjectMeta.Generation + 10 }
+
+// TestDirectStatusObservesGetGeneration: the observedGeneration of a
+// direct first status is the object's GetGeneration, as plan sets it.
+func TestDirectStatusObservesGetGeneration(t *testing.T) {
+	before := &generationObj{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "w", ResourceVersion: "7", Generation: 2}}
+	after := before.DeepCopyObject().(*generationObj)
+	after.Status.Phase = "Ready"
+	if !checkDirectAsPlan(t, "GetGeneration", before, after, Options{ObservedGeneration: true}) {
+		t.Fatal("no direct write")
+	}
 }
