@@ -443,6 +443,7 @@ var shapes = []shape{
 	{"Deployment", func() client.Object { return &appsv1.Deployment{} }, "Status", true, false, 100},
 	{"Namespace", func() client.Object { return &corev1.Namespace{} }, "Status", true, false, 100},
 	{"Service", func() client.Object { return &corev1.Service{} }, "Status", true, false, 100},
+	{"PartialObjectMetadata", func() client.Object { return &metav1.PartialObjectMetadata{} }, "", true, false, 50},
 	{"ConfigMap", func() client.Object { return &corev1.ConfigMap{} }, "", true, false, 0},
 }
 
@@ -656,6 +657,11 @@ func patchOnce(t *testing.T, rng *rand.Rand, pair func(*rand.Rand) (client.Objec
 		}
 		return c.Get(ctx, key, obj)
 	})
+	if rng.IntN(4) == 0 {
+		// Re-read through the client, which may lag: a read that shows
+		// the conflicting state again is repeated.
+		w.Reader = nil
+	}
 	res, err := w.Patch(context.Background(), before, after, o)
 	out := patchOutcome{bodies: s.bodies, gets: gets, stored: s.stored, res: fmt.Sprintf("gone=%v wrote=%v stale=%q", res.Gone, res.Wrote, res.Stale), planned: true}
 	if err != nil {
