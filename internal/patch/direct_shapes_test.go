@@ -637,6 +637,10 @@ func patchOnce(t *testing.T, rng *rand.Rand, pair func(*rand.Rand) (client.Objec
 		return patchOutcome{} // no direct write to compare
 	}
 	b0 := deepCopyValue(reflect.ValueOf(before).Elem())
+	// What the object holds before Patch (its maps and lists, which the
+	// caller may share), and a copy to tell whether any of it changed.
+	held := reflect.ValueOf(object.Shallow(after)).Elem()
+	a0 := deepCopyValue(held)
 	stored := storedOf(t, before)
 	if stored == nil {
 		return patchOutcome{}
@@ -681,6 +685,12 @@ func patchOnce(t *testing.T, rng *rand.Rand, pair func(*rand.Rand) (client.Objec
 	}
 	if !sameValue(reflect.ValueOf(before).Elem(), b0) {
 		t.Fatalf("Patch changed the snapshot (engine only %v)", engineOnly)
+	}
+	if !sameValue(held, a0) {
+		t.Fatalf("Patch wrote into what the object held (engine only %v)", engineOnly)
+	}
+	if (out.err != "" || len(res.Wrote) == 0) && !sameValue(reflect.ValueOf(after).Elem(), a0) {
+		t.Fatalf("Patch wrote nothing, or failed, and changed the object (engine only %v)", engineOnly)
 	}
 	return out
 }
