@@ -53,6 +53,26 @@ type stateObj struct {
 
 func (o *stateObj) DeepCopyObject() runtime.Object { return deepCopyOf(o) }
 
+// ptrStatusObj has its status behind a pointer (no direct write: its
+// layout is not converted field by field).
+type ptrStatusObj struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+	Spec              oddSpec      `json:"spec"`
+	Status            *plainStatus `json:"status,omitempty"`
+}
+
+func (o *ptrStatusObj) DeepCopyObject() runtime.Object { return deepCopyOf(o) }
+
+// selfStatus converts itself, whole.
+type selfStatus struct {
+	Phase string
+}
+
+func (s selfStatus) MarshalJSON() ([]byte, error) {
+	return json.Marshal(map[string]any{"phase": s.Phase, "conditions": nil})
+}
+
 // bareObj has no status.
 type bareObj struct {
 	metav1.TypeMeta   `json:",inline"`
@@ -444,6 +464,8 @@ var shapes = []shape{
 	{"Deployment", func() client.Object { return &appsv1.Deployment{} }, "Status", true, false, 100},
 	{"Namespace", func() client.Object { return &corev1.Namespace{} }, "Status", true, false, 100},
 	{"Service", func() client.Object { return &corev1.Service{} }, "Status", true, false, 100},
+	{"ptrStatus", func() client.Object { return &ptrStatusObj{} }, "Status", true, false, 0},
+	{"selfConverting", func() client.Object { return &shapeObj[selfStatus]{} }, "Status", false, false, 0},
 	{"PartialObjectMetadata", func() client.Object { return &metav1.PartialObjectMetadata{} }, "", true, false, 50},
 	{"ConfigMap", func() client.Object { return &corev1.ConfigMap{} }, "", true, false, 0},
 }
@@ -458,6 +480,9 @@ func randomShapePair(sh shape, rng *rand.Rand, bigUints bool) (before, after cli
 	bv := reflect.ValueOf(before).Elem()
 	bv.FieldByName("TypeMeta").Set(reflect.ValueOf(metav1.TypeMeta{APIVersion: "test.steady.dev/v1", Kind: "Shape"}))
 	md := randomMeta(rng)
+	if rng.IntN(10) == 0 {
+		md.ResourceVersion = ""
+	}
 	if rng.IntN(5) == 0 {
 		md.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "m", Operation: metav1.ManagedFieldsOperationUpdate}}
 	}
