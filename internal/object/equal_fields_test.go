@@ -176,13 +176,17 @@ func TestEqualAgreesOnEveryMetadataField(t *testing.T) {
 		"ownerReferences":            func(m *metav1.ObjectMeta) { m.OwnerReferences = []metav1.OwnerReference{{Name: "o"}} },
 		"owner controller":           func(m *metav1.ObjectMeta) { m.OwnerReferences = []metav1.OwnerReference{{Name: "o", Controller: &yes}} },
 		"owner not controller":       func(m *metav1.ObjectMeta) { m.OwnerReferences = []metav1.OwnerReference{{Name: "o", Controller: &no}} },
-		"owner blocks":               func(m *metav1.ObjectMeta) { m.OwnerReferences = []metav1.OwnerReference{{Name: "o", BlockOwnerDeletion: &yes}} },
-		"owner uid":                  func(m *metav1.ObjectMeta) { m.OwnerReferences = []metav1.OwnerReference{{Name: "o", UID: "x"}} },
-		"owner kind":                 func(m *metav1.ObjectMeta) { m.OwnerReferences = []metav1.OwnerReference{{Name: "o", Kind: "K", APIVersion: "v1"}} },
-		"owners two":                 func(m *metav1.ObjectMeta) { m.OwnerReferences = []metav1.OwnerReference{{Name: "o"}, {Name: "p"}} },
-		"deletionTimestamp other":    func(m *metav1.ObjectMeta) { later := metav1.Unix(6, 0); m.DeletionTimestamp = &later },
-		"grace other":                func(m *metav1.ObjectMeta) { g := int64(5); m.DeletionGracePeriodSeconds = &g },
-		"managedFields empty":        func(m *metav1.ObjectMeta) { m.ManagedFields = []metav1.ManagedFieldsEntry{} },
+		"owner blocks": func(m *metav1.ObjectMeta) {
+			m.OwnerReferences = []metav1.OwnerReference{{Name: "o", BlockOwnerDeletion: &yes}}
+		},
+		"owner uid": func(m *metav1.ObjectMeta) { m.OwnerReferences = []metav1.OwnerReference{{Name: "o", UID: "x"}} },
+		"owner kind": func(m *metav1.ObjectMeta) {
+			m.OwnerReferences = []metav1.OwnerReference{{Name: "o", Kind: "K", APIVersion: "v1"}}
+		},
+		"owners two":              func(m *metav1.ObjectMeta) { m.OwnerReferences = []metav1.OwnerReference{{Name: "o"}, {Name: "p"}} },
+		"deletionTimestamp other": func(m *metav1.ObjectMeta) { later := metav1.Unix(6, 0); m.DeletionTimestamp = &later },
+		"grace other":             func(m *metav1.ObjectMeta) { g := int64(5); m.DeletionGracePeriodSeconds = &g },
+		"managedFields empty":     func(m *metav1.ObjectMeta) { m.ManagedFields = []metav1.ManagedFieldsEntry{} },
 	}
 	base := func() *floaty {
 		return &floaty{ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: "ns", UID: "u1", ResourceVersion: "8",

@@ -1,6 +1,7 @@
 package patch
 
 import (
+	"math"
 	"reflect"
 	"slices"
 	"sync"
@@ -26,8 +27,8 @@ import (
 // (TestDirectWritesAsThePlan compares them over random objects and
 // options); where anything is unusual (an unstructured object, a layout
 // convertTyped does not take, another field changed too, a removal of a
-// map, a list whose order alone changed, no body left) there is no direct
-// write and the engine plans as always. A later attempt (after a conflict,
+// map, a list whose order alone changed, a snapshot's status holding a -0,
+// no body left) there is no direct write and the engine plans as always. A later attempt (after a conflict,
 // or a status written with the object) is planned by the engine: fill.
 
 // zeroStatus is a Go type's zero status, converted once: what a first
@@ -36,14 +37,18 @@ type zeroStatus struct {
 	once sync.Once
 	// m is the converted zero status without its conditions (read only);
 	// nil where there is none to use: the conversion failed, or the zero
-	// value has conditions that are not null (plan would diff them as an
-	// ordinary field).
+	// value has conditions that are not null (a list plan rebases from
+	// what it holds, or anything else, which it diffs as a field).
 	m map[string]any
+	// floats: the status holds a float or complex number by value, which
+	// reflect's IsZero takes for zero at -0 (see negativeZero).
+	floats bool
 }
 
 // get converts t's zero value once.
 func (z *zeroStatus) get(t reflect.Type) map[string]any {
 	z.once.Do(func() {
+		z.floats = holdsFloat(t)
 		m, err := object.ToUnstructured(reflect.New(t).Interface())
 		if err != nil {
 			return
@@ -57,6 +62,51 @@ func (z *zeroStatus) get(t reflect.Type) map[string]any {
 		z.m = m
 	})
 	return z.m
+}
+
+// holdsFloat reports whether a value of t holds a float or complex number
+// by value (itself, a field, an array element: not behind a pointer, a
+// slice, a map or an interface, which a zero value holds none of).
+func holdsFloat(t reflect.Type) bool {
+	switch t.Kind() {
+	case reflect.Float32, reflect.Float64, reflect.Complex64, reflect.Complex128:
+		return true
+	case reflect.Array:
+		return holdsFloat(t.Elem())
+	case reflect.Struct:
+		for i := range t.NumField() {
+			if holdsFloat(t.Field(i).Type) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// negativeZero reports whether v holds a -0 by value: reflect's IsZero
+// takes it for 0, but a type that converts itself may write it otherwise
+// ("-0"), so a status holding one is not the zero status converted.
+func negativeZero(v reflect.Value) bool {
+	switch v.Kind() {
+	case reflect.Float32, reflect.Float64:
+		return math.Signbit(v.Float())
+	case reflect.Complex64, reflect.Complex128:
+		c := v.Complex()
+		return math.Signbit(real(c)) || math.Signbit(imag(c))
+	case reflect.Array:
+		for i := range v.Len() {
+			if negativeZero(v.Index(i)) {
+				return true
+			}
+		}
+	case reflect.Struct:
+		for i := range v.NumField() {
+			if negativeZero(v.Field(i)) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // planDirect compares the Go values of before and obj (only reads them)
@@ -117,10 +167,10 @@ func (w *Writer) planDirect(before, obj client.Object, o Options) (p *part, comp
 			return nil, true, false
 		}
 		zero := l.zero.get(st.Type())
-		if zero == nil {
+		if zero == nil || l.zero.floats && negativeZero(st) {
 			return nil, true, false
 		}
-		return directStatus(zero, av.Elem().Field(l.fields[l.status].i).Addr().Interface(), gen, o), true, false
+		return directStatus(zero, av.Elem().Field(l.fields[l.status].i).Addr().Interface(), gen, obj.GetGeneration(), o), true, false
 	}
 	return nil, true, false
 }
@@ -179,14 +229,15 @@ func firstByKey(items []any, key func(any) string) []any {
 // directStatus is the first status write: the object's status (after, a
 // pointer to it) diffed against zero, the converted zero status, its
 // conditions added as a list; locked on the resourceVersion as every
-// status write is.
-func directStatus(zero map[string]any, after any, gen int64, o Options) *part {
+// status write is. gen is the snapshot's generation, observed the
+// object's GetGeneration (what plan sets status.observedGeneration to).
+func directStatus(zero map[string]any, after any, gen, observed int64, o Options) *part {
 	a, err := object.ToUnstructured(after)
 	if err != nil {
 		return nil
 	}
 	if o.ObservedGeneration {
-		a["observedGeneration"] = gen
+		a["observedGeneration"] = observed
 	}
 	var conds []any
 	if c, has := a["conditions"]; has {

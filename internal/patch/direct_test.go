@@ -7,10 +7,6 @@ import (
 	"reflect"
 	"strings"
 	"testing"
-	"time"
-
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -367,10 +363,7 @@ func TestDirectWritesAsThePlan(t *testing.T) {
 		if err != nil || stale != "" {
 			t.Fatalf("seed %d: the plan's body: %v, stale %q", seed, err, stale)
 		}
-		first := firstBody(t, p)
-		if !object.EqualJSON(first, body) || p.firstLock != lock {
-			t.Fatalf("seed %d (%T, %+v): direct %s lock=%v, plan %s lock=%v", seed, before, o, js2(first), p.firstLock, js2(body), lock)
-		}
+		checkFirst(t, fmt.Sprintf("seed %d (%T, %+v)", seed, before, o), p, body, lock)
 		// And filled from maps, the part plans what the plan does.
 		st := &state{}
 		if err := fillDirect(p, before, after, st, o); err != nil {
@@ -387,28 +380,30 @@ func TestDirectWritesAsThePlan(t *testing.T) {
 	}
 }
 
-// firstBody is the body of p's first attempt without preconditions, as
-// a map; and with them, it is that body with them set, byte for byte as
-// MarshalJSON encodes it.
-func firstBody(t *testing.T, p *part) map[string]any {
+// checkFirst: the body of p's first attempt without preconditions is the
+// bytes MarshalJSON gives body (or fails alike), and locks as lock does;
+// with preconditions, it is those bytes with them set.
+func checkFirst(t *testing.T, what string, p *part, body map[string]any, lock bool) {
 	t.Helper()
-	data, err := p.encodeFirst("", "", false)
-	if err != nil {
-		t.Fatal(err)
+	got, gerr := p.encodeFirst("", "", false)
+	want, werr := object.MarshalJSON(body)
+	if (gerr == nil) != (werr == nil) || string(got) != string(want) || p.firstLock != lock {
+		t.Fatalf("%s: direct %s (%v) lock=%v, plan %s (%v) lock=%v", what, got, gerr, p.firstLock, want, werr, lock)
 	}
-	body := js(string(data))
-	withPre := runtime.DeepCopyJSON(body)
+	if gerr != nil {
+		return
+	}
+	withPre := object.CopyJSON(body)
 	setPrecondition(withPre, "uid", "u\"1")
 	setPrecondition(withPre, "resourceVersion", "7")
 	want, err := object.MarshalJSON(withPre)
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := p.encodeFirst("u\"1", "7", true)
+	got, err = p.encodeFirst("u\"1", "7", true)
 	if err != nil || string(got) != string(want) {
-		t.Fatalf("encoded with preconditions: %s, %v; want %s", got, err, want)
+		t.Fatalf("%s: encoded with preconditions: %s, %v; want %s", what, got, err, want)
 	}
-	return body
 }
 
 func js2(m map[string]any) string {
@@ -461,79 +456,22 @@ func foreignChange(rng *rand.Rand, m map[string]any) {
 // a status subresource, and a re-read that finds the object gone; over
 // random objects, changes and options.
 func TestDirectPatchesAsTheEngine(t *testing.T) {
-	type outcome struct {
-		bodies  []string
-		gets    int
-		stored  map[string]any
-		obj     map[string]any
-		res     string
-		base    any
-		err     string
-		planned bool
-	}
-	run := func(seed uint64, engineOnly bool) outcome {
-		rng := rand.New(rand.NewPCG(seed, 17))
-		before, after := randomPair(seed, rng)
-		o := randomOptions(rng)
-		stored, err := object.ToMap(before)
-		if err != nil {
-			t.Fatal(err)
-		}
-		s := &mapServer{stored: stored, rv: 7, noStatus: rng.IntN(4) == 0, conflicts: rng.IntN(3)}
-		s.other = func(m map[string]any) { foreignChange(rng, m) }
-		gone := rng.IntN(10) == 0
-		gets := 0
-		c := s.client()
-		w := Writer{Client: c, Sleep: func(context.Context, time.Duration) error { return nil }, engineOnly: engineOnly}
-		w.Reader = readerFunc(func(ctx context.Context, key client.ObjectKey, obj client.Object) error {
-			gets++
-			if gone {
-				return apierrors.NewNotFound(schema.GroupResource{Resource: "things"}, key.Name)
-			}
-			return c.Get(ctx, key, obj)
-		})
-		p, _, same := w.planDirect(before, after, o)
-		planned := p != nil || same
-		res, err := w.Patch(context.Background(), before, after, o)
-		out := outcome{bodies: s.bodies, gets: gets, stored: s.stored, res: fmt.Sprintf("gone=%v wrote=%v stale=%q", res.Gone, res.Wrote, res.Stale), planned: planned}
-		if err != nil {
-			out.err = err.Error()
-		}
-		if res.StatusBase != nil {
-			out.base = nested(res.StatusBase, conditionsPath)
-		}
-		if out.obj, err = object.ToMap(after); err != nil {
-			t.Fatal(err)
-		}
-		return out
+	run := func(seed uint64, engineOnly bool) patchOutcome {
+		pair := func(rng *rand.Rand) (client.Object, client.Object) { return randomPair(seed, rng) }
+		return patchOnce(t, rand.New(rand.NewPCG(seed, 17)), pair, false, engineOnly)
 	}
 	var direct, conflicted, noStatus int
 	for seed := range uint64(800) {
-		got, want := run(seed, false), run(seed, true)
+		got := run(seed, false)
 		if !got.planned {
 			continue
 		}
+		want := run(seed, true)
 		direct++
 		if len(want.bodies) > 1 {
 			conflicted++
 		}
-		if len(got.bodies) != len(want.bodies) {
-			t.Fatalf("seed %d: direct sent %d bodies, the engine %d:\n%v\n%v", seed, len(got.bodies), len(want.bodies), got.bodies, want.bodies)
-		}
-		for i := range got.bodies {
-			if !object.EqualJSON(js(got.bodies[i]), js(want.bodies[i])) {
-				t.Fatalf("seed %d: body %d: direct %s, engine %s", seed, i, got.bodies[i], want.bodies[i])
-			}
-		}
-		if got.gets != want.gets || got.res != want.res || got.err != want.err {
-			t.Fatalf("seed %d: direct %d reads, %s, %q; engine %d reads, %s, %q", seed, got.gets, got.res, got.err, want.gets, want.res, want.err)
-		}
-		if !object.EqualJSON(got.stored, want.stored) || !object.EqualJSON(got.obj, want.obj) {
-			t.Fatalf("seed %d: stored or the caller's object differ:\n%v\n%v\n%v\n%v", seed, got.stored, want.stored, got.obj, want.obj)
-		}
-		if !object.EqualJSON(got.base, want.base) {
-			t.Fatalf("seed %d: StatusBase's conditions: direct %v, engine %v", seed, got.base, want.base)
-		}
+		compareOutcomes(t, fmt.Sprintf("seed %d", seed), got, want)
 		if strings.Contains(want.res, "wrote=[status, metadata and spec]") || strings.Contains(want.res, "wrote=[status]") && len(want.bodies) > 1 {
 			noStatus++
 		}

@@ -44,8 +44,9 @@
 // The two writes that take a new object to its steady state, a finalizer
 // added and a first status, are planned from the Go values (direct.go):
 // their first attempt sends the body the maps would give, without
-// converting the objects; any later attempt (a conflict, a kind without a
-// status subresource) is planned from maps as every other write is.
+// converting the snapshot (a first status converts the object's status
+// alone); any later attempt (a conflict, a kind without a status
+// subresource) is planned from maps as every other write is.
 // TestDirectWritesAsThePlan and TestDirectPatchesAsTheEngine hold the two
 // to the same bodies, requests and results.
 //

@@ -61,9 +61,12 @@ type Result struct {
 	Stale string
 	// StatusBase is the latest object, as a map, that the status write was
 	// rebased on, and StatusAnswer the API server's answer to it (both set
-	// when status was written). StatusAnswer may share its maps and slices
-	// with the object Patch wrote the last answer into: read it before
-	// that object changes.
+	// when status was written). Where that is the snapshot, StatusBase
+	// holds only what the write reads of it (its status, what changed,
+	// metadata.generation); for a first status written directly it is
+	// {"status":{}} (the status was empty, without conditions).
+	// StatusAnswer may share its maps and slices with the object Patch
+	// wrote the last answer into: read it before that object changes.
 	StatusBase   map[string]any
 	StatusAnswer client.Object
 }
