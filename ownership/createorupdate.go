@@ -165,7 +165,15 @@ func updateChild(ctx context.Context, c client.Client, live, child client.Object
 	// applied to the live object as read. One whose difference is only
 	// fields the API server defaults changes nothing there and keeps that
 	// resourceVersion (no write to etcd, no watch event).
+	// Sent without its managedFields: the API server keeps the live
+	// object's when an update has none (they are the larger part of a
+	// child's metadata, and only the server writes them).
+	managed := child.GetManagedFields()
+	child.SetManagedFields(nil)
 	if err := c.Update(ctx, child); err != nil {
+		if len(child.GetManagedFields()) == 0 {
+			child.SetManagedFields(managed)
+		}
 		return controllerutil.OperationResultNone, fmt.Errorf("ownership: updating %s: %w", name, err)
 	}
 	// What the answer tells of the kind's status subresource; nothing when
