@@ -134,11 +134,9 @@ func (w *Writer) Patch(ctx context.Context, before, obj client.Object, o Options
 	}
 	st := &state{rv: before.GetResourceVersion(), uid: string(before.GetUID())}
 	var parts []*part
-	var fill func() error
 	if p != nil {
 		// The first attempt needs no maps; a later one plans them.
 		parts = []*part{p}
-		fill = func() error { return fillDirect(p, before, obj, st, o) }
 	} else {
 		bm, am, err := toMaps(before, obj, o)
 		if err != nil {
@@ -157,7 +155,7 @@ func (w *Writer) Patch(ctx context.Context, before, obj client.Object, o Options
 		if p.merged {
 			continue
 		}
-		ans, gone, err := w.write(ctx, obj, st, p, o, &res, fill)
+		ans, gone, err := w.write(ctx, before, obj, st, p, o, &res)
 		if err != nil {
 			se := &StepError{Step: p.step(), Wrote: res.Wrote, Err: err}
 			var u unsureError

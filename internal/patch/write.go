@@ -33,8 +33,9 @@ func pauseBefore(i int) time.Duration {
 // write sends p, retrying on conflicts, and returns the API server's
 // answer (nil when there was nothing left to send), or gone.
 // A direct part (direct.go) sends its first body as planned, and is
-// planned from maps (fill) before any later attempt.
-func (w *Writer) write(ctx context.Context, obj client.Object, st *state, p *part, o Options, res *Result, fill func() error) (client.Object, bool, error) {
+// planned from maps (fillDirect, from before and obj) before any later
+// attempt.
+func (w *Writer) write(ctx context.Context, before, obj client.Object, st *state, p *part, o Options, res *Result) (client.Object, bool, error) {
 	for attempt := 1; ; attempt++ {
 		var data []byte
 		var base map[string]any
@@ -50,7 +51,7 @@ func (w *Writer) write(ctx context.Context, obj client.Object, st *state, p *par
 			base, p.first = emptyStatusBase, false
 		} else {
 			if p.direct {
-				if err := fill(); err != nil {
+				if err := fillDirect(p, before, obj, st, o); err != nil {
 					return nil, false, err
 				}
 				p.direct = false
