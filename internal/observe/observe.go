@@ -108,21 +108,21 @@ func (o *observed) List(ctx context.Context, list client.ObjectList, opts ...cli
 }
 
 func (o *observed) Create(ctx context.Context, obj client.Object, opts ...client.CreateOption) error {
-	dry := len(opts) > 0 && dryRun((&client.CreateOptions{}).ApplyOptions(opts).DryRun) // no options: nothing allocated
+	dry := len(opts) > 0 && dryRun((&client.CreateOptions{}).ApplyOptions(opts).DryRun)
 	err := o.Client.Create(ctx, obj, opts...)
 	o.done(ctx, "", "create", dry, obj, func() []string { return []string{"created"} }, err)
 	return err
 }
 
 func (o *observed) Update(ctx context.Context, obj client.Object, opts ...client.UpdateOption) error {
-	dry := len(opts) > 0 && dryRun((&client.UpdateOptions{}).ApplyOptions(opts).DryRun) // no options: nothing allocated
+	dry := len(opts) > 0 && dryRun((&client.UpdateOptions{}).ApplyOptions(opts).DryRun)
 	err := o.Client.Update(ctx, obj, opts...)
 	o.done(ctx, "", "update", dry, obj, func() []string { return []string{"metadata", "spec"} }, err)
 	return err
 }
 
 func (o *observed) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
-	dry := len(opts) > 0 && dryRun((&client.PatchOptions{}).ApplyOptions(opts).DryRun) // no options: nothing allocated
+	dry := len(opts) > 0 && dryRun((&client.PatchOptions{}).ApplyOptions(opts).DryRun)
 	changed := patchedFields(ctx, obj, patch) // before the call: obj becomes the answer
 	err := o.Client.Patch(ctx, obj, patch, opts...)
 	o.done(ctx, "", "patch", dry, obj, changed, err)
@@ -130,7 +130,7 @@ func (o *observed) Patch(ctx context.Context, obj client.Object, patch client.Pa
 }
 
 func (o *observed) Apply(ctx context.Context, cfg runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
-	dry := len(opts) > 0 && dryRun((&client.ApplyOptions{}).ApplyOptions(opts).DryRun) // no options: nothing allocated
+	dry := len(opts) > 0 && dryRun((&client.ApplyOptions{}).ApplyOptions(opts).DryRun)
 	err := o.Client.Apply(ctx, cfg, opts...)
 	count(o.helper, "apply", "", dry)
 	if log := writeLog(ctx); log.Enabled() && !dry {
@@ -140,14 +140,14 @@ func (o *observed) Apply(ctx context.Context, cfg runtime.ApplyConfiguration, op
 }
 
 func (o *observed) Delete(ctx context.Context, obj client.Object, opts ...client.DeleteOption) error {
-	dry := len(opts) > 0 && dryRun((&client.DeleteOptions{}).ApplyOptions(opts).DryRun) // no options: nothing allocated
+	dry := len(opts) > 0 && dryRun((&client.DeleteOptions{}).ApplyOptions(opts).DryRun)
 	err := o.Client.Delete(ctx, obj, opts...)
 	o.done(ctx, "", "delete", dry, obj, func() []string { return []string{"deleted"} }, err)
 	return err
 }
 
 func (o *observed) DeleteAllOf(ctx context.Context, obj client.Object, opts ...client.DeleteAllOfOption) error {
-	dry := len(opts) > 0 && dryRun((&client.DeleteAllOfOptions{}).ApplyOptions(opts).DryRun) // no options: nothing allocated
+	dry := len(opts) > 0 && dryRun((&client.DeleteAllOfOptions{}).ApplyOptions(opts).DryRun)
 	err := o.Client.DeleteAllOf(ctx, obj, opts...)
 	o.done(ctx, "", "deleteallof", dry, obj, func() []string { return []string{"deleted"} }, err)
 	return err
@@ -169,14 +169,14 @@ func (s *observedStatus) Create(ctx context.Context, obj client.Object, sub clie
 }
 
 func (s *observedStatus) Update(ctx context.Context, obj client.Object, opts ...client.SubResourceUpdateOption) error {
-	dry := len(opts) > 0 && dryRun((&client.SubResourceUpdateOptions{}).ApplyOptions(opts).DryRun) // no options: nothing allocated
+	dry := len(opts) > 0 && dryRun((&client.SubResourceUpdateOptions{}).ApplyOptions(opts).DryRun)
 	err := s.w.Update(ctx, obj, opts...)
 	s.o.done(ctx, "status", "update", dry, obj, func() []string { return []string{"status"} }, err)
 	return err
 }
 
 func (s *observedStatus) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
-	dry := len(opts) > 0 && dryRun((&client.SubResourcePatchOptions{}).ApplyOptions(opts).DryRun) // no options: nothing allocated
+	dry := len(opts) > 0 && dryRun((&client.SubResourcePatchOptions{}).ApplyOptions(opts).DryRun)
 	changed := patchedFields(ctx, obj, patch)
 	err := s.w.Patch(ctx, obj, patch, opts...)
 	s.o.done(ctx, "status", "patch", dry, obj, changed, err)
@@ -237,6 +237,10 @@ func writeLog(ctx context.Context) logr.Logger {
 	return l.V(1)
 }
 
+// dryRun reports whether a write's DryRun option asks for a dry run. The
+// writes check len(opts) > 0 before building their options struct, which
+// escapes to the options' methods: a write without options (the common
+// one) allocates none.
 func dryRun(d []string) bool { return slices.Contains(d, "All") }
 
 // patchedFields returns the top-level fields a patch sets (metadata, spec,
