@@ -7,6 +7,7 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
@@ -113,7 +114,7 @@ func (w *writeCall) run(ctx context.Context, create func(context.Context) (contr
 		// The child's scope is checked before a write, not before a
 		// remembered verdict that there is nothing to write.
 		op, err := update(ctx, live, func() error { return validateScope(w.c, w.owner, w.child) })
-		if op == controllerutil.OperationResultNone && apierrors.IsNotFound(err) && attempt < maxAttempts {
+		if op == controllerutil.OperationResultNone && isNotFound(err) && attempt < maxAttempts {
 			mode = readNone
 			continue
 		}
@@ -240,12 +241,26 @@ func (w *writeCall) read(ctx context.Context, key client.ObjectKey, mode readMod
 		}
 	}
 	switch {
-	case apierrors.IsNotFound(err):
+	case isNotFound(err):
 		return nil, nil
 	case err != nil:
 		return nil, fmt.Errorf("ownership: reading %s: %w", name, err)
 	}
 	return live, nil
+}
+
+// isNotFound is [apierrors.IsNotFound] without its allocation (the
+// variable it hands errors.As, even for no error) on the answers of a
+// read and a write: no error, or a client's *apierrors.StatusError of
+// reason NotFound. Any other error is apierrors.IsNotFound's to judge.
+func isNotFound(err error) bool {
+	if err == nil {
+		return false
+	}
+	if s, ok := err.(*apierrors.StatusError); ok && s.ErrStatus.Reason == metav1.StatusReasonNotFound {
+		return true
+	}
+	return apierrors.IsNotFound(err)
 }
 
 // keepServerMetadata puts back on child the metadata the API server owns,
