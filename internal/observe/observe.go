@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
@@ -58,6 +59,65 @@ type countKey struct {
 // request does not hash its labels again.
 var counters sync.Map // countKey -> prometheus.Counter
 
+// helperCounts are one helper's counters of Requests, by verb,
+// subresource ("" or "status") and dry run, each made on its helper's
+// first request of the kind (no series appears before). Client and Reader
+// find them once per wrapper: counting a request is then an index, not a
+// hash of its labels.
+type helperCounts struct {
+	helper string
+	c      [len(countedVerbs)][2][2]atomic.Pointer[counter]
+}
+
+// counter is one of Requests' counters, for an atomic.Pointer.
+type counter struct{ prometheus.Counter }
+
+// countedVerbs are the verbs helperCounts holds counters for; another is
+// counted through count.
+var countedVerbs = [...]string{"get", "list", "create", "update", "patch", "apply", "delete", "deleteallof"}
+
+// helpers holds each helper's counts (a few helpers, steady's own).
+var helpers sync.Map // string -> *helperCounts
+
+// countsOf returns helper's counts.
+func countsOf(helper string) *helperCounts {
+	if h, ok := helpers.Load(helper); ok {
+		return h.(*helperCounts)
+	}
+	h, _ := helpers.LoadOrStore(helper, &helperCounts{helper: helper})
+	return h.(*helperCounts)
+}
+
+// count counts one request of h's helper, as the package's count does.
+func (h *helperCounts) count(verb, subresource string, dry bool) {
+	v := slices.Index(countedVerbs[:], verb)
+	sub := 0
+	switch subresource {
+	case "":
+	case "status":
+		sub = 1
+	default:
+		v = -1
+	}
+	if v < 0 {
+		count(h.helper, verb, subresource, dry)
+		return
+	}
+	d := 0
+	if dry {
+		d = 1
+	}
+	p := &h.c[v][sub][d]
+	c := p.Load()
+	if c == nil {
+		// WithLabelValues gives the one counter of these labels: two
+		// requests racing here count on the same.
+		c = &counter{Requests.WithLabelValues(h.helper, verb, subresource, strconv.FormatBool(dry))}
+		p.Store(c)
+	}
+	c.Inc()
+}
+
 func init() { metrics.Registry.MustRegister(Requests) }
 
 // Client wraps c so that the requests made through it are counted and its
@@ -66,7 +126,7 @@ func Client(c client.Client, helper string) client.Client {
 	if o, ok := c.(*observed); ok {
 		c = o.Client
 	}
-	return &observed{Client: c, helper: helper}
+	return &observed{Client: c, helper: helper, counts: countsOf(helper)}
 }
 
 // Reader wraps r likewise; nil stays nil.
@@ -74,36 +134,38 @@ func Reader(r client.Reader, helper string) client.Reader {
 	if r == nil {
 		return nil
 	}
-	return &observedReader{r: r, helper: helper}
+	return &observedReader{r: r, helper: helper, counts: countsOf(helper)}
 }
 
 type observed struct {
 	client.Client
 	helper string
+	counts *helperCounts
 }
 
 type observedReader struct {
 	r      client.Reader
 	helper string
+	counts *helperCounts
 }
 
 func (o *observedReader) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
-	count(o.helper, "get", "", false)
+	o.counts.count("get", "", false)
 	return o.r.Get(ctx, key, obj, opts...)
 }
 
 func (o *observedReader) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
-	count(o.helper, "list", "", false)
+	o.counts.count("list", "", false)
 	return o.r.List(ctx, list, opts...)
 }
 
 func (o *observed) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
-	count(o.helper, "get", "", false)
+	o.counts.count("get", "", false)
 	return o.Client.Get(ctx, key, obj, opts...)
 }
 
 func (o *observed) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
-	count(o.helper, "list", "", false)
+	o.counts.count("list", "", false)
 	return o.Client.List(ctx, list, opts...)
 }
 
@@ -132,7 +194,7 @@ func (o *observed) Patch(ctx context.Context, obj client.Object, patch client.Pa
 func (o *observed) Apply(ctx context.Context, cfg runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
 	dry := len(opts) > 0 && dryRun((&client.ApplyOptions{}).ApplyOptions(opts).DryRun)
 	err := o.Client.Apply(ctx, cfg, opts...)
-	count(o.helper, "apply", "", dry)
+	o.counts.count("apply", "", dry)
 	if log := writeLog(ctx); log.Enabled() && !dry {
 		logWrite(log, "apply", "helper", o.helper, "changed", topLevel(cfg), err)
 	}
@@ -185,7 +247,7 @@ func (s *observedStatus) Patch(ctx context.Context, obj client.Object, patch cli
 
 func (s *observedStatus) Apply(ctx context.Context, cfg runtime.ApplyConfiguration, opts ...client.SubResourceApplyOption) error {
 	err := s.w.Apply(ctx, cfg, opts...)
-	count(s.o.helper, "apply", "status", false)
+	s.o.counts.count("apply", "status", false)
 	if log := writeLog(ctx); log.Enabled() {
 		logWrite(log, "apply", "helper", s.o.helper, "changed", []string{"status"}, err)
 	}
@@ -197,7 +259,7 @@ func (s *observedStatus) Apply(ctx context.Context, cfg runtime.ApplyConfigurati
 // namespace and name (klog.KObj), as a reconciler's logger names the object
 // reconciled.
 func (o *observed) done(ctx context.Context, sub, verb string, dry bool, obj client.Object, changed func() []string, err error) {
-	count(o.helper, verb, sub, dry)
+	o.counts.count(verb, sub, dry)
 	if dry {
 		return
 	}
