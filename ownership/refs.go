@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"sync"
-	"sync/atomic"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -15,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
 	"github.com/steadyk8s/steady/internal/object"
+	"github.com/steadyk8s/steady/internal/readmostly"
 )
 
 // reference builds owner's reference; it also returns what the reference
@@ -36,10 +35,10 @@ func reference(owner client.Object, scheme *runtime.Scheme, controller bool) (me
 // names it (the apiVersion gvk's group and version make), from ownerKinds.
 func ownerKindOf(gvk schema.GroupVersionKind) *ownerKind {
 	if k, ok := ownerKinds.Load(gvk); ok {
-		return k.(*ownerKind)
+		return k
 	}
 	k := new(newOwnerKind(gvk.GroupVersion().String(), gvk.Kind))
-	if ownerKindsStored.Add(1) <= maxOwnerKinds {
+	if ownerKinds.Len() < maxOwnerKinds {
 		ownerKinds.Store(gvk, k)
 	}
 	return k
@@ -50,11 +49,7 @@ func ownerKindOf(gvk schema.GroupVersionKind) *ownerKind {
 // string building (an apiVersion, a kind label) nor label value check on
 // every call: a small set, the kinds of the operators' owners, bounded by
 // maxOwnerKinds (a kind beyond is computed on every call).
-var ownerKinds sync.Map // schema.GroupVersionKind -> *ownerKind
-
-// ownerKindsStored counts the kinds stored in ownerKinds, at most
-// maxOwnerKinds.
-var ownerKindsStored atomic.Int64
+var ownerKinds readmostly.Map[schema.GroupVersionKind, *ownerKind]
 
 const maxOwnerKinds = 1000
 
@@ -124,7 +119,7 @@ func validateScope(c client.Client, owner, child client.Object) error {
 // converged child's write). Only that answer is kept, a small set: a
 // cluster-scoped kind, or a failed mapping, is asked again on every call,
 // so a refusal always comes from the mapper.
-var namespacedKinds sync.Map
+var namespacedKinds readmostly.Map[kindKey, struct{}]
 
 // SetControllerReference makes owner the controller of child in memory,
 // records owner on child ([OwnerKindLabel] and [OwnerNameLabel], or
