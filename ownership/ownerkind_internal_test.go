@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
@@ -47,5 +48,48 @@ func TestOwnerKindRecordIsNewRecord(t *testing.T) {
 	}
 	if n := ownerKinds.Len(); n > maxOwnerKinds {
 		t.Errorf("%d kinds remembered, at most %d", n, maxOwnerKinds)
+	}
+}
+
+// TestKeepRecordReturnsChildRecord: what keepRecord returns, which
+// prepare hands setControllerRecorded instead of reading the child's
+// record again, is the child's record after it, for every combination of
+// the record's keys (absent, empty, set) on the child and the live object,
+// or no live object.
+func TestKeepRecordReturnsChildRecord(t *testing.T) {
+	values := []*string{nil, new(""), new("Widget.test.steady.dev"), new("other")}
+	set := func(m map[string]string, k string, v *string) {
+		if v != nil {
+			m[k] = *v
+		}
+	}
+	obj := func(kind, name, ann *string) *corev1.ConfigMap {
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "x"}, Annotations: map[string]string{}}}
+		set(cm.Labels, OwnerKindLabel, kind)
+		set(cm.Labels, OwnerNameLabel, name)
+		set(cm.Annotations, OwnerAnnotation, ann)
+		return cm
+	}
+	for _, ck := range values {
+		for _, cn := range values {
+			for _, ca := range values {
+				for _, lk := range values {
+					for _, la := range values {
+						for _, live := range []*corev1.ConfigMap{nil, obj(lk, lk, la)} {
+							child := obj(ck, cn, ca)
+							var got recordedOn
+							if live == nil {
+								got = keepRecord(child, nil)
+							} else {
+								got = keepRecord(child, live)
+							}
+							if want := recordOf(child); got != want {
+								t.Fatalf("child %v, live %v: keepRecord %+v, child's record %+v", child.ObjectMeta, live, got, want)
+							}
+						}
+					}
+				}
+			}
+		}
 	}
 }

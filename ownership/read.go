@@ -155,8 +155,8 @@ func (w *writeCall) prepare(ctx context.Context, mode readMode) (client.Object, 
 	if live != nil {
 		keepServerMetadata(child, live)
 	}
-	keepRecord(child, live)
-	_, stale, err := setController(w.owner, child, c.Scheme(), w.adopt)
+	rec := keepRecord(child, live)
+	_, stale, err := setControllerRecorded(w.owner, child, rec, c.Scheme(), w.adopt)
 	if err != nil {
 		return nil, err
 	}

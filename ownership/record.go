@@ -337,14 +337,15 @@ func removeRecord(child client.Object, r ownerRecord) {
 // that builds the labels or annotations anew; a converged child recorded
 // by an earlier version stays as it is) nor to set (a mutate that copies
 // its owner's labels onto the child copies the owner's own record, of
-// its owner: taken for the child's, it would refuse the child).
-func keepRecord(child, live client.Object) {
+// its owner: taken for the child's, it would refuse the child). It
+// returns that record, child's now (recordOf(child)).
+func keepRecord(child, live client.Object) recordedOn {
 	var want recordedOn
 	if live != nil {
 		want = recordOf(live)
 	}
 	if recordOf(child) == want {
-		return
+		return want
 	}
 	var liveLabels, liveAnnotations map[string]string
 	if live != nil {
@@ -352,6 +353,7 @@ func keepRecord(child, live client.Object) {
 	}
 	child.SetLabels(withKeysOf(child.GetLabels(), liveLabels, OwnerKindLabel, OwnerNameLabel))
 	child.SetAnnotations(withKeysOf(child.GetAnnotations(), liveAnnotations, OwnerAnnotation))
+	return want
 }
 
 // withKeysOf is m with the given keys as from has them (removed where from

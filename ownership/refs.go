@@ -150,6 +150,12 @@ func SetControllerReference(owner, child client.Object, scheme *runtime.Scheme, 
 // reference it replaced (an earlier owner of owner's kind and name,
 // recorded), if any, which the caller may check against the API server.
 func setController(owner, child client.Object, scheme *runtime.Scheme, adopt bool) (bool, *metav1.OwnerReference, error) {
+	return setControllerRecorded(owner, child, recordOf(child), scheme, adopt)
+}
+
+// setControllerRecorded is setController of a child whose record, which
+// the caller knows, is rec: recordOf(child).
+func setControllerRecorded(owner, child client.Object, rec recordedOn, scheme *runtime.Scheme, adopt bool) (bool, *metav1.OwnerReference, error) {
 	if err := check(owner, child, scheme); err != nil {
 		return false, nil, err
 	}
@@ -157,7 +163,7 @@ func setController(owner, child client.Object, scheme *runtime.Scheme, adopt boo
 	if err != nil {
 		return false, nil, err
 	}
-	r, rec := k.record(ref.Name, owner.GetNamespace()), recordOf(child)
+	r := k.record(ref.Name, owner.GetNamespace())
 	replace, stale, err := claim(owner, child, ref, rec, r, scheme, adopt)
 	if err != nil {
 		return false, nil, err
