@@ -66,11 +66,11 @@ type writeCall struct {
 // newWriteCall checks the reference from the objects alone and starts a
 // call; the child's scope, which the REST mapper tells, is checked before
 // the first write (see [writeCall.run]).
-func newWriteCall(c client.Client, apiReader client.Reader, owner, child client.Object, mutate MutateFn, adopt bool) (*writeCall, error) {
+func newWriteCall(c client.Client, apiReader client.Reader, owner, child client.Object, mutate MutateFn, adopt bool) (writeCall, error) {
 	if err := check(owner, child, c.Scheme()); err != nil {
-		return nil, err
+		return writeCall{}, err
 	}
-	return &writeCall{c: c, apiReader: apiReader, owner: owner, child: child, mutate: mutate, adopt: adopt,
+	return writeCall{c: c, apiReader: apiReader, owner: owner, child: child, mutate: mutate, adopt: adopt,
 		given: child.DeepCopyObject().(client.Object)}, nil
 }
 
@@ -113,7 +113,8 @@ func (w *writeCall) run(ctx context.Context, create func(context.Context) (contr
 		}
 		// The child's scope is checked before a write, not before a
 		// remembered verdict that there is nothing to write.
-		op, err := update(ctx, live, func() error { return validateScope(w.c, w.owner, w.child) })
+		c, owner, child := w.c, w.owner, w.child // not w: it would escape with the function
+		op, err := update(ctx, live, func() error { return validateScope(c, owner, child) })
 		if op == controllerutil.OperationResultNone && isNotFound(err) && attempt < maxAttempts {
 			mode = readNone
 			continue
