@@ -67,9 +67,8 @@ import (
 // On success child holds the live object, as written or as read.
 func CreateOrUpdate(ctx context.Context, c client.Client, owner, child client.Object, mutate MutateFn, opts ...CreateOrUpdateOption) (controllerutil.OperationResult, error) {
 	o := createOrUpdateOptions(opts)
-	apiReader := rereader(ctx, c, o.APIReader)
 	c = observe.Client(c, "ownership")
-	w, err := newWriteCall(c, apiReader, owner, child, mutate, o.Adopt)
+	w, err := newWriteCall(c, o.APIReader, owner, child, mutate, o.Adopt) // For's API reader found on a re-read
 	if err != nil {
 		return controllerutil.OperationResultNone, err
 	}

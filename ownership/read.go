@@ -50,8 +50,11 @@ const (
 
 // writeCall is one CreateOrUpdate or CreateOrPatch call.
 type writeCall struct {
-	c            client.Client
+	c client.Client
+	// apiReader is the reader given ([WithAPIReader]), and once resolved
+	// (see resolveAPIReader) the one re-reads go through.
 	apiReader    client.Reader
+	resolved     bool
 	owner, child client.Object
 	mutate       MutateFn
 	adopt        bool
@@ -162,7 +165,7 @@ func (w *writeCall) prepare(ctx context.Context, mode readMode) (client.Object, 
 		return nil, err
 	}
 	if stale != nil {
-		if err := ownerIsCurrent(ctx, w.reader(), c, w.owner, child, stale); err != nil {
+		if err := ownerIsCurrent(ctx, w.reader(ctx), c, w.owner, child, stale); err != nil {
 			return nil, err
 		}
 	}
@@ -197,8 +200,19 @@ func refused(r client.Reader, err error) bool {
 	return ok && apierrors.IsForbidden(err)
 }
 
-// reader is the API reader when given, else the client.
-func (w *writeCall) reader() client.Reader {
+// resolveAPIReader makes w.apiReader, on its first use, the reader
+// re-reads go through ([rereader]): a call that re-reads nothing, the
+// common one, does not look in its context for one (nor wraps it).
+func (w *writeCall) resolveAPIReader(ctx context.Context) {
+	if !w.resolved {
+		w.apiReader, w.resolved = rereader(ctx, w.c, w.apiReader), true
+	}
+}
+
+// reader is the API reader when there is one (see resolveAPIReader),
+// else the client.
+func (w *writeCall) reader(ctx context.Context) client.Reader {
+	w.resolveAPIReader(ctx)
 	if w.apiReader != nil {
 		return w.apiReader
 	}
@@ -211,6 +225,9 @@ func (w *writeCall) reader() client.Reader {
 func (w *writeCall) read(ctx context.Context, key client.ObjectKey, mode readMode) (client.Object, error) {
 	if mode == readNone {
 		return nil, nil
+	}
+	if mode == readFresh {
+		w.resolveAPIReader(ctx)
 	}
 	// The child as errors name it, built only for an error.
 	name := object.Described{Obj: w.given, Scheme: w.c.Scheme()}
