@@ -96,11 +96,11 @@ func Apply(ctx context.Context, c client.Client, owner, child client.Object, fie
 	if err != nil {
 		return controllerutil.OperationResultNone, err
 	}
-	ref, err := reference(owner, c.Scheme(), true)
+	ref, k, err := reference(owner, c.Scheme(), true)
 	if err != nil {
 		return controllerutil.OperationResultNone, err
 	}
-	r := newRecord(ref, owner.GetNamespace())
+	r := k.record(ref.Name, owner.GetNamespace())
 	u.SetGroupVersionKind(gvk)
 	key := childKey(c, gvk, child) + "|" + string(owner.GetUID())
 	applyOpts := []client.ApplyOption{client.FieldOwner(fieldManager)}
@@ -127,7 +127,7 @@ func Apply(ctx context.Context, c client.Client, owner, child client.Object, fie
 		// one Apply's last answer showed, else none (create only).
 		lock := memo{rv: createOnly}
 		if live != nil {
-			cur, stale, err := claim(owner, live, ref, c.Scheme(), o.Adopt)
+			cur, stale, err := claim(owner, live, ref, recordOf(live), r, c.Scheme(), o.Adopt)
 			if err != nil {
 				return resultAfterRelease(released), err
 			}
@@ -215,7 +215,7 @@ func applyConfiguration(c client.Client, owner, child client.Object) (*unstructu
 	for _, f := range append(serverMetadata, "ownerReferences") {
 		unstructured.RemoveNestedField(u.Object, "metadata", f)
 	}
-	ref, err := reference(owner, c.Scheme(), true)
+	ref, k, err := reference(owner, c.Scheme(), true)
 	if err != nil {
 		return nil, err
 	}
@@ -228,7 +228,7 @@ func applyConfiguration(c client.Client, owner, child client.Object) (*unstructu
 	u.SetOwnerReferences(refs)
 	// The record in the form it is written for a new child, and not the
 	// other (a child as an earlier Apply answered it may carry it).
-	writeRecord(u, newRecord(ref, owner.GetNamespace()))
+	writeRecord(u, k.record(ref.Name, owner.GetNamespace()))
 	return u, nil
 }
 

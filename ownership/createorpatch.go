@@ -59,9 +59,8 @@ func CreateOrPatch(ctx context.Context, c client.Client, owner, child client.Obj
 	for _, opt := range opts {
 		opt.ApplyToCreateOrPatch(&o)
 	}
-	apiReader := rereader(ctx, c, o.APIReader)
 	c = observe.Client(c, "ownership")
-	w, err := newWriteCall(c, apiReader, owner, child, mutate, o.Adopt)
+	w, err := newWriteCall(c, o.APIReader, owner, child, mutate, o.Adopt) // For's API reader found on a re-read
 	if err != nil {
 		return controllerutil.OperationResultNone, err
 	}

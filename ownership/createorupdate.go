@@ -66,13 +66,9 @@ import (
 //
 // On success child holds the live object, as written or as read.
 func CreateOrUpdate(ctx context.Context, c client.Client, owner, child client.Object, mutate MutateFn, opts ...CreateOrUpdateOption) (controllerutil.OperationResult, error) {
-	o := CreateOrUpdateOptions{}
-	for _, opt := range opts {
-		opt.ApplyToCreateOrUpdate(&o)
-	}
-	apiReader := rereader(ctx, c, o.APIReader)
+	o := createOrUpdateOptions(opts)
 	c = observe.Client(c, "ownership")
-	w, err := newWriteCall(c, apiReader, owner, child, mutate, o.Adopt)
+	w, err := newWriteCall(c, o.APIReader, owner, child, mutate, o.Adopt) // For's API reader found on a re-read
 	if err != nil {
 		return controllerutil.OperationResultNone, err
 	}
@@ -87,6 +83,19 @@ func CreateOrUpdate(ctx context.Context, c client.Client, owner, child client.Ob
 		return updateChild(ctx, c, live, child, name, beforeWrite)
 	}
 	return w.run(ctx, create, update)
+}
+
+// createOrUpdateOptions are opts applied. Without any, the common call,
+// nothing is allocated: the options an option's method is handed escape.
+func createOrUpdateOptions(opts []CreateOrUpdateOption) CreateOrUpdateOptions {
+	if len(opts) == 0 {
+		return CreateOrUpdateOptions{}
+	}
+	o := &CreateOrUpdateOptions{}
+	for _, opt := range opts {
+		opt.ApplyToCreateOrUpdate(o)
+	}
+	return *o
 }
 
 // updateChild is CreateOrUpdate's write of an existing child: compare,

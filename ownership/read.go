@@ -7,6 +7,7 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
@@ -49,8 +50,11 @@ const (
 
 // writeCall is one CreateOrUpdate or CreateOrPatch call.
 type writeCall struct {
-	c            client.Client
+	c client.Client
+	// apiReader is the reader given ([WithAPIReader]), and once resolved
+	// (see resolveAPIReader) the one re-reads go through.
 	apiReader    client.Reader
+	resolved     bool
 	owner, child client.Object
 	mutate       MutateFn
 	adopt        bool
@@ -65,11 +69,11 @@ type writeCall struct {
 // newWriteCall checks the reference from the objects alone and starts a
 // call; the child's scope, which the REST mapper tells, is checked before
 // the first write (see [writeCall.run]).
-func newWriteCall(c client.Client, apiReader client.Reader, owner, child client.Object, mutate MutateFn, adopt bool) (*writeCall, error) {
+func newWriteCall(c client.Client, apiReader client.Reader, owner, child client.Object, mutate MutateFn, adopt bool) (writeCall, error) {
 	if err := check(owner, child, c.Scheme()); err != nil {
-		return nil, err
+		return writeCall{}, err
 	}
-	return &writeCall{c: c, apiReader: apiReader, owner: owner, child: child, mutate: mutate, adopt: adopt,
+	return writeCall{c: c, apiReader: apiReader, owner: owner, child: child, mutate: mutate, adopt: adopt,
 		given: child.DeepCopyObject().(client.Object)}, nil
 }
 
@@ -112,8 +116,9 @@ func (w *writeCall) run(ctx context.Context, create func(context.Context) (contr
 		}
 		// The child's scope is checked before a write, not before a
 		// remembered verdict that there is nothing to write.
-		op, err := update(ctx, live, func() error { return validateScope(w.c, w.owner, w.child) })
-		if op == controllerutil.OperationResultNone && apierrors.IsNotFound(err) && attempt < maxAttempts {
+		c, owner, child := w.c, w.owner, w.child // not w: it would escape with the function
+		op, err := update(ctx, live, func() error { return validateScope(c, owner, child) })
+		if op == controllerutil.OperationResultNone && isNotFound(err) && attempt < maxAttempts {
 			mode = readNone
 			continue
 		}
@@ -154,13 +159,13 @@ func (w *writeCall) prepare(ctx context.Context, mode readMode) (client.Object, 
 	if live != nil {
 		keepServerMetadata(child, live)
 	}
-	keepRecord(child, live)
-	_, stale, err := setController(w.owner, child, c.Scheme(), w.adopt)
+	rec := keepRecord(child, live)
+	_, stale, err := setControllerRecorded(w.owner, child, rec, c.Scheme(), w.adopt)
 	if err != nil {
 		return nil, err
 	}
 	if stale != nil {
-		if err := ownerIsCurrent(ctx, w.reader(), c, w.owner, child, stale); err != nil {
+		if err := ownerIsCurrent(ctx, w.reader(ctx), c, w.owner, child, stale); err != nil {
 			return nil, err
 		}
 	}
@@ -195,8 +200,19 @@ func refused(r client.Reader, err error) bool {
 	return ok && apierrors.IsForbidden(err)
 }
 
-// reader is the API reader when given, else the client.
-func (w *writeCall) reader() client.Reader {
+// resolveAPIReader makes w.apiReader, on its first use, the reader
+// re-reads go through ([rereader]): a call that re-reads nothing, the
+// common one, does not look in its context for one (nor wraps it).
+func (w *writeCall) resolveAPIReader(ctx context.Context) {
+	if !w.resolved {
+		w.apiReader, w.resolved = rereader(ctx, w.c, w.apiReader), true
+	}
+}
+
+// reader is the API reader when there is one (see resolveAPIReader),
+// else the client.
+func (w *writeCall) reader(ctx context.Context) client.Reader {
+	w.resolveAPIReader(ctx)
 	if w.apiReader != nil {
 		return w.apiReader
 	}
@@ -209,6 +225,9 @@ func (w *writeCall) reader() client.Reader {
 func (w *writeCall) read(ctx context.Context, key client.ObjectKey, mode readMode) (client.Object, error) {
 	if mode == readNone {
 		return nil, nil
+	}
+	if mode == readFresh {
+		w.resolveAPIReader(ctx)
 	}
 	// The child as errors name it, built only for an error.
 	name := object.Described{Obj: w.given, Scheme: w.c.Scheme()}
@@ -240,12 +259,26 @@ func (w *writeCall) read(ctx context.Context, key client.ObjectKey, mode readMod
 		}
 	}
 	switch {
-	case apierrors.IsNotFound(err):
+	case isNotFound(err):
 		return nil, nil
 	case err != nil:
 		return nil, fmt.Errorf("ownership: reading %s: %w", name, err)
 	}
 	return live, nil
+}
+
+// isNotFound is [apierrors.IsNotFound] without its allocation (the
+// variable it hands errors.As, even for no error) on the answers of a
+// read and a write: no error, or a client's *apierrors.StatusError of
+// reason NotFound. Any other error is apierrors.IsNotFound's to judge.
+func isNotFound(err error) bool {
+	if err == nil {
+		return false
+	}
+	if s, ok := err.(*apierrors.StatusError); ok && s.ErrStatus.Reason == metav1.StatusReasonNotFound {
+		return true
+	}
+	return apierrors.IsNotFound(err)
 }
 
 // keepServerMetadata puts back on child the metadata the API server owns,

@@ -79,14 +79,38 @@ type ownerRecord struct {
 // newRecord is the record of the owner that ref references, in namespace
 // ("" for a cluster-scoped owner).
 func newRecord(ref metav1.OwnerReference, namespace string) ownerRecord {
-	r := ownerRecord{group: groupOf(ref.APIVersion), kind: ref.Kind, namespace: namespace, name: ref.Name}
-	r.kindLabel = r.kind
-	if r.group != "" {
-		r.kindLabel = r.kind + "." + r.group
+	k := newOwnerKind(ref.APIVersion, ref.Kind)
+	return k.record(ref.Name, namespace)
+}
+
+// ownerKind is what a reference to an owner, and its record, take from
+// the owner's kind alone: computed once per kind ([ownerKindOf]).
+type ownerKind struct {
+	// apiVersion and kind are the reference's; group is apiVersion's.
+	apiVersion, group, kind string
+	// kindLabel is [OwnerKindLabel]'s value: "<Kind>.<group>", or
+	// "<Kind>" for the core group.
+	kindLabel string
+	// kindIsLabel says that kind is set and kindLabel is a label value.
+	kindIsLabel bool
+}
+
+// newOwnerKind is the [ownerKind] of the owners a reference of apiVersion
+// and kind names.
+func newOwnerKind(apiVersion, kind string) ownerKind {
+	k := ownerKind{apiVersion: apiVersion, group: groupOf(apiVersion), kind: kind, kindLabel: kind}
+	if k.group != "" {
+		k.kindLabel = kind + "." + k.group
 	}
-	r.labeled = r.kind != "" && r.name != "" &&
-		object.IsLabelValue(r.kindLabel) && object.IsLabelValue(r.name)
-	return r
+	k.kindIsLabel = kind != "" && object.IsLabelValue(k.kindLabel)
+	return k
+}
+
+// record is the record of the owner of kind k named name, in namespace
+// ("" for a cluster-scoped owner).
+func (k *ownerKind) record(name, namespace string) ownerRecord {
+	return ownerRecord{group: k.group, kind: k.kind, namespace: namespace, name: name, kindLabel: k.kindLabel,
+		labeled: k.kindIsLabel && name != "" && object.IsLabelValue(name)}
 }
 
 // form is the form r is written in: inLabels or inAnnotation.
@@ -257,22 +281,22 @@ func setRecord(child client.Object, r ownerRecord) bool {
 func writeRecord(child client.Object, r ownerRecord) {
 	l, a := child.GetLabels(), child.GetAnnotations()
 	if r.labeled {
-		l = object.CopyMap(l, 2)
+		l = object.CopyLabels(l, 2)
 		l[OwnerKindLabel], l[OwnerNameLabel] = r.kindLabel, r.name
 		child.SetLabels(l)
 		if _, ok := a[OwnerAnnotation]; ok {
-			a = object.CopyMap(a, 2)
+			a = object.CopyLabels(a, 2)
 			delete(a, OwnerAnnotation)
 			child.SetAnnotations(nilIfEmpty(a))
 		}
 		return
 	}
-	a = object.CopyMap(a, 2)
+	a = object.CopyLabels(a, 2)
 	a[OwnerAnnotation] = r.annotation()
 	child.SetAnnotations(a)
 	_, hasKind := l[OwnerKindLabel]
 	if _, hasName := l[OwnerNameLabel]; hasKind || hasName {
-		l = object.CopyMap(l, 2)
+		l = object.CopyLabels(l, 2)
 		delete(l, OwnerKindLabel)
 		delete(l, OwnerNameLabel)
 		child.SetLabels(nilIfEmpty(l))
@@ -295,13 +319,13 @@ func nilIfEmpty(m map[string]string) map[string]string {
 func removeRecord(child client.Object, r ownerRecord) {
 	o := recordOf(child)
 	if o.labels() && (o.kind == "" || o.kind == r.kindLabel) && (o.name == "" || o.name == r.name) {
-		l := object.CopyMap(child.GetLabels(), 2)
+		l := object.CopyLabels(child.GetLabels(), 2)
 		delete(l, OwnerKindLabel)
 		delete(l, OwnerNameLabel)
 		child.SetLabels(l)
 	}
 	if o.annotation != "" && o.annotationRecords(r) {
-		a := object.CopyMap(child.GetAnnotations(), 2)
+		a := object.CopyLabels(child.GetAnnotations(), 2)
 		delete(a, OwnerAnnotation)
 		child.SetAnnotations(a)
 	}
@@ -313,14 +337,15 @@ func removeRecord(child client.Object, r ownerRecord) {
 // that builds the labels or annotations anew; a converged child recorded
 // by an earlier version stays as it is) nor to set (a mutate that copies
 // its owner's labels onto the child copies the owner's own record, of
-// its owner: taken for the child's, it would refuse the child).
-func keepRecord(child, live client.Object) {
+// its owner: taken for the child's, it would refuse the child). It
+// returns that record, child's now (recordOf(child)).
+func keepRecord(child, live client.Object) recordedOn {
 	var want recordedOn
 	if live != nil {
 		want = recordOf(live)
 	}
 	if recordOf(child) == want {
-		return
+		return want
 	}
 	var liveLabels, liveAnnotations map[string]string
 	if live != nil {
@@ -328,6 +353,7 @@ func keepRecord(child, live client.Object) {
 	}
 	child.SetLabels(withKeysOf(child.GetLabels(), liveLabels, OwnerKindLabel, OwnerNameLabel))
 	child.SetAnnotations(withKeysOf(child.GetAnnotations(), liveAnnotations, OwnerAnnotation))
+	return want
 }
 
 // withKeysOf is m with the given keys as from has them (removed where from
@@ -343,7 +369,7 @@ func withKeysOf(m, from map[string]string, keys ...string) map[string]string {
 	if same {
 		return m
 	}
-	out := object.CopyMap(m, 2)
+	out := object.CopyLabels(m, 2)
 	for _, k := range keys {
 		if v, ok := from[k]; ok {
 			out[k] = v

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -14,20 +13,45 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
 	"github.com/steadyk8s/steady/internal/object"
+	"github.com/steadyk8s/steady/internal/readmostly"
 )
 
-// reference builds owner's reference.
-func reference(owner client.Object, scheme *runtime.Scheme, controller bool) (metav1.OwnerReference, error) {
+// reference builds owner's reference; it also returns what the reference
+// and owner's record take from owner's kind (see [ownerKind.record]).
+func reference(owner client.Object, scheme *runtime.Scheme, controller bool) (metav1.OwnerReference, *ownerKind, error) {
 	gvk, err := apiutil.GVKForObject(owner, scheme)
 	if err != nil {
-		return metav1.OwnerReference{}, fmt.Errorf("ownership: %w", err)
+		return metav1.OwnerReference{}, nil, fmt.Errorf("ownership: %w", err)
 	}
-	ref := metav1.OwnerReference{APIVersion: gvk.GroupVersion().String(), Kind: gvk.Kind, Name: owner.GetName(), UID: owner.GetUID()}
+	k := ownerKindOf(gvk)
+	ref := metav1.OwnerReference{APIVersion: k.apiVersion, Kind: gvk.Kind, Name: owner.GetName(), UID: owner.GetUID()}
 	if controller {
 		ref.Controller, ref.BlockOwnerDeletion = new(true), new(true)
 	}
-	return ref, nil
+	return ref, k, nil
 }
+
+// ownerKindOf is the [ownerKind] of an owner of kind gvk, as a reference
+// names it (the apiVersion gvk's group and version make), from ownerKinds.
+func ownerKindOf(gvk schema.GroupVersionKind) *ownerKind {
+	if k, ok := ownerKinds.Load(gvk); ok {
+		return k
+	}
+	k := new(newOwnerKind(gvk.GroupVersion().String(), gvk.Kind))
+	if ownerKinds.Len() < maxOwnerKinds {
+		ownerKinds.Store(gvk, k)
+	}
+	return k
+}
+
+// ownerKinds holds the [ownerKind] of each kind of owner seen, by its
+// group, version and kind, so that a reference and a record cost no
+// string building (an apiVersion, a kind label) nor label value check on
+// every call: a small set, the kinds of the operators' owners, bounded by
+// maxOwnerKinds (a kind beyond is computed on every call).
+var ownerKinds readmostly.Map[schema.GroupVersionKind, *ownerKind]
+
+const maxOwnerKinds = 1000
 
 // check refuses, from the objects alone, references that would not be
 // honoured: an owner without a UID (the API server rejects the reference)
@@ -95,7 +119,7 @@ func validateScope(c client.Client, owner, child client.Object) error {
 // converged child's write). Only that answer is kept, a small set: a
 // cluster-scoped kind, or a failed mapping, is asked again on every call,
 // so a refusal always comes from the mapper.
-var namespacedKinds sync.Map
+var namespacedKinds readmostly.Map[kindKey, struct{}]
 
 // SetControllerReference makes owner the controller of child in memory,
 // records owner on child ([OwnerKindLabel] and [OwnerNameLabel], or
@@ -126,14 +150,21 @@ func SetControllerReference(owner, child client.Object, scheme *runtime.Scheme, 
 // reference it replaced (an earlier owner of owner's kind and name,
 // recorded), if any, which the caller may check against the API server.
 func setController(owner, child client.Object, scheme *runtime.Scheme, adopt bool) (bool, *metav1.OwnerReference, error) {
+	return setControllerRecorded(owner, child, recordOf(child), scheme, adopt)
+}
+
+// setControllerRecorded is setController of a child whose record, which
+// the caller knows, is rec: recordOf(child).
+func setControllerRecorded(owner, child client.Object, rec recordedOn, scheme *runtime.Scheme, adopt bool) (bool, *metav1.OwnerReference, error) {
 	if err := check(owner, child, scheme); err != nil {
 		return false, nil, err
 	}
-	ref, err := reference(owner, scheme, true)
+	ref, k, err := reference(owner, scheme, true)
 	if err != nil {
 		return false, nil, err
 	}
-	replace, stale, err := claim(owner, child, ref, scheme, adopt)
+	r := k.record(ref.Name, owner.GetNamespace())
+	replace, stale, err := claim(owner, child, ref, rec, r, scheme, adopt)
 	if err != nil {
 		return false, nil, err
 	}
@@ -142,7 +173,10 @@ func setController(owner, child client.Object, scheme *runtime.Scheme, adopt boo
 		refs = slices.DeleteFunc(slices.Clone(refs), func(r metav1.OwnerReference) bool { return r.UID == replace.UID })
 	}
 	changed := setReference(child, refs, ref)
-	if setRecord(child, newRecord(ref, owner.GetNamespace())) {
+	// rec is still child's record: setReference changes no label or
+	// annotation. As setRecord, a current record is left as it is.
+	if !rec.current(r) {
+		writeRecord(child, r)
 		changed = true
 	}
 	if !stale {
@@ -152,12 +186,12 @@ func setController(owner, child client.Object, scheme *runtime.Scheme, adopt boo
 }
 
 // claim decides, from the objects alone, whether owner (whose controller
-// reference is ref) may become the controller of child, and returns the
-// controller reference of child to replace, if any, and whether that one
-// is stale (an earlier owner of owner's kind and name, recorded on child)
-// rather than another owner's that adopt takes over.
-func claim(owner, child client.Object, ref metav1.OwnerReference, scheme *runtime.Scheme, adopt bool) (*metav1.OwnerReference, bool, error) {
-	rec, r := recordOf(child), newRecord(ref, owner.GetNamespace())
+// reference is ref, and record r) may become the controller of child
+// (whose record is rec: recordOf(child)), and returns the controller
+// reference of child to replace, if any, and whether that one is stale (an
+// earlier owner of owner's kind and name, recorded on child) rather than
+// another owner's that adopt takes over.
+func claim(owner, child client.Object, ref metav1.OwnerReference, rec recordedOn, r ownerRecord, scheme *runtime.Scheme, adopt bool) (*metav1.OwnerReference, bool, error) {
 	form, recorded := rec.other(r)
 	cur := metav1.GetControllerOfNoCopy(child)
 	switch {
@@ -185,7 +219,7 @@ func SetOwnerReference(owner, child client.Object, scheme *runtime.Scheme) (bool
 	if err := check(owner, child, scheme); err != nil {
 		return false, err
 	}
-	ref, err := reference(owner, scheme, false)
+	ref, _, err := reference(owner, scheme, false)
 	if err != nil {
 		return false, err
 	}

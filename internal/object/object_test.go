@@ -224,6 +224,35 @@ func TestCopyMap(t *testing.T) {
 	}
 }
 
+// CopyLabels copies the entries of maps of every size, small (cloned) and
+// not, with room for extra more: the copy is not m, nor nil, and adding
+// to it leaves m as it was.
+func TestCopyLabels(t *testing.T) {
+	for n := range 12 {
+		for extra := range 3 {
+			m := map[string]string{}
+			for i := range n {
+				m[fmt.Sprint("key-", i)] = fmt.Sprint("value-", i)
+			}
+			want := maps.Clone(m)
+			c := CopyLabels(m, extra)
+			if c == nil || !maps.Equal(c, m) {
+				t.Fatalf("%d entries, extra %d: copy %v", n, extra, c)
+			}
+			for i := range extra {
+				c[fmt.Sprint("extra-", i)] = "x"
+			}
+			delete(c, "key-0")
+			if !maps.Equal(m, want) || len(c) != max(n-1, 0)+extra {
+				t.Fatalf("%d entries, extra %d: m = %v, copy %v after changing the copy", n, extra, m, c)
+			}
+		}
+	}
+	if CopyLabels(nil, 2) == nil {
+		t.Error("a copy of nil is nil")
+	}
+}
+
 // TestEqualAgreesWithDeepEqual: Equal of typed objects, which compares
 // field by field with the managedFields last, says what reflect.DeepEqual
 // says, for every one and every pair of a set of changes to a Deployment

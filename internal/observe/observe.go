@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
@@ -58,6 +59,65 @@ type countKey struct {
 // request does not hash its labels again.
 var counters sync.Map // countKey -> prometheus.Counter
 
+// helperCounts are one helper's counters of Requests, by verb,
+// subresource ("" or "status") and dry run, each made on its helper's
+// first request of the kind (no series appears before). Client and Reader
+// find them once per wrapper: counting a request is then an index, not a
+// hash of its labels.
+type helperCounts struct {
+	helper string
+	c      [len(countedVerbs)][2][2]atomic.Pointer[counter]
+}
+
+// counter is one of Requests' counters, for an atomic.Pointer.
+type counter struct{ prometheus.Counter }
+
+// countedVerbs are the verbs helperCounts holds counters for; another is
+// counted through count.
+var countedVerbs = [...]string{"get", "list", "create", "update", "patch", "apply", "delete", "deleteallof"}
+
+// helpers holds each helper's counts (a few helpers, steady's own).
+var helpers sync.Map // string -> *helperCounts
+
+// countsOf returns helper's counts.
+func countsOf(helper string) *helperCounts {
+	if h, ok := helpers.Load(helper); ok {
+		return h.(*helperCounts)
+	}
+	h, _ := helpers.LoadOrStore(helper, &helperCounts{helper: helper})
+	return h.(*helperCounts)
+}
+
+// count counts one request of h's helper, as the package's count does.
+func (h *helperCounts) count(verb, subresource string, dry bool) {
+	v := slices.Index(countedVerbs[:], verb)
+	sub := 0
+	switch subresource {
+	case "":
+	case "status":
+		sub = 1
+	default:
+		v = -1
+	}
+	if v < 0 {
+		count(h.helper, verb, subresource, dry)
+		return
+	}
+	d := 0
+	if dry {
+		d = 1
+	}
+	p := &h.c[v][sub][d]
+	c := p.Load()
+	if c == nil {
+		// WithLabelValues gives the one counter of these labels: two
+		// requests racing here count on the same.
+		c = &counter{Requests.WithLabelValues(h.helper, verb, subresource, strconv.FormatBool(dry))}
+		p.Store(c)
+	}
+	c.Inc()
+}
+
 func init() { metrics.Registry.MustRegister(Requests) }
 
 // Client wraps c so that the requests made through it are counted and its
@@ -66,7 +126,7 @@ func Client(c client.Client, helper string) client.Client {
 	if o, ok := c.(*observed); ok {
 		c = o.Client
 	}
-	return &observed{Client: c, helper: helper}
+	return &observed{Client: c, helper: helper, counts: countsOf(helper)}
 }
 
 // Reader wraps r likewise; nil stays nil.
@@ -74,55 +134,57 @@ func Reader(r client.Reader, helper string) client.Reader {
 	if r == nil {
 		return nil
 	}
-	return &observedReader{r: r, helper: helper}
+	return &observedReader{r: r, helper: helper, counts: countsOf(helper)}
 }
 
 type observed struct {
 	client.Client
 	helper string
+	counts *helperCounts
 }
 
 type observedReader struct {
 	r      client.Reader
 	helper string
+	counts *helperCounts
 }
 
 func (o *observedReader) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
-	count(o.helper, "get", "", false)
+	o.counts.count("get", "", false)
 	return o.r.Get(ctx, key, obj, opts...)
 }
 
 func (o *observedReader) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
-	count(o.helper, "list", "", false)
+	o.counts.count("list", "", false)
 	return o.r.List(ctx, list, opts...)
 }
 
 func (o *observed) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
-	count(o.helper, "get", "", false)
+	o.counts.count("get", "", false)
 	return o.Client.Get(ctx, key, obj, opts...)
 }
 
 func (o *observed) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
-	count(o.helper, "list", "", false)
+	o.counts.count("list", "", false)
 	return o.Client.List(ctx, list, opts...)
 }
 
 func (o *observed) Create(ctx context.Context, obj client.Object, opts ...client.CreateOption) error {
-	dry := dryRun((&client.CreateOptions{}).ApplyOptions(opts).DryRun)
+	dry := len(opts) > 0 && dryRun((&client.CreateOptions{}).ApplyOptions(opts).DryRun)
 	err := o.Client.Create(ctx, obj, opts...)
 	o.done(ctx, "", "create", dry, obj, func() []string { return []string{"created"} }, err)
 	return err
 }
 
 func (o *observed) Update(ctx context.Context, obj client.Object, opts ...client.UpdateOption) error {
-	dry := dryRun((&client.UpdateOptions{}).ApplyOptions(opts).DryRun)
+	dry := len(opts) > 0 && dryRun((&client.UpdateOptions{}).ApplyOptions(opts).DryRun)
 	err := o.Client.Update(ctx, obj, opts...)
 	o.done(ctx, "", "update", dry, obj, func() []string { return []string{"metadata", "spec"} }, err)
 	return err
 }
 
 func (o *observed) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
-	dry := dryRun((&client.PatchOptions{}).ApplyOptions(opts).DryRun)
+	dry := len(opts) > 0 && dryRun((&client.PatchOptions{}).ApplyOptions(opts).DryRun)
 	changed := patchedFields(ctx, obj, patch) // before the call: obj becomes the answer
 	err := o.Client.Patch(ctx, obj, patch, opts...)
 	o.done(ctx, "", "patch", dry, obj, changed, err)
@@ -130,9 +192,9 @@ func (o *observed) Patch(ctx context.Context, obj client.Object, patch client.Pa
 }
 
 func (o *observed) Apply(ctx context.Context, cfg runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
-	dry := dryRun((&client.ApplyOptions{}).ApplyOptions(opts).DryRun)
+	dry := len(opts) > 0 && dryRun((&client.ApplyOptions{}).ApplyOptions(opts).DryRun)
 	err := o.Client.Apply(ctx, cfg, opts...)
-	count(o.helper, "apply", "", dry)
+	o.counts.count("apply", "", dry)
 	if log := writeLog(ctx); log.Enabled() && !dry {
 		logWrite(log, "apply", "helper", o.helper, "changed", topLevel(cfg), err)
 	}
@@ -140,14 +202,14 @@ func (o *observed) Apply(ctx context.Context, cfg runtime.ApplyConfiguration, op
 }
 
 func (o *observed) Delete(ctx context.Context, obj client.Object, opts ...client.DeleteOption) error {
-	dry := dryRun((&client.DeleteOptions{}).ApplyOptions(opts).DryRun)
+	dry := len(opts) > 0 && dryRun((&client.DeleteOptions{}).ApplyOptions(opts).DryRun)
 	err := o.Client.Delete(ctx, obj, opts...)
 	o.done(ctx, "", "delete", dry, obj, func() []string { return []string{"deleted"} }, err)
 	return err
 }
 
 func (o *observed) DeleteAllOf(ctx context.Context, obj client.Object, opts ...client.DeleteAllOfOption) error {
-	dry := dryRun((&client.DeleteAllOfOptions{}).ApplyOptions(opts).DryRun)
+	dry := len(opts) > 0 && dryRun((&client.DeleteAllOfOptions{}).ApplyOptions(opts).DryRun)
 	err := o.Client.DeleteAllOf(ctx, obj, opts...)
 	o.done(ctx, "", "deleteallof", dry, obj, func() []string { return []string{"deleted"} }, err)
 	return err
@@ -169,25 +231,23 @@ func (s *observedStatus) Create(ctx context.Context, obj client.Object, sub clie
 }
 
 func (s *observedStatus) Update(ctx context.Context, obj client.Object, opts ...client.SubResourceUpdateOption) error {
-	o := &client.SubResourceUpdateOptions{}
-	o.ApplyOptions(opts)
+	dry := len(opts) > 0 && dryRun((&client.SubResourceUpdateOptions{}).ApplyOptions(opts).DryRun)
 	err := s.w.Update(ctx, obj, opts...)
-	s.o.done(ctx, "status", "update", dryRun(o.DryRun), obj, func() []string { return []string{"status"} }, err)
+	s.o.done(ctx, "status", "update", dry, obj, func() []string { return []string{"status"} }, err)
 	return err
 }
 
 func (s *observedStatus) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
-	o := &client.SubResourcePatchOptions{}
-	o.ApplyOptions(opts)
+	dry := len(opts) > 0 && dryRun((&client.SubResourcePatchOptions{}).ApplyOptions(opts).DryRun)
 	changed := patchedFields(ctx, obj, patch)
 	err := s.w.Patch(ctx, obj, patch, opts...)
-	s.o.done(ctx, "status", "patch", dryRun(o.DryRun), obj, changed, err)
+	s.o.done(ctx, "status", "patch", dry, obj, changed, err)
 	return err
 }
 
 func (s *observedStatus) Apply(ctx context.Context, cfg runtime.ApplyConfiguration, opts ...client.SubResourceApplyOption) error {
 	err := s.w.Apply(ctx, cfg, opts...)
-	count(s.o.helper, "apply", "status", false)
+	s.o.counts.count("apply", "status", false)
 	if log := writeLog(ctx); log.Enabled() {
 		logWrite(log, "apply", "helper", s.o.helper, "changed", []string{"status"}, err)
 	}
@@ -199,7 +259,7 @@ func (s *observedStatus) Apply(ctx context.Context, cfg runtime.ApplyConfigurati
 // namespace and name (klog.KObj), as a reconciler's logger names the object
 // reconciled.
 func (o *observed) done(ctx context.Context, sub, verb string, dry bool, obj client.Object, changed func() []string, err error) {
-	count(o.helper, verb, sub, dry)
+	o.counts.count(verb, sub, dry)
 	if dry {
 		return
 	}
@@ -239,6 +299,10 @@ func writeLog(ctx context.Context) logr.Logger {
 	return l.V(1)
 }
 
+// dryRun reports whether a write's DryRun option asks for a dry run. The
+// writes check len(opts) > 0 before building their options struct, which
+// escapes to the options' methods: a write without options (the common
+// one) allocates none.
 func dryRun(d []string) bool { return slices.Contains(d, "All") }
 
 // patchedFields returns the top-level fields a patch sets (metadata, spec,

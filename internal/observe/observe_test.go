@@ -140,3 +140,26 @@ func TestRootLoggerWhenTheContextHasNone(t *testing.T) {
 		t.Errorf("root log = %q, want the patch of metadata", lines)
 	}
 }
+
+// TestCountsEveryVerb: each verb and subresource is counted under its
+// labels, through a helper's counts (the verbs they hold) or count (a
+// subresource they do not), dry runs apart, and two wrappers of one helper
+// count on the same counters.
+func TestCountsEveryVerb(t *testing.T) {
+	for _, verb := range append(countedVerbs[:], "watch") {
+		for _, sub := range []string{"", "status", "scale"} {
+			for _, dry := range []bool{false, true} {
+				labels := []string{"counthelper", verb, sub, "false"}
+				if dry {
+					labels[3] = "true"
+				}
+				before := testutil.ToFloat64(Requests.WithLabelValues(labels...))
+				countsOf("counthelper").count(verb, sub, dry)
+				Client(fake.NewClientBuilder().Build(), "counthelper").(*observed).counts.count(verb, sub, dry)
+				if d := testutil.ToFloat64(Requests.WithLabelValues(labels...)) - before; d != 2 {
+					t.Errorf("%v counted %v times, want 2", labels, d)
+				}
+			}
+		}
+	}
+}
