@@ -27,9 +27,10 @@ import (
 // (TestDirectWritesAsThePlan compares them over random objects and
 // options); where anything is unusual (an unstructured object, a layout
 // convertTyped does not take, another field changed too, a removal of a
-// map, a list whose order alone changed, a snapshot's status holding a -0,
-// no body left) there is no direct write and the engine plans as always. A later attempt (after a conflict,
-// or a status written with the object) is planned by the engine: fill.
+// map, a list whose order alone changed, a snapshot's status holding a
+// -0, no body left) there is no direct write and the engine plans as
+// always. A later attempt (after a conflict, or a status written with the
+// object) is planned by the engine: fillDirect.
 
 // zeroStatus is a Go type's zero status, converted once: what a first
 // status write is diffed against.
