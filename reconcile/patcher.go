@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -31,6 +32,13 @@ type Patcher struct {
 
 // NewPatcher snapshots obj, which should be as read from the API server.
 func NewPatcher(c client.Client, obj client.Object, opts ...PatcherOption) (*Patcher, error) {
+	return newPatcher(c, obj, false, opts)
+}
+
+// newPatcher is NewPatcher; own says that obj is the caller's own (For's,
+// which it read into and no one else holds), whose managedFields the
+// snapshot may share (see snapshotOwn).
+func newPatcher(c client.Client, obj client.Object, own bool, opts []PatcherOption) (*Patcher, error) {
 	if obj == nil || reflect.ValueOf(obj).IsNil() {
 		return nil, errors.New("reconcile: NewPatcher needs an object")
 	}
@@ -44,12 +52,35 @@ func NewPatcher(c client.Client, obj client.Object, opts ...PatcherOption) (*Pat
 	if err := object.NormalizeJSON(obj); err != nil {
 		return nil, fmt.Errorf("reconcile: NewPatcher: %w", err)
 	}
+	var before client.Object
+	if own {
+		before = snapshotOwn(obj)
+	} else {
+		before = obj.DeepCopyObject().(client.Object)
+	}
 	return &Patcher{
 		w:      patch.Writer{Client: observe.Client(c, "reconcile"), Reader: observe.Reader(o.APIReader, "reconcile")},
 		api:    o.APIReader,
 		scheme: c.Scheme(),
-		before: obj.DeepCopyObject().(client.Object),
+		before: before,
 	}, nil
+}
+
+// snapshotOwn is a deep copy of obj, a typed object no one else holds,
+// that shares obj's managedFields: no write sends them and Patch only
+// reads its snapshot, so the entries (often the larger part of an
+// object's metadata) are not copied on every reconcile. An unstructured
+// object, whose managedFields are maps inside it, is copied whole.
+func snapshotOwn(obj client.Object) client.Object {
+	if _, ok := obj.(*unstructured.Unstructured); ok {
+		return obj.DeepCopyObject().(client.Object)
+	}
+	managed := obj.GetManagedFields()
+	obj.SetManagedFields(nil)
+	c := obj.DeepCopyObject().(client.Object)
+	obj.SetManagedFields(managed)
+	c.SetManagedFields(managed)
+	return c
 }
 
 // MismatchError is returned by [Patcher.Patch] when the object passed is not

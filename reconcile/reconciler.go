@@ -174,7 +174,7 @@ func For[T any, P interface {
 			}
 			released = res.RequeueAfter
 		}
-		p, err := NewPatcher(c, obj, WithAPIReader{Reader: cfg.APIReader})
+		p, err := newPatcher(c, obj, true, []PatcherOption{WithAPIReader{Reader: cfg.APIReader}})
 		if err != nil {
 			return ctrl.Result{}, err
 		}
