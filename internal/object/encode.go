@@ -2,6 +2,7 @@ package object
 
 import (
 	"encoding/json"
+	"errors"
 	"math"
 	"slices"
 	"strconv"
@@ -18,20 +19,38 @@ import (
 // value of another Go type is encoded by json.Marshal; a tree that
 // json.Marshal refuses (a NaN, a cycle) is left to it whole, for its error.
 func MarshalJSON(v any) ([]byte, error) {
+	out, err := Encode(func(b []byte) ([]byte, error) {
+		if b, ok := appendJSON(b, v, 0); ok {
+			return b, nil
+		}
+		return b, errForMarshal
+	})
+	if err == errForMarshal {
+		return json.Marshal(v)
+	}
+	return out, err
+}
+
+// errForMarshal stops an encoding of a tree that is json.Marshal's to
+// refuse (or to encode: a value of another Go type).
+var errForMarshal = errors.New("left to json.Marshal")
+
+// Encode returns what fill appends to an empty buffer, in a slice of its
+// own sized to it: the buffer comes from a pool, and goes back to it
+// (unless grown past maxPooledBuffer) whatever fill returns; on fill's
+// error, nil and that error.
+func Encode(fill func(b []byte) ([]byte, error)) ([]byte, error) {
 	bp := encodeBuffers.Get().(*[]byte)
-	b, ok := appendJSON((*bp)[:0], v, 0)
+	b, err := fill((*bp)[:0])
 	var out []byte
-	if ok {
+	if err == nil {
 		out = slices.Clone(b)
 	}
 	if cap(b) <= maxPooledBuffer {
 		*bp = b
 		encodeBuffers.Put(bp)
 	}
-	if !ok {
-		return json.Marshal(v)
-	}
-	return out, nil
+	return out, err
 }
 
 // AppendJSON appends [MarshalJSON]'s encoding of v to b (b as it was, and

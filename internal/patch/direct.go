@@ -292,70 +292,43 @@ var emptyStatusBase = map[string]any{"status": map[string]any{}}
 // status, with the preconditions: uid where not empty, and resourceVersion
 // rv where lockRV; the bytes MarshalJSON gives the body as a map.
 func (p *part) encodeFirst(uid, rv string, lockRV bool) ([]byte, error) {
-	// Encoded into a pooled buffer, and copied out at its size.
-	bp := firstBuffers.Get().(*[]byte)
-	defer func() {
-		if cap(*bp) <= maxPooledBuffer {
-			firstBuffers.Put(bp)
-		}
-	}()
-	b := append((*bp)[:0], '{')
-	var err error
-	if meta := !p.status || lockRV || uid != ""; meta {
-		b = append(b, `"metadata":{`...)
-		n := 0
-		field := func(name string, v any) {
-			if err != nil {
-				return
+	return object.Encode(func(b []byte) ([]byte, error) {
+		b = append(b, '{')
+		var err error
+		if meta := !p.status || lockRV || uid != ""; meta {
+			b = append(b, `"metadata":{`...)
+			n := 0
+			field := func(name string, v any) {
+				if err != nil {
+					return
+				}
+				if n > 0 {
+					b = append(b, ',')
+				}
+				n++
+				b = append(append(append(b, '"'), name...), `":`...)
+				b, err = object.AppendJSON(b, v)
 			}
-			if n > 0 {
+			if !p.status {
+				field("finalizers", p.finalizers)
+			}
+			if lockRV {
+				field("resourceVersion", rv)
+			}
+			if uid != "" {
+				field("uid", uid)
+			}
+			b = append(b, '}')
+			if p.status {
 				b = append(b, ',')
 			}
-			n++
-			b = append(append(append(b, '"'), name...), `":`...)
-			b, err = object.AppendJSON(b, v)
 		}
-		if !p.status {
-			field("finalizers", p.finalizers)
+		if p.status && err == nil {
+			b = append(b, `"status":`...)
+			b, err = object.AppendJSON(b, p.statusBody)
 		}
-		if lockRV {
-			field("resourceVersion", rv)
-		}
-		if uid != "" {
-			field("uid", uid)
-		}
-		b = append(b, '}')
-		if p.status {
-			b = append(b, ',')
-		}
-	}
-	if p.status && err == nil {
-		b = append(b, `"status":`...)
-		b, err = object.AppendJSON(b, p.statusBody)
-	}
-	*bp = b
-	if err != nil {
-		return nil, err
-	}
-	return slices.Clone(append(b, '}')), nil
-}
-
-// firstBuffers are encodeFirst's buffers; one larger than maxPooledBuffer
-// (a rare large status) is not kept.
-var firstBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
-
-const maxPooledBuffer = 64 << 10
-
-// ownedSet is the set of owned condition types (nil for none).
-func ownedSet(types []string) map[string]bool {
-	if len(types) == 0 {
-		return nil
-	}
-	owned := make(map[string]bool, len(types))
-	for _, t := range types {
-		owned[t] = true
-	}
-	return owned
+		return append(b, '}'), err
+	})
 }
 
 // fillDirect plans p, a direct write, from maps, as Patch plans any

@@ -70,13 +70,7 @@ func plan(snap, am map[string]any, obj client.Object, o Options) ([]*part, error
 			return nil, fmt.Errorf("setting status.observedGeneration: %w", err)
 		}
 	}
-	var owned map[string]bool // nil without owned conditions: no entry is
-	if len(o.OwnedConditions) > 0 {
-		owned = make(map[string]bool, len(o.OwnedConditions))
-		for _, t := range o.OwnedConditions {
-			owned[t] = true
-		}
-	}
+	owned := ownedSet(o.OwnedConditions)
 	// The lists, in one allocation (plan runs on every write).
 	backing := make([]list, 0, 3+len(o.ConditionLists))
 	all := make([]*list, 0, cap(backing))
@@ -255,6 +249,19 @@ func present(m map[string]any, path []string) bool {
 	}
 	_, ok := m[path[len(path)-1]]
 	return ok
+}
+
+// ownedSet is the set of owned condition types (nil for none: no entry
+// is owned).
+func ownedSet(types []string) map[string]bool {
+	if len(types) == 0 {
+		return nil
+	}
+	owned := make(map[string]bool, len(types))
+	for _, t := range types {
+		owned[t] = true
+	}
+	return owned
 }
 
 func orEmpty(m map[string]any) map[string]any {
