@@ -131,6 +131,9 @@ func (r Report) writeGoals(p func(string, ...any)) {
 	row(noopGoal, "one no-op reconcile, allocations", noop(func(c NoopCost) float64 { return float64(c.AllocsPerOp) }), 1.1)
 	row(noopGoal, "no-op phase, CPU of the process", r.phaseRatios(top, PhaseNoop, cpu), 1.1)
 	row(convergeGoal, "converge phase, CPU of the process", r.phaseRatios(top, PhaseConverge, cpu), 1.05)
+	if len(r.ConvergePhase) > 0 {
+		row(convergeGoal, "converge phase in turns, CPU of the process", pairOf(r.ConvergePhase, func(c PhaseCost) (string, int) { return c.Variant, c.Run }, func(c PhaseCost) float64 { return c.CPUNs }), 1.05)
+	}
 	row(convergeGoal, "one converging reconcile, CPU of the process", conv(func(c ConvergeCost) float64 { return c.CPUNs }), 1.05)
 	row(convergeGoal, "one converging reconcile, allocations", conv(func(c ConvergeCost) float64 { return c.Allocs }), 1.05)
 	peak := metricNamed("peak heap (MiB)")
@@ -178,5 +181,6 @@ func (r Report) writeResolution(p func(string, ...any), top Setup, cpu metric) {
 	p("ratio of CPU times from a few runs cannot tell differences smaller than that. The converging\n")
 	p("reconcile rows are paired: the two variants take turns Team by Team over the same seconds, so\n")
 	p("that the machine's pace moves both alike; the range of their runs' ratios is what is left of the\n")
-	p("noise. The no-op phase rows are the median of five repetitions. Allocations do not vary.\n\n")
+	p("noise. The converge phase in turns is paired the same way, chunk by chunk of Teams (see its\n")
+	p("section below). The no-op phase rows are the median of five repetitions. Allocations do not vary.\n\n")
 }

@@ -38,7 +38,10 @@ type Report struct {
 	Noop    []NoopCost
 	// Converge is what a converging reconcile costs (MeasureConverge).
 	Converge []ConvergeCost
-	Weight   []weight.Row
+	// ConvergePhase is the converge phase measured in turns
+	// (MeasureConvergePhase).
+	ConvergePhase []PhaseCost `json:",omitempty"`
+	Weight        []weight.Row
 	// WeightErr is why the weight was not measured, if it was not.
 	WeightErr string
 }
@@ -206,6 +209,7 @@ func (r Report) Write(w io.Writer) error {
 	}
 	r.writeNoop(p)
 	r.writeConverge(p)
+	r.writeConvergePhase(p)
 	r.writeLosses(p)
 	r.writeWeight(p)
 	p("%s", method)
@@ -567,6 +571,36 @@ func (r Report) writeConverge(p func(string, ...any)) {
 		{"allocated per Team (KiB)", metric{format: f1}},
 		{"allocations per Team", metric{format: f0}},
 		{"requests per Team", metric{format: f0}},
+	})
+}
+
+func (r Report) writeConvergePhase(p func(string, ...any)) {
+	if len(r.ConvergePhase) == 0 {
+		return
+	}
+	c := r.ConvergePhase[0]
+	p("## The converge phase, in turns\n\n")
+	p("The converge phase again, each variant's controller running as in the phase tables, but the variants\n")
+	p("taking turns: %d Teams per variant and run, created %d at a time (on 16 goroutines, as in the phase),\n", c.Teams, c.Chunk)
+	p("and after each such chunk of one variant has converged and its controller is idle, the other variant\n")
+	p("converges a chunk of its own, the order alternating from one chunk to the next. Both variants' phases\n")
+	p("are then measured over the same stretch of time, chunk by chunk, and a change in the machine's pace moves\n")
+	p("both alike, as in the paired reconcile above; in the phase tables one variant's whole phase runs minutes\n")
+	p("after the other's. A chunk's CPU is the whole process's from its first create until the last reconcile of\n")
+	p("its controller ended (the one its own writes trigger, which changes nothing): the reconciles, the informers\n")
+	p("taking in every write, the garbage collector, and the harness's creates and checks, alike for both; the\n")
+	p("wait for the controller to be idle before the next chunk is not measured. The accepted writes are\n")
+	p("asserted: 5 per Team, as in the phase; a write refused for a stale read (a 409) is counted, not asserted.\n\n")
+	var samples []costSample
+	for _, c := range r.ConvergePhase {
+		samples = append(samples, costSample{c.Variant, []float64{c.CPUNs / 1e3, c.WallNs / 1e6, c.Reconciles, c.Requests, float64(c.Conflicts)}})
+	}
+	writeCosts(p, r.variants(), samples, []costRow{
+		{"CPU time of the process per Team (µs)", metric{format: f0, spread: true}},
+		{"wall time per Team (ms)", metric{format: f2, spread: true}},
+		{"reconciles per Team", metric{format: f2}},
+		{"requests per Team (watches aside)", metric{format: f2}},
+		{"409 Conflict, in all", metric{format: f0}},
 	})
 }
 

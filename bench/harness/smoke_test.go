@@ -159,6 +159,30 @@ func TestConvergeCostSmoke(t *testing.T) {
 	}
 }
 
+// TestConvergePhaseSmoke converges Teams in chunks, the variants taking
+// turns, as make bench measures the converge phase in turns: every Team of
+// every chunk (the last one shorter) converged by exactly the 5 accepted
+// writes (MeasureConvergePhase fails otherwise), and a CPU and wall time
+// measured. A 409 (the hand-written code's status write from a stale read)
+// is reported, not asserted.
+func TestConvergePhaseSmoke(t *testing.T) {
+	env.Require(t)
+	vs := []string{operator.Steady, operator.HandWritten}
+	costs, err := MeasureConvergePhase(context.Background(), Config{RESTConfig: env.Config, Run: 540}, vs, 7, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(costs) != len(vs) {
+		t.Fatalf("%d costs for %d variants", len(costs), len(vs))
+	}
+	for i, cost := range costs {
+		if cost.Variant != vs[i] || cost.Teams != 7 || cost.Chunk != 3 || cost.Writes != convergeRequests || cost.Requests < cost.Writes || cost.Reconciles < 1 || cost.CPUNs <= 0 || cost.WallNs <= 0 {
+			t.Errorf("%s: %+v", vs[i], cost)
+		}
+		t.Logf("%s: %.0fµs CPU, %.2fms wall, %.2f reconciles, %.2f requests per Team, %d conflicts", cost.Variant, cost.CPUNs/1e3, cost.WallNs/1e6, cost.Reconciles, cost.Requests, cost.Conflicts)
+	}
+}
+
 // TestNoopCostSmoke measures a no-op reconcile as make bench does: no
 // request, and a CPU time and allocations per reconcile.
 func TestNoopCostSmoke(t *testing.T) {

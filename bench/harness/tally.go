@@ -42,6 +42,10 @@ type tally struct {
 	// paused makes the controller's reconciles return at once, uncounted,
 	// while a benchmark calls inner itself.
 	paused atomic.Bool
+	// stampCPU makes every reconcile store, as it ends, the process's CPU
+	// time in lastCPU and the time in lastEnd (MeasureConvergePhase).
+	stampCPU         atomic.Bool
+	lastCPU, lastEnd atomic.Int64
 }
 
 func (t *tally) Reconcile(ctx context.Context, req crreconcile.Request) (crreconcile.Result, error) {
@@ -58,7 +62,12 @@ func (t *tally) Reconcile(ctx context.Context, req crreconcile.Request) (crrecon
 		t.requeues.Add(1)
 	}
 	t.total.Add(1)
-	t.last.Store(time.Now().UnixNano())
+	now := time.Now().UnixNano()
+	if t.stampCPU.Load() {
+		t.lastCPU.Store(int64(cpuTime()))
+		t.lastEnd.Store(now)
+	}
+	t.last.Store(now)
 	t.inflight.Add(-1)
 	return res, err
 }

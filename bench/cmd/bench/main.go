@@ -58,6 +58,8 @@ func run() error {
 		out           = flag.String("out", "../docs/benchmarks.md", "the report, - for stdout")
 		jsonOut       = flag.String("json", "", "also write the raw results as JSON to this file")
 		convergeTeams = flag.Int("converge-teams", 1000, "new Teams converged one reconcile each, per variant and run, to measure a converging reconcile (a run of 300 moved its ratio by 0.04 either way); 0: don't")
+		phaseTeams    = flag.Int("phase-teams", 1000, "Teams per variant and run of the converge phase measured in turns (the variants converging -phase-chunk Teams each in turn); 0: don't")
+		phaseChunk    = flag.Int("phase-chunk", 100, "Teams per chunk of -phase-teams")
 		profileDir    = flag.String("cpuprofile-dir", "", "write a CPU profile of -cpuprofile-phase of every variant here, and a heap profile after it")
 		profPhase     = flag.String("cpuprofile-phase", harness.PhaseNoop, "the phase to profile: "+strings.Join(harness.Phases, ", "))
 		lagN          = flag.Int("lag-n", 100, "also run this many Teams with the manager's cache held back by -lag and -lag-workers workers; 0: don't")
@@ -200,6 +202,18 @@ func run() error {
 				logf("  %s: one converging reconcile %.0fµs CPU, %.0f B, %.0f allocations, %.0f requests", cost.Variant, cost.CPUNs/1e3, cost.Bytes, cost.Allocs, cost.Requests)
 			}
 			rep.Converge = append(rep.Converge, costs...)
+		}
+		if *phaseTeams > 0 && len(conv) > 0 {
+			c := cfg
+			c.Run = 320 + run
+			costs, err := harness.MeasureConvergePhase(ctx, c, conv, *phaseTeams, *phaseChunk)
+			if err != nil {
+				return err
+			}
+			for _, cost := range costs {
+				logf("  %s: converge phase in turns %.0fµs CPU, %.2fms wall, %.2f reconciles, %.0f requests per Team", cost.Variant, cost.CPUNs/1e3, cost.WallNs/1e6, cost.Reconciles, cost.Requests)
+			}
+			rep.ConvergePhase = append(rep.ConvergePhase, costs...)
 		}
 	}
 	if *doWeight {
