@@ -311,12 +311,14 @@ make bench                                  # N = 100 and 1000, 3 runs each; reg
 make bench BENCH_N=100,1000,10000           # with 10,000 Teams (long)
 cd bench && go run ./cmd/bench -h           # every flag: runs, variants, workers, CPU profiles, JSON
 cd bench && go run ./cmd/bench -n 100 -runs 1 -weight=false -out - -cpuprofile-dir /tmp/prof -cpuprofile-phase no-op
+go tool pprof -top -tagfocus variant=steady /tmp/prof/steady-no-op-n100.pprof  # one variant's goroutines
 make bench BENCH_FLAGS="-json /tmp/bench.json"  # keep the results, then, after a change to the text:
 cd bench && go run ./cmd/bench -from-json /tmp/bench.json  # write this file again from them
 ` + "```" + `
 
 ` + "`make test`" + ` runs the N = 20 smoke test of every variant with its exact request counts. ` + "`make bench`" + `
-needs the envtest assets (` + "`make envtest`" + `) and takes about 10 minutes on 2 cores.
+needs the envtest assets (` + "`make envtest`" + `) and takes about 13 minutes on 2 cores. Every goroutine a variant's
+manager starts (its workers, informers and connections) carries the profiler label ` + "`variant`" + `.
 `
 
 func (r Report) writeMachine(p func(string, ...any)) {

@@ -301,7 +301,18 @@ func middle[T cmp.Ordered](vs []T) T {
 
 // start makes the namespace and starts the manager of variant; stop stops
 // the manager and deletes the namespace (without waiting).
-func start(ctx context.Context, cfg Config, variant string) (_ *runner, stop func(), _ error) {
+// start starts variant's runner (start1) with the variant's profiler label
+// on every goroutine it starts: the manager's (its controller's workers,
+// informers, clients and their connections) and the harness's driver's
+// connection, so that a CPU profile of the process tells the variants
+// apart (go tool pprof -tagfocus variant=steady); the runtime's garbage
+// collector and the caller's own goroutine carry none.
+func start(ctx context.Context, cfg Config, variant string) (r *runner, stop func(), err error) {
+	pprof.Do(ctx, pprof.Labels("variant", variant), func(ctx context.Context) { r, stop, err = start1(ctx, cfg, variant) })
+	return r, stop, err
+}
+
+func start1(ctx context.Context, cfg Config, variant string) (_ *runner, stop func(), _ error) {
 	if cfg.Workers == 0 {
 		cfg.Workers = 1
 	}
