@@ -61,8 +61,11 @@ type PhaseCost struct {
 // refused for a stale read (a 409) is counted and reported, not asserted,
 // as in the phase tables.
 func MeasureConvergePhase(ctx context.Context, cfg Config, variants []string, teams, chunk int) ([]PhaseCost, error) {
-	if teams <= 0 || chunk <= 0 || len(variants) == 0 {
+	if teams <= 0 || len(variants) == 0 {
 		return nil, errors.New("no Team to converge")
+	}
+	if chunk <= 0 {
+		return nil, fmt.Errorf("chunks of %d Teams: want at least 1", chunk)
 	}
 	chunk = min(chunk, teams)
 	type fixture struct {

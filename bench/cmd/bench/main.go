@@ -93,6 +93,9 @@ func run() error {
 		}
 		ns = append(ns, n)
 	}
+	if err := checkPhaseChunk(*phaseTeams, *phaseChunk); err != nil {
+		return err
+	}
 	vs := strings.Split(*variants, ",")
 	for _, v := range vs {
 		if !contains(operator.Variants, v) {
@@ -243,6 +246,17 @@ func run() error {
 		return err
 	}
 	logf("done in %s", time.Since(started).Round(time.Second))
+	return nil
+}
+
+// checkPhaseChunk refuses a -phase-chunk that cannot split -phase-teams
+// (teams > 0) into chunks, before anything runs: MeasureConvergePhase
+// refuses it too, but only after the phase tables, and the whole run and
+// its report are lost.
+func checkPhaseChunk(teams, chunk int) error {
+	if teams > 0 && chunk <= 0 {
+		return fmt.Errorf("-phase-chunk: %d Teams per chunk of -phase-teams %d (want at least 1)", chunk, teams)
+	}
 	return nil
 }
 
