@@ -469,6 +469,11 @@ const causes = `What causes it, as far as the counters and the CPU profile tell:
   server keeps, and so is smaller than the hand-written code's). The
   annotation ` + "`ownership.steady.dev/owner`" + ` it replaced (still written for an owner whose name is not a
   label value) gave each child a map of annotations of its own, some 450 bytes (1.11×).
+  In a heap profile after the no-op phase at N = 1000, steady's live heap is 0.85 MiB above the
+  hand-written code's, and all of it is decoded metadata: the labels' strings and their
+  ` + "`managedFields`" + ` entries. With the record switched off in an experiment (not an option), a
+  converging reconcile's allocations went from 1.04× to 1.02× the hand-written code's, and its bytes
+  from 1.05× to 1.02×; its CPU moved within the noise.
 - **A reconcile that changes nothing** is a typed equality check per object, as in the other
   variants: ` + "`ownership.CreateOrUpdate`" + ` compares the mutated child with the live one field for field
   and returns before any JSON work or REST mapping, ` + "`Patcher.Patch`" + ` likewise for the owner. The
