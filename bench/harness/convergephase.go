@@ -20,9 +20,9 @@ type PhaseCost struct {
 	Chunk   int
 	// CPUNs is the CPU time of the whole process, per Team, from a chunk's
 	// first create until its controller's last reconcile ended: the
-	// reconciles, the informers taking in every write, the garbage
-	// collector, the harness's creates and checks (alike for every
-	// variant).
+	// reconciles, the informers taking in every write, the Go garbage
+	// collector's cycles in that time, the harness's creates and checks
+	// (alike for every variant).
 	CPUNs float64
 	// WallNs is the time, per Team, from a chunk's first create until its
 	// last reconcile ended.

@@ -299,8 +299,6 @@ func middle[T cmp.Ordered](vs []T) T {
 	return vs[(len(vs)-1)/2]
 }
 
-// start makes the namespace and starts the manager of variant; stop stops
-// the manager and deletes the namespace (without waiting).
 // start starts variant's runner (start1) with the variant's profiler label
 // on every goroutine it starts: the manager's (its controller's workers,
 // informers, clients and their connections) and the harness's driver's
@@ -312,6 +310,8 @@ func start(ctx context.Context, cfg Config, variant string) (r *runner, stop fun
 	return r, stop, err
 }
 
+// start1 makes the namespace and starts the manager of variant; stop stops
+// the manager and deletes the namespace (without waiting).
 func start1(ctx context.Context, cfg Config, variant string) (_ *runner, stop func(), _ error) {
 	if cfg.Workers == 0 {
 		cfg.Workers = 1
