@@ -93,18 +93,12 @@ func MeasureConvergePhase(ctx context.Context, cfg Config, variants []string, te
 			i := (k + j) % len(variants)
 			f := fs[i]
 			r := f.r
-			r.names = f.all[from:to]
+			// The Teams of this chunk are created; every Team so far is
+			// checked.
+			r.names = f.all[:to]
 			rec0, counts0 := r.tally.read(), r.counter.Snapshot()
 			c0, t0 := cpuTime(), time.Now()
-			err := r.parallel(ctx, func(ctx context.Context, name string) error {
-				return r.driver.Create(ctx, r.newTeam(name))
-			})
-			r.names = f.all[:to]
-			if err == nil {
-				err = r.waitFor(ctx, r.checkInterval(), func(context.Context) (string, error) {
-					return r.watchedConverged(false), nil
-				})
-			}
+			err := r.converge(ctx, f.all[from:to])
 			if err == nil {
 				err = r.waitIdle(ctx)
 			}

@@ -36,7 +36,7 @@ func noopFixture(ctx context.Context, cfg Config, variant string) (reconcile fun
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	if err := r.converge(ctx); err != nil {
+	if err := r.converge(ctx, r.names); err != nil {
 		stop()
 		return nil, nil, nil, err
 	}

@@ -530,7 +530,7 @@ func (r *runner) phase(ctx context.Context, phase string) (PhaseResult, error) {
 	var act error
 	switch phase {
 	case PhaseConverge:
-		act = r.converge(ctx)
+		act = r.converge(ctx, r.names)
 	case PhaseTouch:
 		act = r.touch(ctx)
 	case PhaseNoop:
@@ -646,8 +646,8 @@ func (r *runner) checkInterval() time.Duration {
 	return 20*time.Millisecond + time.Duration(len(r.names))*50*time.Microsecond
 }
 
-// parallel runs f for every Team name on 16 goroutines.
-func (r *runner) parallel(ctx context.Context, f func(ctx context.Context, name string) error) error {
+// parallel runs f for every name of names on 16 goroutines.
+func (r *runner) parallel(ctx context.Context, names []string, f func(ctx context.Context, name string) error) error {
 	work := make(chan string)
 	var (
 		wg   sync.WaitGroup
@@ -665,7 +665,7 @@ func (r *runner) parallel(ctx context.Context, f func(ctx context.Context, name 
 			}
 		})
 	}
-	for _, n := range r.names {
+	for _, n := range names {
 		work <- n
 	}
 	close(work)
@@ -680,8 +680,10 @@ func (r *runner) newTeam(name string) *benchv1.Team {
 	}
 }
 
-func (r *runner) converge(ctx context.Context) error {
-	if err := r.parallel(ctx, func(ctx context.Context, name string) error {
+// converge creates the Teams named in create and waits until every Team
+// of r.names (create among them) has converged in the manager's cache.
+func (r *runner) converge(ctx context.Context, create []string) error {
+	if err := r.parallel(ctx, create, func(ctx context.Context, name string) error {
 		return r.driver.Create(ctx, r.newTeam(name))
 	}); err != nil {
 		return err
@@ -704,7 +706,7 @@ func (r *runner) touch(ctx context.Context) error {
 	var mu sync.Mutex
 	annotate := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"annotations":{"`+TouchedAnnotation+`":"1"}}}`))
 	tamper := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"labels":{"`+benchv1.TeamLabel+`":"`+TamperedValue+`"}}}`))
-	if err := r.parallel(ctx, func(ctx context.Context, name string) error {
+	if err := r.parallel(ctx, r.names, func(ctx context.Context, name string) error {
 		key := client.ObjectKey{Namespace: r.ns, Name: name}
 		if err := r.driver.Patch(ctx, &benchv1.Team{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}, annotate); err != nil {
 			return err
@@ -757,7 +759,7 @@ func (r *runner) noop(ctx context.Context) error {
 }
 
 func (r *runner) delete(ctx context.Context) error {
-	if err := r.parallel(ctx, func(ctx context.Context, name string) error {
+	if err := r.parallel(ctx, r.names, func(ctx context.Context, name string) error {
 		return client.IgnoreNotFound(r.driver.Delete(ctx, &benchv1.Team{ObjectMeta: metav1.ObjectMeta{Namespace: r.ns, Name: name}}))
 	}); err != nil {
 		return err
