@@ -1,6 +1,7 @@
 package reconcile
 
 import (
+	"fmt"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/runtime"
@@ -34,6 +35,23 @@ type PatchOptions struct {
 	// Events, when set, records a Kubernetes Event on the object when a
 	// write flips its Ready condition (see [WithEvents]).
 	Events EventRecorder
+}
+
+// OptionError says that an option cannot work on the object's Go type:
+// [For] (and so [NewController]) returns it when it is built, and
+// [Patcher.Patch] before any write.
+type OptionError struct {
+	// Type is the object's Go type, as %T prints it (*v1.Memcached).
+	Type string
+	// Option names the option (WithObservedGeneration).
+	Option string
+	// Missing says what the type lacks.
+	Missing string
+}
+
+// Error implements error.
+func (e *OptionError) Error() string {
+	return fmt.Sprintf("%s cannot work on %s: the type has no %s", e.Option, e.Type, e.Missing)
 }
 
 // EventRecorder records Kubernetes Events: client-go's record.EventRecorder,
@@ -95,6 +113,12 @@ func (w WithOptimisticLock) ApplyToFor(o *ForOptions) { o.PatchOptions = append(
 // reconciled object. For a kind without a status subresource, where a
 // status write bumps the generation, it records the generation that write
 // produces, and a change of observedGeneration alone is not written.
+//
+// The object's Go type needs an int64 status field observedGeneration
+// (kubebuilder's scaffold has none: add it to the type and its CRD). [For]
+// refuses the option on a type without one, and [Patcher.Patch] before any
+// write, with an [*OptionError]: the API server would prune the field, and
+// every reconcile would write it again.
 type WithObservedGeneration struct{}
 
 // ApplyToPatch implements [PatchOption].
@@ -226,8 +250,10 @@ type ReadySummaryOption struct {
 }
 
 // WithReadySummary sets the Ready condition from the others after the body
-// ran (see [conditions.SetSummary]); the object must be a
-// [conditions.Setter].
+// ran (see [conditions.SetSummary]). The object's Go type needs its
+// conditions: GetConditions and SetConditions methods, or, as kubebuilder
+// scaffolds it, a status.conditions field of type []metav1.Condition;
+// [For] refuses it on any other type with an [*OptionError].
 func WithReadySummary(opts ...conditions.SummaryOption) ReadySummaryOption {
 	return ReadySummaryOption{Options: opts}
 }

@@ -243,6 +243,9 @@ func (p *Patcher) patch(ctx context.Context, obj client.Object, resnapshot bool,
 	if err := p.sameObject(obj); err != nil {
 		return err
 	}
+	if err := checkPatchOptions(obj, o); err != nil {
+		return &PatchError{Object: p.describe(), Step: "the patch", Err: err}
+	}
 	if err := p.checkInput(obj, splitPaths(o.ConditionLists)); err != nil {
 		return &PatchError{Object: p.describe(), Step: "the patch", Err: err}
 	}

@@ -131,8 +131,8 @@ func For[T any, P interface {
 		o.ApplyToFor(&cfg)
 	}
 	var zero P = new(T)
-	if _, ok := any(zero).(conditions.Setter); cfg.ReadySummary && !ok {
-		return nil, fmt.Errorf("reconcile: For[%T]: WithReadySummary needs GetConditions and SetConditions on the object", zero)
+	if err := checkOptions(zero, cfg); err != nil {
+		return nil, fmt.Errorf("reconcile: For: %w", err) // it names the type
 	}
 	var h *finalizer.Handler
 	if len(cfg.Finalizers) > 0 {
@@ -183,7 +183,7 @@ func For[T any, P interface {
 			res = requeueWithin(res, released)
 		}
 		if cfg.ReadySummary {
-			conditions.SetSummary(any(obj).(conditions.Setter), conditions.Ready, cfg.SummaryOptions...)
+			conditions.SetSummary(setter(obj), conditions.Ready, cfg.SummaryOptions...)
 		}
 		patchErr := p.patch(ctx, obj, false, cfg.PatchOptions) // the last: p is dropped after it
 		var stale *StaleError

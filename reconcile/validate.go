@@ -3,6 +3,7 @@ package reconcile
 import (
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 
@@ -13,6 +14,7 @@ import (
 
 	"github.com/steadyk8s/steady/conditions"
 	"github.com/steadyk8s/steady/finalizer"
+	"github.com/steadyk8s/steady/internal/object"
 )
 
 // checkInput refuses, before any write, what this change adds that the API
@@ -73,13 +75,13 @@ func (p *Patcher) checkInput(obj client.Object, lists [][]string) error {
 		}
 		return nil
 	}
-	g, ok := obj.(conditions.Getter)
-	bg, bok := p.before.(conditions.Getter)
+	after, ok := conditionsOf(obj)
+	before, bok := conditionsOf(p.before)
 	if !ok || !bok {
 		return nil
 	}
-	for i, c := range g.GetConditions() {
-		if prev := meta.FindStatusCondition(bg.GetConditions(), c.Type); prev != nil && sameCondition(*prev, c) {
+	for i, c := range after {
+		if prev := meta.FindStatusCondition(before, c.Type); prev != nil && sameCondition(*prev, c) {
 			continue
 		}
 		if err := conditions.Validate(c); err != nil {
@@ -117,4 +119,64 @@ func mapString(m map[string]any, k string) string {
 
 func sameCondition(a, b metav1.Condition) bool {
 	return a.Type == b.Type && a.Status == b.Status && a.Reason == b.Reason && a.Message == b.Message
+}
+
+// conditionsOf returns the status conditions of a typed object: through
+// GetConditions, or its status.conditions field of type
+// []metav1.Condition (the kubebuilder shape, no methods); false where it
+// has neither.
+func conditionsOf(obj client.Object) ([]metav1.Condition, bool) {
+	if g, ok := obj.(conditions.Getter); ok {
+		return g.GetConditions(), true
+	}
+	if l := object.ConditionList(obj, false); l != nil {
+		return *l, true
+	}
+	return nil, object.HasConditionList(reflect.TypeOf(obj)) // a nil status pointer: none
+}
+
+// setter returns obj as a [conditions.Setter]: obj itself where it has
+// GetConditions and SetConditions, else one over its status.conditions
+// field ([checkOptions] made sure of one).
+func setter(obj client.Object) conditions.Setter {
+	if s, ok := obj.(conditions.Setter); ok {
+		return s
+	}
+	return conditions.On(obj, object.ConditionList(obj, true))
+}
+
+// checkOptions refuses the options of [For] that cannot work on obj's Go
+// type, with an [*OptionError]: an unstructured object is not judged (its
+// schema is not known here).
+func checkOptions(obj client.Object, cfg ForOptions) error {
+	if _, ok := obj.(*unstructured.Unstructured); ok {
+		return nil
+	}
+	if _, ok := obj.(conditions.Setter); cfg.ReadySummary && !ok && !object.HasConditionList(reflect.TypeOf(obj)) {
+		return &OptionError{Type: fmt.Sprintf("%T", obj), Option: "WithReadySummary",
+			Missing: "GetConditions and SetConditions methods, or a status.conditions field of type []metav1.Condition"}
+	}
+	po := PatchOptions{}
+	for _, o := range cfg.PatchOptions {
+		o.ApplyToPatch(&po)
+	}
+	return checkPatchOptions(obj, po)
+}
+
+// checkPatchOptions refuses the Patch options that cannot work on obj's Go
+// type: [WithObservedGeneration] on a type whose status has no int64
+// field observedGeneration (the API server would prune what Patch writes,
+// and every reconcile would write it again).
+func checkPatchOptions(obj client.Object, o PatchOptions) error {
+	if !o.ObservedGeneration {
+		return nil
+	}
+	if _, ok := obj.(*unstructured.Unstructured); ok {
+		return nil
+	}
+	if ft, ok := object.StatusFieldType(reflect.TypeOf(obj), "observedGeneration"); !ok || ft.Kind() != reflect.Int64 {
+		return &OptionError{Type: fmt.Sprintf("%T", obj), Option: "WithObservedGeneration",
+			Missing: "status.observedGeneration field of type int64"}
+	}
+	return nil
 }

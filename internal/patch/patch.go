@@ -227,29 +227,15 @@ func unchanged(before, obj client.Object, o Options) bool {
 }
 
 // observedGeneration reads status.observedGeneration of an unstructured
-// object, or of a Go type whose Status struct has an int64
-// ObservedGeneration field; ok is false where it cannot tell.
+// object, or of a Go type whose status has an int64 field of that JSON
+// name; ok is false where it cannot tell.
 func observedGeneration(obj client.Object) (int64, bool) {
 	if u, isU := obj.(*unstructured.Unstructured); isU {
 		og, found, err := unstructured.NestedInt64(u.Object, "status", "observedGeneration")
 		return og, found && err == nil
 	}
-	v := reflect.ValueOf(obj)
-	if v.Kind() != reflect.Pointer || v.Elem().Kind() != reflect.Struct {
-		return 0, false
-	}
-	st := v.Elem().FieldByName("Status")
-	if st.Kind() == reflect.Pointer {
-		if st.IsNil() {
-			return 0, false
-		}
-		st = st.Elem()
-	}
-	if st.Kind() != reflect.Struct {
-		return 0, false
-	}
-	f := st.FieldByName("ObservedGeneration")
-	if f.Kind() != reflect.Int64 {
+	f, ok := object.StatusValue(obj, "observedGeneration", false)
+	if !ok || f.Kind() != reflect.Int64 {
 		return 0, false
 	}
 	return f.Int(), true
