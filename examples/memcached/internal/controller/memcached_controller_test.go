@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"context"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -12,7 +13,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	cachev1alpha1 "github.com/steadyk8s/steady/examples/memcached/api/v1alpha1"
@@ -115,6 +119,25 @@ var _ = Describe("Memcached Controller", func() {
 			Expect(k8sClient.Get(ctx, typeNamespacedName, memcached)).To(Succeed())
 			Expect(meta.FindStatusCondition(memcached.Status.Conditions, typeAvailable).Message).
 				To(Equal("Deployment for custom resource (test-resource) with 3 replicas created successfully"))
+		})
+
+		It("converges under the manager, as cmd/main.go runs it", func() {
+			mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: k8sClient.Scheme(),
+				Metrics: server.Options{BindAddress: "0"},
+				// go test -count=2 runs the suite twice in one process.
+				Controller: config.Controller{SkipNameValidation: ptr.To(true)}})
+			Expect(err).NotTo(HaveOccurred())
+			Expect((&MemcachedReconciler{Client: mgr.GetClient(), Scheme: mgr.GetScheme()}).SetupWithManager(mgr)).To(Succeed())
+			mgrCtx, stop := context.WithCancel(ctx)
+			done := make(chan error)
+			go func() { done <- mgr.Start(mgrCtx) }()
+			defer func() { stop(); Expect(<-done).To(Succeed()) }()
+
+			Eventually(func(g Gomega) {
+				g.Expect(k8sClient.Get(ctx, typeNamespacedName, memcached)).To(Succeed())
+				g.Expect(meta.IsStatusConditionTrue(memcached.Status.Conditions, "Ready")).To(BeTrue())
+			}, 30*time.Second, 100*time.Millisecond).Should(Succeed())
+			Expect(k8sClient.Get(ctx, typeNamespacedName, &appsv1.Deployment{})).To(Succeed())
 		})
 	})
 })
