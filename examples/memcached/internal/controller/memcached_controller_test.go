@@ -124,7 +124,8 @@ var _ = Describe("Memcached Controller", func() {
 		It("converges under the manager, as cmd/main.go runs it", func() {
 			mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: k8sClient.Scheme(),
 				Metrics: server.Options{BindAddress: "0"},
-				// go test -count=2 runs the suite twice in one process.
+				// ginkgo -repeat runs the suite again in one process, and
+				// controller names must be unique in a process.
 				Controller: config.Controller{SkipNameValidation: ptr.To(true)}})
 			Expect(err).NotTo(HaveOccurred())
 			Expect((&MemcachedReconciler{Client: mgr.GetClient(), Scheme: mgr.GetScheme()}).SetupWithManager(mgr)).To(Succeed())
