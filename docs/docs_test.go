@@ -36,9 +36,12 @@ import (
 //     Benchmark, Fuzz or TestMain function, is written as a _test.go file.
 //     With STEADY_DOCS_RUN=1 the module's tests run too (testing.md's suite
 //     needs the control plane).
-//   - A fragment taken from an Example: its first line is
-//     "// Example: <pkg>.<Name>", where Name is a function, a type, a
-//     variable or a Type.Method declared in <pkg>'s *_test.go files. The
+//   - A fragment taken from compiled code: its first line is
+//     "// Example: <pkg>.<Name>", where <pkg> is a directory of the
+//     repository (reconcile, examples/memcached/internal/controller) and
+//     Name a function, a type, a variable or a Type.Method declared in its
+//     Go files (an Example in its *_test.go files, or an example
+//     operator's source, which its own tests run). The
 //     rest of the block, line by line with indentation ignored, must be a
 //     contiguous run of that declaration's lines; a line "// ..." skips
 //     lines.
@@ -351,12 +354,12 @@ func checkFragment(t *testing.T, root string, b block, ref string) {
 }
 
 // declSource returns the source of the function, method (Type.Method) or
-// type named name in the *_test.go files of dir.
+// type named name in the Go files of dir.
 func declSource(dir, name string) (string, error) {
 	fset := token.NewFileSet()
-	matches, err := filepath.Glob(filepath.Join(dir, "*_test.go"))
+	matches, err := filepath.Glob(filepath.Join(dir, "*.go"))
 	if err != nil || len(matches) == 0 {
-		return "", fmt.Errorf("no test files in %s", dir)
+		return "", fmt.Errorf("no Go files in %s", dir)
 	}
 	recv, fn := "", name
 	if i := strings.Index(name, "."); i >= 0 {
@@ -406,7 +409,7 @@ func declSource(dir, name string) (string, error) {
 			}
 		}
 	}
-	return "", fmt.Errorf("no declaration %s in %s/*_test.go", name, filepath.Base(dir))
+	return "", fmt.Errorf("no declaration %s in %s/*.go", name, filepath.Base(dir))
 }
 
 func docOf(n ast.Node) *ast.CommentGroup {
