@@ -92,6 +92,10 @@ func TestForRefusesOptionsTheTypeCannotHold(t *testing.T) {
 		{"methods and the field", forWith[testapi.Widget], []reconcile.ForOption{summary, gen}, "", ""},
 		{"the field, no methods", forWith[Thing], []reconcile.ForOption{summary, gen}, "", ""},
 		{"unstructured: not judged", forWith[unstructured.Unstructured], []reconcile.ForOption{gen}, "", ""},
+		// No Setter and no field: the summary would dereference a nil list
+		// on the first reconcile (For refused it before the kubebuilder
+		// shape was taken).
+		{"unstructured, summary", forWith[unstructured.Unstructured], []reconcile.ForOption{summary}, "WithReadySummary", "*unstructured.Unstructured"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := tc.build(tc.opts...)
