@@ -47,6 +47,27 @@ func (o *narrowGeneration) DeepCopyObject() runtime.Object {
 	return jsonCopy(o, &narrowGeneration{})
 }
 
+// SharedStatus is what several kinds of an operator share, embedded inline
+// in each one's status: its fields are status.observedGeneration and
+// status.conditions.
+type SharedStatus struct {
+	ObservedGeneration int64              `json:"observedGeneration,omitempty"`
+	Conditions         []metav1.Condition `json:"conditions,omitempty"`
+}
+
+type sharedStatusKind struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+	Status            struct {
+		SharedStatus `json:",inline"`
+		Phase        string `json:"phase,omitempty"`
+	} `json:"status,omitempty"`
+}
+
+func (o *sharedStatusKind) DeepCopyObject() runtime.Object {
+	return jsonCopy(o, &sharedStatusKind{})
+}
+
 func jsonCopy[T runtime.Object](in, out T) T {
 	b, err := json.Marshal(in)
 	if err != nil {
@@ -91,6 +112,7 @@ func TestForRefusesOptionsTheTypeCannotHold(t *testing.T) {
 		{"cluster-api's conditions", forWith[Gadget], []reconcile.ForOption{summary}, "WithReadySummary", "*reconcile_test.Gadget"},
 		{"methods and the field", forWith[testapi.Widget], []reconcile.ForOption{summary, gen}, "", ""},
 		{"the field, no methods", forWith[Thing], []reconcile.ForOption{summary, gen}, "", ""},
+		{"a status embedding its fields inline", forWith[sharedStatusKind], []reconcile.ForOption{summary, gen}, "", ""},
 		{"unstructured: not judged", forWith[unstructured.Unstructured], []reconcile.ForOption{gen}, "", ""},
 		// No Setter and no field: the summary would dereference a nil list
 		// on the first reconcile (For refused it before the kubebuilder

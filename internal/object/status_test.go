@@ -1,0 +1,92 @@
+package object
+
+import (
+	"encoding/json"
+	"reflect"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// CommonStatus is a status shared by several kinds, embedded inline in
+// each one's status (as many operators do): its fields are the status's
+// own in JSON.
+type CommonStatus struct {
+	ObservedGeneration int64              `json:"observedGeneration,omitempty"`
+	Conditions         []metav1.Condition `json:"conditions,omitempty"`
+}
+
+type inlineStatus struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+	Status            struct {
+		CommonStatus `json:",inline"`
+		Phase        string `json:"phase,omitempty"`
+	} `json:"status,omitempty"`
+}
+
+type inlinePointerStatus struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+	Status            *struct {
+		*CommonStatus `json:",inline"`
+	} `json:"status,omitempty"`
+}
+
+// An embedded struct with a JSON name is a field of that name.
+type namedEmbeddedStatus struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+	CommonStatus      `json:"status,omitempty"`
+}
+
+// StatusField finds what encoding/json (and the Kubernetes decoder) decode
+// status.observedGeneration and status.conditions into, where the status
+// embeds them inline: the JSON round trip is the oracle.
+func TestStatusFieldEmbedded(t *testing.T) {
+	const in = `{"status":{"observedGeneration":7,"conditions":[{"type":"Ready","status":"True"}]}}`
+	for _, obj := range []any{&inlineStatus{}, &inlinePointerStatus{}, &namedEmbeddedStatus{}} {
+		t.Run(reflect.TypeOf(obj).Elem().Name(), func(t *testing.T) {
+			typ := reflect.TypeOf(obj)
+			if ft, ok := StatusFieldType(typ, "observedGeneration"); !ok || ft.Kind() != reflect.Int64 {
+				t.Errorf("StatusFieldType(observedGeneration) = %v, %v; want int64", ft, ok)
+			}
+			if !HasConditionList(typ) {
+				t.Error("HasConditionList = false")
+			}
+			if err := json.Unmarshal([]byte(in), obj); err != nil {
+				t.Fatal(err)
+			}
+			v, ok := StatusValue(obj, "observedGeneration", false)
+			if !ok || v.Int() != 7 {
+				t.Errorf("StatusValue(observedGeneration) = %v, %v; want 7", v, ok)
+			}
+			if l := ConditionList(obj, false); l == nil || len(*l) != 1 || (*l)[0].Type != "Ready" {
+				t.Errorf("ConditionList = %v, want the Ready condition decoded", l)
+			}
+		})
+	}
+}
+
+// A nil status, or a nil embedded status, is allocated only when asked.
+func TestStatusValueEmbeddedNilPointer(t *testing.T) {
+	obj := &inlinePointerStatus{}
+	if _, ok := StatusValue(obj, "observedGeneration", false); ok {
+		t.Error("StatusValue without alloc on a nil status: ok")
+	}
+	if obj.Status != nil {
+		t.Fatal("StatusValue without alloc allocated the status")
+	}
+	l := ConditionList(obj, true)
+	if l == nil {
+		t.Fatal("ConditionList with alloc = nil")
+	}
+	*l = []metav1.Condition{{Type: "Ready"}}
+	if obj.Status == nil || obj.Status.CommonStatus == nil || len(obj.Status.Conditions) != 1 {
+		t.Errorf("the list set is not the object's: %+v", obj.Status)
+	}
+	obj.Status.CommonStatus = nil
+	if _, ok := StatusValue(obj, "observedGeneration", false); ok {
+		t.Error("StatusValue without alloc on a nil embedded status: ok")
+	}
+}
