@@ -1,8 +1,10 @@
 package object
 
 import (
+	"maps"
 	"reflect"
 	"strings"
+	"sync"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -20,8 +22,41 @@ var conditionsType = reflect.TypeFor[[]metav1.Condition]()
 // the tag's name, else the Go name without regard to case; the fields of a
 // struct embedded without a JSON name are its embedder's, one with a JSON
 // name is a field of that name.
+//
+// The paths are shared: the caller must not change them. They are found
+// once per type and name.
 func StatusField(t reflect.Type, name string) (status, field []int, ok bool) {
-	if t == nil || t.Kind() != reflect.Pointer || t.Elem().Kind() != reflect.Struct {
+	if t == nil {
+		return nil, nil, false
+	}
+	if m, hit := statusFields.Load(t); hit {
+		if p, hit := m.(map[string]statusPaths)[name]; hit {
+			return p.status, p.field, p.ok
+		}
+	}
+	var p statusPaths
+	p.status, p.field, p.ok = statusField(t, name)
+	m := map[string]statusPaths{}
+	if old, hit := statusFields.Load(t); hit {
+		maps.Copy(m, old.(map[string]statusPaths))
+	}
+	m[name] = p
+	statusFields.Store(t, m) // a concurrent name lost here is found again
+	return p.status, p.field, p.ok
+}
+
+// statusPaths is what StatusField returns for a type and name.
+type statusPaths struct {
+	status, field []int
+	ok            bool
+}
+
+// statusFields holds, for a Go type, the map (never changed once stored)
+// of the names StatusField was asked for to their statusPaths.
+var statusFields sync.Map
+
+func statusField(t reflect.Type, name string) (status, field []int, ok bool) {
+	if t.Kind() != reflect.Pointer || t.Elem().Kind() != reflect.Struct {
 		return nil, nil, false
 	}
 	status, ok = jsonField(t.Elem(), "status")
@@ -132,7 +167,7 @@ func StatusFieldType(t reflect.Type, name string) (reflect.Type, bool) {
 	if !ok {
 		return nil, false
 	}
-	return typeAt(t.Elem(), append(append([]int(nil), s...), f...)), true
+	return typeAt(typeAt(t.Elem(), s), f), true
 }
 
 // StatusValue returns obj's status field of JSON name name (see
@@ -149,7 +184,11 @@ func StatusValue(obj any, name string, alloc bool) (reflect.Value, bool) {
 	if !ok || v.IsNil() {
 		return reflect.Value{}, false
 	}
-	return valueAt(v.Elem(), append(append([]int(nil), s...), f...), alloc)
+	st, ok := valueAt(v.Elem(), s, alloc)
+	if !ok {
+		return reflect.Value{}, false
+	}
+	return valueAt(st, f, alloc)
 }
 
 // HasConditionList reports whether t holds status.conditions as a

@@ -90,3 +90,17 @@ func TestStatusValueEmbeddedNilPointer(t *testing.T) {
 		t.Error("StatusValue without alloc on a nil embedded status: ok")
 	}
 }
+
+// Every Patch reads the status this way (observedGeneration, the
+// conditions before and after): once a type is known, without allocating.
+func TestStatusValueAllocatesNothing(t *testing.T) {
+	obj := &inlineStatus{}
+	StatusValue(obj, "observedGeneration", false)
+	ConditionList(obj, false)
+	if n := testing.AllocsPerRun(100, func() {
+		StatusValue(obj, "observedGeneration", false)
+		ConditionList(obj, false)
+	}); n != 0 {
+		t.Errorf("%v allocations", n)
+	}
+}
