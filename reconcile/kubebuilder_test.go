@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -214,5 +215,15 @@ func TestForOnAKubebuilderType(t *testing.T) {
 	}
 	if w := n.Writes(); w != 0 {
 		t.Errorf("the refused change cost %d writes (%s)", w, n)
+	}
+}
+
+// The refusal says what the type lacks, and nothing it has: Gadget has
+// GetConditions and SetConditions, and a status.conditions field, all of
+// cluster-api's Conditions type.
+func TestOptionErrorNamesTheSignature(t *testing.T) {
+	err := forWith[Gadget](reconcile.WithReadySummary())
+	if err == nil || !strings.Contains(err.Error(), "GetConditions() []metav1.Condition") || !strings.Contains(err.Error(), "SetConditions([]metav1.Condition)") {
+		t.Errorf("For = %v, want the methods named with their signatures (Gadget has methods of those names)", err)
 	}
 }

@@ -152,9 +152,10 @@ func setter(obj client.Object) conditions.Setter {
 // has no list to set).
 func checkOptions(obj client.Object, cfg ForOptions) error {
 	if _, ok := obj.(conditions.Setter); cfg.ReadySummary && !ok && !object.HasConditionList(reflect.TypeOf(obj)) {
-		missing := "GetConditions and SetConditions methods, or a status.conditions field of type []metav1.Condition"
+		const methods = "GetConditions() []metav1.Condition and SetConditions([]metav1.Condition) methods"
+		missing := methods + ", or a status.conditions field of type []metav1.Condition"
 		if _, isU := obj.(*unstructured.Unstructured); isU {
-			missing = "GetConditions and SetConditions methods (on an unstructured object, set Ready in the body: conditions.ForUnstructured, conditions.SetSummary)"
+			missing = methods + " (on an unstructured object, set Ready in the body: conditions.ForUnstructured, conditions.SetSummary)"
 		}
 		return &OptionError{Type: fmt.Sprintf("%T", obj), Option: "WithReadySummary", Missing: missing}
 	}
