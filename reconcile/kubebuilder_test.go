@@ -69,6 +69,20 @@ func (o *sharedStatusKind) DeepCopyObject() runtime.Object {
 	return jsonCopy(o, &sharedStatusKind{})
 }
 
+// untaggedGeneration's observedGeneration has no json tag: the client's
+// decoder (exact names) never fills it from status.observedGeneration.
+type untaggedGeneration struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+	Status            struct {
+		ObservedGeneration int64
+	} `json:"status,omitempty"`
+}
+
+func (o *untaggedGeneration) DeepCopyObject() runtime.Object {
+	return jsonCopy(o, &untaggedGeneration{})
+}
+
 func jsonCopy[T runtime.Object](in, out T) T {
 	b, err := json.Marshal(in)
 	if err != nil {
@@ -114,6 +128,7 @@ func TestForRefusesOptionsTheTypeCannotHold(t *testing.T) {
 		{"methods and the field", forWith[testapi.Widget], []reconcile.ForOption{summary, gen}, "", ""},
 		{"the field, no methods", forWith[Thing], []reconcile.ForOption{summary, gen}, "", ""},
 		{"a status embedding its fields inline", forWith[sharedStatusKind], []reconcile.ForOption{summary, gen}, "", ""},
+		{"an untagged observedGeneration", forWith[untaggedGeneration], []reconcile.ForOption{gen}, "WithObservedGeneration", "*reconcile_test.untaggedGeneration"},
 		{"unstructured: not judged", forWith[unstructured.Unstructured], []reconcile.ForOption{gen}, "", ""},
 		// No Setter and no field: the summary would dereference a nil list
 		// on the first reconcile (For refused it before the kubebuilder

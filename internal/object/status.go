@@ -18,10 +18,11 @@ var conditionsType = reflect.TypeFor[[]metav1.Condition]()
 // into. It returns the index paths to reach the status in the object's
 // struct and the field in the status's struct (each through the structs
 // embedded inline, by value or by pointer, on the way), and false where t
-// has no such field. JSON names are matched as encoding/json decodes them:
-// the tag's name, else the Go name without regard to case; the fields of a
-// struct embedded without a JSON name are its embedder's, one with a JSON
-// name is a field of that name.
+// has no such field. JSON names are matched as the Kubernetes JSON decoder
+// (the client's) decodes them: the tag's name, else the Go name, exactly
+// (encoding/json would also fold case, that decoder does not); the fields
+// of a struct embedded without a JSON name are its embedder's, one with a
+// JSON name is a field of that name.
 //
 // The paths are shared: the caller must not change them. They are found
 // once per type and name.
@@ -75,15 +76,13 @@ func statusField(t reflect.Type, name string) (status, field []int, ok bool) {
 }
 
 // jsonField is the index path of the exported field of struct type t that
-// the JSON name decodes into: an exact name at any depth of the structs
-// embedded inline before a name matched without regard to case, a
-// shallower one before a deeper one.
+// the JSON name decodes into (see [StatusField]), a shallower one before a
+// deeper one.
 func jsonField(t reflect.Type, name string) ([]int, bool) {
 	type embedded struct {
 		t    reflect.Type
 		path []int
 	}
-	var fold []int
 	seen := map[reflect.Type]bool{}
 	for level := []embedded{{t: t}}; len(level) > 0; {
 		var next []embedded
@@ -116,17 +115,14 @@ func jsonField(t reflect.Type, name string) ([]int, bool) {
 				if !f.IsExported() {
 					continue
 				}
-				switch {
-				case tag == name, tag == "" && f.Name == name:
+				if tag == name || tag == "" && f.Name == name {
 					return path, true
-				case tag == "" && fold == nil && strings.EqualFold(f.Name, name):
-					fold = path
 				}
 			}
 		}
 		level = next
 	}
-	return fold, fold != nil
+	return nil, false
 }
 
 // typeAt is the type of the field at path in struct type t, through

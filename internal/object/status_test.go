@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kjson "k8s.io/apimachinery/pkg/util/json"
 )
 
 // CommonStatus is a status shared by several kinds, embedded inline in
@@ -102,5 +103,38 @@ func TestStatusValueAllocatesNothing(t *testing.T) {
 		ConditionList(obj, false)
 	}); n != 0 {
 		t.Errorf("%v allocations", n)
+	}
+}
+
+// untaggedStatus has no json tags in its status: encoding/json would fill
+// ObservedGeneration from "observedGeneration" (it folds case), the
+// Kubernetes decoder the client uses does not (its names are exact).
+type untaggedStatus struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+	Status            struct {
+		ObservedGeneration int64
+		Conditions         []metav1.Condition
+	} `json:"status,omitempty"`
+}
+
+// StatusField finds only what the API server's answer is decoded into:
+// the Kubernetes JSON decoder (k8s.io/apimachinery's util/json, as the
+// client's codec) is the oracle.
+func TestStatusFieldMatchesTheKubernetesDecoder(t *testing.T) {
+	for _, obj := range []any{&untaggedStatus{}, &inlineStatus{}} {
+		t.Run(reflect.TypeOf(obj).Elem().Name(), func(t *testing.T) {
+			if err := kjson.Unmarshal([]byte(`{"status":{"observedGeneration":7}}`), obj); err != nil {
+				t.Fatal(err)
+			}
+			v, found := StatusValue(obj, "observedGeneration", false)
+			decoded := found && v.Int() == 7
+			if found != decoded {
+				t.Errorf("StatusValue found %v, holding %v: the decoder filled it: %v", found, v, decoded)
+			}
+			if _, typeFound := StatusFieldType(reflect.TypeOf(obj), "observedGeneration"); typeFound != decoded {
+				t.Errorf("StatusFieldType found = %v, the decoder filled it: %v", typeFound, decoded)
+			}
+		})
 	}
 }

@@ -158,7 +158,7 @@ func TestUnchangedFastPath(t *testing.T) {
 	}
 	type typed struct {
 		unstructured.Unstructured
-		Status status
+		Status status `json:"status"` // untagged, the client's decoder would not fill it
 	}
 	// A status that embeds its fields inline (a status shared by kinds).
 	type inlineStatus struct {
