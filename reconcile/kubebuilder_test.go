@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -45,6 +46,41 @@ type narrowGeneration struct {
 
 func (o *narrowGeneration) DeepCopyObject() runtime.Object {
 	return jsonCopy(o, &narrowGeneration{})
+}
+
+// SharedStatus is what several kinds of an operator share, embedded inline
+// in each one's status: its fields are status.observedGeneration and
+// status.conditions.
+type SharedStatus struct {
+	ObservedGeneration int64              `json:"observedGeneration,omitempty"`
+	Conditions         []metav1.Condition `json:"conditions,omitempty"`
+}
+
+type sharedStatusKind struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+	Status            struct {
+		SharedStatus `json:",inline"`
+		Phase        string `json:"phase,omitempty"`
+	} `json:"status,omitempty"`
+}
+
+func (o *sharedStatusKind) DeepCopyObject() runtime.Object {
+	return jsonCopy(o, &sharedStatusKind{})
+}
+
+// untaggedGeneration's observedGeneration has no json tag: the client's
+// decoder (exact names) never fills it from status.observedGeneration.
+type untaggedGeneration struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+	Status            struct {
+		ObservedGeneration int64
+	} `json:"status,omitempty"`
+}
+
+func (o *untaggedGeneration) DeepCopyObject() runtime.Object {
+	return jsonCopy(o, &untaggedGeneration{})
 }
 
 func jsonCopy[T runtime.Object](in, out T) T {
@@ -91,7 +127,13 @@ func TestForRefusesOptionsTheTypeCannotHold(t *testing.T) {
 		{"cluster-api's conditions", forWith[Gadget], []reconcile.ForOption{summary}, "WithReadySummary", "*reconcile_test.Gadget"},
 		{"methods and the field", forWith[testapi.Widget], []reconcile.ForOption{summary, gen}, "", ""},
 		{"the field, no methods", forWith[Thing], []reconcile.ForOption{summary, gen}, "", ""},
+		{"a status embedding its fields inline", forWith[sharedStatusKind], []reconcile.ForOption{summary, gen}, "", ""},
+		{"an untagged observedGeneration", forWith[untaggedGeneration], []reconcile.ForOption{gen}, "WithObservedGeneration", "*reconcile_test.untaggedGeneration"},
 		{"unstructured: not judged", forWith[unstructured.Unstructured], []reconcile.ForOption{gen}, "", ""},
+		// No Setter and no field: the summary would dereference a nil list
+		// on the first reconcile (For refused it before the kubebuilder
+		// shape was taken).
+		{"unstructured, summary", forWith[unstructured.Unstructured], []reconcile.ForOption{summary}, "WithReadySummary", "*unstructured.Unstructured"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := tc.build(tc.opts...)
@@ -188,5 +230,15 @@ func TestForOnAKubebuilderType(t *testing.T) {
 	}
 	if w := n.Writes(); w != 0 {
 		t.Errorf("the refused change cost %d writes (%s)", w, n)
+	}
+}
+
+// The refusal says what the type lacks, and nothing it has: Gadget has
+// GetConditions and SetConditions, and a status.conditions field, all of
+// cluster-api's Conditions type.
+func TestOptionErrorNamesTheSignature(t *testing.T) {
+	err := forWith[Gadget](reconcile.WithReadySummary())
+	if err == nil || !strings.Contains(err.Error(), "GetConditions() []metav1.Condition") || !strings.Contains(err.Error(), "SetConditions([]metav1.Condition)") {
+		t.Errorf("For = %v, want the methods named with their signatures (Gadget has methods of those names)", err)
 	}
 }

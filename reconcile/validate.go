@@ -146,15 +146,18 @@ func setter(obj client.Object) conditions.Setter {
 }
 
 // checkOptions refuses the options of [For] that cannot work on obj's Go
-// type, with an [*OptionError]: an unstructured object is not judged (its
-// schema is not known here).
+// type, with an [*OptionError]. An unstructured object's observedGeneration
+// is not judged (its schema is not known here); the Ready summary is
+// refused on it, as on any type without a Setter or the field ([setter]
+// has no list to set).
 func checkOptions(obj client.Object, cfg ForOptions) error {
-	if _, ok := obj.(*unstructured.Unstructured); ok {
-		return nil
-	}
 	if _, ok := obj.(conditions.Setter); cfg.ReadySummary && !ok && !object.HasConditionList(reflect.TypeOf(obj)) {
-		return &OptionError{Type: fmt.Sprintf("%T", obj), Option: "WithReadySummary",
-			Missing: "GetConditions and SetConditions methods, or a status.conditions field of type []metav1.Condition"}
+		const methods = "GetConditions() []metav1.Condition and SetConditions([]metav1.Condition) methods"
+		missing := methods + ", or a status.conditions field of type []metav1.Condition"
+		if _, isU := obj.(*unstructured.Unstructured); isU {
+			missing = methods + " (on an unstructured object, set Ready in the body: conditions.ForUnstructured, conditions.SetSummary)"
+		}
+		return &OptionError{Type: fmt.Sprintf("%T", obj), Option: "WithReadySummary", Missing: missing}
 	}
 	po := PatchOptions{}
 	for _, o := range cfg.PatchOptions {

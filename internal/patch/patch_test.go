@@ -158,7 +158,20 @@ func TestUnchangedFastPath(t *testing.T) {
 	}
 	type typed struct {
 		unstructured.Unstructured
-		Status status
+		Status status `json:"status"` // untagged, the client's decoder would not fill it
+	}
+	// A status that embeds its fields inline (a status shared by kinds).
+	type inlineStatus struct {
+		status `json:",inline"`
+	}
+	type inline struct {
+		unstructured.Unstructured
+		Status inlineStatus `json:"status"`
+	}
+	inl := func(og int64) *inline {
+		o := &inline{Status: inlineStatus{status{ObservedGeneration: og}}}
+		o.SetGeneration(2)
+		return o
 	}
 	u := func(og any, phase string) *unstructured.Unstructured {
 		o := &unstructured.Unstructured{Object: map[string]any{
@@ -186,6 +199,8 @@ func TestUnchangedFastPath(t *testing.T) {
 		{"a number of another decoding, another value", u(int64(2), "x"), u(float64(2.5), "x"), false, false},
 		{"typed, current", &typed{Status: status{ObservedGeneration: 0}}, &typed{}, true, true},
 		{"typed, differs", &typed{Status: status{Phase: "a"}}, &typed{}, false, false},
+		{"typed, inline in the status, current", inl(2), inl(2), true, true},
+		{"typed, inline in the status, behind", inl(1), inl(1), true, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := unchanged(tc.a, tc.b, Options{ObservedGeneration: tc.og}); got != tc.want {
