@@ -84,6 +84,14 @@ func createWithStatus(ctx context.Context, c client.Client, child client.Object,
 	if err := c.Create(ctx, child); err != nil {
 		return controllerutil.OperationResultNone, fmt.Errorf("ownership: creating %s: %w", name, err)
 	}
+	// What the answer holds besides what was asked for (without the
+	// status, as patchChild compares) is what the server filled in, as in
+	// CreateOrUpdate (rememberCreated).
+	if gvk, err := object.GVK(child, c.Scheme()); err == nil {
+		if desired, err := sum(withoutStatus(withoutServerMetadata(object.CopyJSON(wanted)))); err == nil {
+			rememberOnlyDefaults("patch|"+childKey(c, gvk, child), child, desired)
+		}
+	}
 	created, err := object.ToMapWithoutManagedFields(child)
 	if err != nil {
 		return controllerutil.OperationResultCreated, fmt.Errorf("ownership: created %s, but reading its status failed: %w", name, err)

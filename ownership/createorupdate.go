@@ -74,15 +74,39 @@ func CreateOrUpdate(ctx context.Context, c client.Client, owner, child client.Ob
 	}
 	name := object.Described{Obj: child, Scheme: c.Scheme()} // formatted only in errors
 	create := func(ctx context.Context) (controllerutil.OperationResult, error) {
+		desired := object.Shallow(child) // the create decodes its answer into child, in new maps and slices
 		if err := c.Create(ctx, child); err != nil {
 			return controllerutil.OperationResultNone, fmt.Errorf("ownership: creating %s: %w", name, err)
 		}
+		rememberCreated(c, desired, child)
 		return controllerutil.OperationResultCreated, nil
 	}
 	update := func(ctx context.Context, live client.Object, beforeWrite func() error) (controllerutil.OperationResult, error) {
 		return updateChild(ctx, c, live, child, name, beforeWrite)
 	}
 	return w.run(ctx, create, update)
+}
+
+// rememberCreated remembers, of child just created (or updated) from
+// desired (child holds the API server's answer), that what differs between
+// the two is what the server filled in (defaults, a webhook's additions):
+// the next call that wants the same writes nothing, where it would
+// otherwise send an update that stores nothing to learn it (see
+// updateChild). It costs a conversion and a digest of desired
+// (BenchmarkCreateOrUpdateCreate: 2.5 to 5.4 µs per create of a ConfigMap,
+// 18 to 48 allocations), where the write it saves costs a request.
+func rememberCreated(c client.Client, desired, child client.Object) {
+	gvk, err := object.GVK(child, c.Scheme())
+	if err != nil {
+		return
+	}
+	m, err := object.ToMapWithoutManagedFields(desired)
+	if err != nil {
+		return
+	}
+	if s, err := sum(withoutStatus(withoutServerMetadata(m))); err == nil {
+		rememberOnlyDefaults("update|"+childKey(c, gvk, child), child, s)
+	}
 }
 
 // createOrUpdateOptions are opts applied. Without any, the common call,
@@ -105,7 +129,8 @@ func updateChild(ctx context.Context, c client.Client, live, child client.Object
 	// The update of a kind with a status subresource cannot write status:
 	// a difference there is not compared, nor paid for with an update.
 	compared := func(m map[string]any) map[string]any { return m }
-	if has, _ := statusSubresource(c, gvk); has && gvkErr == nil {
+	hasStatusSubresource, _ := statusSubresource(c, gvk)
+	if hasStatusSubresource && gvkErr == nil {
 		compared = withoutStatus
 	}
 	// The objects as maps, converted when needed: the desired one from
@@ -130,10 +155,12 @@ func updateChild(ctx context.Context, c client.Client, live, child client.Object
 		return nil
 	}
 	// An update of this desired object on this live child found only
-	// defaults to differ before: not sent again (the converged child of a
-	// wholesale mutate, every reconcile). The digest of the desired object
-	// is taken only when a verdict on this live child is remembered, or
-	// one is to be remembered.
+	// defaults to differ before, or the child was created or updated from
+	// it: not sent again (the converged child of a wholesale mutate, every
+	// reconcile, also while the child's own controller writes its status;
+	// see memo.holds). The digest of the desired object is taken only when
+	// a verdict on this live child is remembered, or one is to be
+	// remembered.
 	key := ""
 	var verdict [32]byte // the sum of the desired object of the remembered verdict
 	remembered := false
@@ -145,7 +172,12 @@ func updateChild(ctx context.Context, c client.Client, live, child client.Object
 		if err := maps(); err != nil {
 			return controllerutil.OperationResultNone, err
 		}
-		if sum, err := sum(compared(wantMap)); err == nil && sum == verdict {
+		// The verdict is on what an update writes besides the status; the
+		// status too where the kind may have no status subresource (and a
+		// status write bumps the generation: the verdict then holds at the
+		// resourceVersion alone).
+		if sum, err := sum(withoutStatus(wantMap)); err == nil && sum == verdict &&
+			(hasStatusSubresource || equalStatus(liveMap["status"], wantMap["status"])) {
 			object.Copy(child, live)
 			return controllerutil.OperationResultNone, nil
 		}
@@ -197,11 +229,20 @@ func updateChild(ctx context.Context, c client.Client, live, child client.Object
 	}
 	if child.GetResourceVersion() == live.GetResourceVersion() {
 		if err := maps(); err == nil && gvkErr == nil {
-			if sum, err := sum(compared(wantMap)); err == nil {
+			if sum, err := sum(withoutStatus(wantMap)); err == nil {
 				rememberOnlyDefaults(key, live, sum)
 			}
 		}
 		return controllerutil.OperationResultNone, nil // only the server's defaults differed
+	}
+	// The answer is what was asked for and what the server filled in: as
+	// after a create, the next call that wants the same writes nothing.
+	if gvkErr == nil {
+		if wantMap == nil {
+			rememberCreated(c, desired, child)
+		} else if sum, err := sum(withoutStatus(wantMap)); err == nil {
+			rememberOnlyDefaults(key, child, sum)
+		}
 	}
 	return controllerutil.OperationResultUpdated, nil
 }

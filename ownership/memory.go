@@ -3,13 +3,17 @@ package ownership
 import (
 	"container/list"
 	"crypto/sha256"
-	"encoding/json"
-	"fmt"
+	"encoding/binary"
+	"hash/maphash"
+	"reflect"
+	"strconv"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/steadyk8s/steady/internal/object"
 )
 
 // memorySize bounds each of ownership's two memories (the verdicts of
@@ -20,13 +24,85 @@ import (
 const memorySize = 8192
 
 // memo is what ownership remembers of one child: the child as the API
-// server last showed it (its UID and resourceVersion) and a sum of what the
-// call wanted then.
+// server last showed it (its UID, resourceVersion, generation and a digest
+// of its labels, annotations, finalizers and owner references) and a sum
+// of what the call wanted then.
 type memo struct {
-	uid types.UID
-	rv  string
-	sum [sha256.Size]byte
+	uid  types.UID
+	rv   string
+	gen  int64
+	meta uint64
+	sum  [sha256.Size]byte
 }
+
+// holds reports whether a verdict remembered in m still holds for live: it
+// is the child the verdict was on (its UID) and, since, either nothing was
+// stored (the same resourceVersion) or only its status changed: the same
+// generation, which the API server bumps on a change of anything but
+// metadata and a status subresource (a kind that sets one), and the same
+// labels, annotations, finalizers and owner references. A workload's own
+// controller writing its status (a Deployment's replicas, a Job's
+// conditions) does not make a converged child cost a write.
+func (m memo) holds(live client.Object) bool {
+	if m.uid != live.GetUID() {
+		return false
+	}
+	if m.rv == live.GetResourceVersion() {
+		return true
+	}
+	return m.gen > 0 && m.gen == live.GetGeneration() && m.meta == metaDigest(live)
+}
+
+// metaDigest is a digest of obj's labels, annotations, finalizers and
+// owner references: the metadata a write of ours compares, which a change
+// leaves the generation as it was.
+func metaDigest(obj client.Object) uint64 {
+	var h, e maphash.Hash
+	h.SetSeed(metaSeed)
+	e.SetSeed(metaSeed)
+	var buf [8]byte
+	mapSum := func(m map[string]string) {
+		s := uint64(len(m)) // entries hashed alone and added up: no order, no sort
+		for k, v := range m {
+			e.Reset()
+			_, _ = e.WriteString(k)
+			_ = e.WriteByte(0)
+			_, _ = e.WriteString(v)
+			s += e.Sum64()
+		}
+		_, _ = h.Write(binary.LittleEndian.AppendUint64(buf[:0], s))
+	}
+	mapSum(obj.GetLabels())
+	mapSum(obj.GetAnnotations())
+	for _, f := range obj.GetFinalizers() {
+		_, _ = h.WriteString(f)
+		_ = h.WriteByte(0)
+	}
+	_ = h.WriteByte(1)
+	for _, r := range obj.GetOwnerReferences() {
+		for _, f := range []string{r.APIVersion, r.Kind, r.Name, string(r.UID)} {
+			_, _ = h.WriteString(f)
+			_ = h.WriteByte(0)
+		}
+		_ = h.WriteByte(tri(r.Controller))
+		_ = h.WriteByte(tri(r.BlockOwnerDeletion))
+	}
+	return h.Sum64()
+}
+
+// tri encodes an optional bool: unset, false, true.
+func tri(b *bool) byte {
+	switch {
+	case b == nil:
+		return 0
+	case *b:
+		return 2
+	}
+	return 1
+}
+
+// metaSeed seeds metaDigest: digests are compared within one process.
+var metaSeed = maphash.MakeSeed()
 
 // memory is a bounded map, least recently used out first, safe for
 // concurrent use. Keys are kept as digests, so that an entry's size does
@@ -108,21 +184,27 @@ func (m *memory) len() int {
 // UID), group, version, kind, namespace and name. Same-named children of
 // several clusters have entries of their own and do not evict each other.
 func childKey(c client.Client, gvk schema.GroupVersionKind, obj client.Object) string {
-	return fmt.Sprintf("%p|%s|%s|%s", c.RESTMapper(), gvk, obj.GetNamespace(), obj.GetName())
+	var mapper uintptr // a REST mapper that is no pointer is no cluster's: all such share 0
+	if v := reflect.ValueOf(c.RESTMapper()); v.Kind() == reflect.Pointer {
+		mapper = v.Pointer()
+	}
+	return strconv.FormatUint(uint64(mapper), 16) + "|" + gvk.String() + "|" + obj.GetNamespace() + "|" + obj.GetName()
 }
 
 // sum is a digest of parts, each encoded as JSON (map keys sorted, so
 // that equal content has equal sums).
 func sum(parts ...any) ([sha256.Size]byte, error) {
 	h := sha256.New()
-	enc := json.NewEncoder(h)
 	for _, p := range parts {
-		if err := enc.Encode(p); err != nil {
+		b, err := object.MarshalJSON(p)
+		if err != nil {
 			return [sha256.Size]byte{}, err
 		}
+		h.Write(b)
+		h.Write([]byte{'\n'})
 	}
 	var out [sha256.Size]byte
-	copy(out[:], h.Sum(nil))
+	h.Sum(out[:0])
 	return out, nil
 }
 
@@ -136,24 +218,27 @@ var verdicts = newMemory(memorySize)
 // between live, as it is, and the desired object whose sum is s.
 func onlyDefaults(key string, live client.Object, s [sha256.Size]byte) bool {
 	m, ok := verdicts.get(key)
-	return ok && m.uid == live.GetUID() && m.rv == live.GetResourceVersion() && m.sum == s
+	return ok && m.sum == s && m.holds(live)
 }
 
 // rememberedAt returns the sum of the desired object of the verdict
-// remembered for key on live as it is (its UID and resourceVersion), and
+// remembered for key that still holds for live (see [memo.holds]), and
 // whether there is one.
 func rememberedAt(key string, live client.Object) ([sha256.Size]byte, bool) {
 	m, ok := verdicts.get(key)
-	return m.sum, ok && m.uid == live.GetUID() && m.rv == live.GetResourceVersion()
+	return m.sum, ok && m.holds(live)
 }
 
 // rememberOnlyDefaults remembers that a write found only defaults to
-// differ between live and the desired object whose sum is s.
+// differ between live and the desired object whose sum is s; or, for a
+// child just created from that desired object, live being the API
+// server's answer, that what differs is what the server filled in.
 func rememberOnlyDefaults(key string, live client.Object, s [sha256.Size]byte) {
 	if live.GetUID() == "" || live.GetResourceVersion() == "" {
 		return
 	}
-	verdicts.put(key, memo{uid: live.GetUID(), rv: live.GetResourceVersion(), sum: s})
+	verdicts.put(key, memo{uid: live.GetUID(), rv: live.GetResourceVersion(),
+		gen: live.GetGeneration(), meta: metaDigest(live), sum: s})
 }
 
 // answeredBefore reports whether obj, as the API server just answered a

@@ -54,7 +54,7 @@ type statusPaths struct {
 
 // statusFields holds, for a Go type, the map (never changed once stored)
 // of the names StatusField was asked for to their statusPaths.
-var statusFields sync.Map
+var statusFields sync.Map // reflect.Type -> map[string]statusPaths
 
 func statusField(t reflect.Type, name string) (status, field []int, ok bool) {
 	if t.Kind() != reflect.Pointer || t.Elem().Kind() != reflect.Struct {
