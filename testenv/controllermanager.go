@@ -20,8 +20,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 )
 
-// controllerManagerControllers are the only controllers started: the ones
-// that make deletion behave as on a cluster.
+// controllerManagerControllers are the controllers always started: the
+// ones that make deletion behave as on a cluster ([WithControllers] adds
+// more).
 const controllerManagerControllers = "garbagecollector,namespace"
 
 // readyTimeout bounds the readiness check of kube-controller-manager.
@@ -63,7 +64,7 @@ func startControllerManager(ctx context.Context, e *Environment) (*controllerMan
 	defer logFile.Close() // the child holds its own descriptor
 	k.cmd = exec.Command(binary,
 		"--kubeconfig="+kubeconfigPath,
-		"--controllers="+controllerManagerControllers,
+		"--controllers="+strings.Join(append([]string{controllerManagerControllers}, e.opts.Controllers...), ","),
 		"--leader-elect=false",
 		"--secure-port=0",
 	)

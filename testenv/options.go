@@ -22,6 +22,10 @@ type Options struct {
 	// ControllerManager runs kube-controller-manager with the
 	// garbagecollector and namespace controllers beside the API server.
 	ControllerManager bool
+	// Controllers are kube-controller-manager's further controllers to
+	// run (deployment, replicaset, job, statefulset): with any, the
+	// controller manager runs as with ControllerManager.
+	Controllers []string
 	// AssetsDir, when set, is the only directory searched for the
 	// binaries: neither KUBEBUILDER_ASSETS nor the setup-envtest store is.
 	AssetsDir string
@@ -70,6 +74,21 @@ type WithControllerManager struct{}
 // ApplyToEnvironment implements [Option].
 func (WithControllerManager) ApplyToEnvironment(o *Options) { o.ControllerManager = true }
 
+// WithControllers also runs these controllers of kube-controller-manager,
+// by its names (--controllers), beside the garbage collector and the
+// namespace controller of [WithControllerManager], which it implies:
+// WithControllers{"deployment", "replicaset", "job", "statefulset"} makes a
+// workload child's own controller write its status as on a cluster, so that
+// a test sees the status change under its controller. No scheduler or
+// kubelet runs: Pods are created and stay Pending.
+type WithControllers []string
+
+// ApplyToEnvironment implements [Option].
+func (w WithControllers) ApplyToEnvironment(o *Options) {
+	o.ControllerManager = true
+	o.Controllers = append(o.Controllers, w...)
+}
+
 // WithAssetsDir looks for the control-plane binaries in this directory
 // only, and fails with an [*AssetsError] naming it when they are not there.
 type WithAssetsDir string
@@ -78,6 +97,7 @@ type WithAssetsDir string
 func (d WithAssetsDir) ApplyToEnvironment(o *Options) { o.AssetsDir = string(d) }
 
 var (
+	_ Option = WithControllers(nil)
 	_ Option = WithCRDPaths(nil)
 	_ Option = CRDFS{}
 	_ Option = WithScheme{}

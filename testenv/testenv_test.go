@@ -25,8 +25,10 @@ import (
 	"github.com/steadyk8s/steady/testenv"
 )
 
-// env is the package's shared control plane, with the controller manager.
-var env = testenv.New(testenv.WithControllerManager{}, testenv.WithCRDPaths{"testdata/crds"})
+// env is the package's shared control plane, with the controller manager
+// and its deployment and replicaset controllers.
+var env = testenv.New(testenv.WithControllerManager{}, testenv.WithControllers{"deployment", "replicaset"},
+	testenv.WithCRDPaths{"testdata/crds"})
 
 // panicHelperEnv marks the child process of TestNoProcessLeftBehindOnPanic.
 const panicHelperEnv = "STEADY_TESTENV_PANIC_HELPER"

@@ -91,6 +91,17 @@ var _ = Describe("Memcached Controller", func() {
 			_, err = controllerReconciler.Reconcile(ctx, reconcile.Request{NamespacedName: typeNamespacedName})
 			Expect(err).NotTo(HaveOccurred())
 			Expect(requests.Writes()).To(Equal(0), "requests: %s", &requests)
+
+			By("the deployment controller writing the Deployment's status: still nothing to write")
+			Eventually(func(g Gomega) {
+				g.Expect(k8sClient.Get(ctx, typeNamespacedName, found)).To(Succeed())
+				g.Expect(found.Status.ObservedGeneration).To(Equal(found.Generation))
+				g.Expect(found.Status.Replicas).To(Equal(int32(1)))
+			}, 30*time.Second, 100*time.Millisecond).Should(Succeed())
+			requests.Reset()
+			_, err = controllerReconciler.Reconcile(ctx, reconcile.Request{NamespacedName: typeNamespacedName})
+			Expect(err).NotTo(HaveOccurred())
+			Expect(requests.Writes()).To(Equal(0), "requests: %s", &requests)
 		})
 
 		It("keeps what another writer set on the Deployment and follows the size", func() {

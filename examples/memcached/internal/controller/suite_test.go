@@ -39,8 +39,9 @@ func TestControllers(t *testing.T) {
 var _ = BeforeSuite(startTestEnv)
 
 // startTestEnv starts etcd, kube-apiserver and kube-controller-manager
-// (the garbage collector) from the assets testenv finds offline, with the
-// CRDs of config/crd/bases, and a client that counts its requests.
+// (the garbage collector, the deployment and replicaset controllers) from
+// the assets testenv finds offline, with the CRDs of config/crd/bases, and
+// a client that counts its requests.
 func startTestEnv() {
 	logf.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
 
@@ -53,6 +54,8 @@ func startTestEnv() {
 		testenv.WithScheme{Scheme: scheme.Scheme},
 		testenv.WithCRDPaths{"../../config/crd/bases"},
 		testenv.WithControllerManager{},
+		// The Deployment's own controllers, which write its status.
+		testenv.WithControllers{"deployment", "replicaset"},
 	)
 	Expect(testEnv.Start()).To(Succeed())
 	cfg = rest.CopyConfig(testEnv.Config)
