@@ -58,7 +58,8 @@ const createOnly = "1"
 //
 // The result says what the API server did: created when the apply created
 // the child, unchanged when it left it as it was (its resourceVersion did
-// not move), updated otherwise. To know that through a cache that may be
+// not move), updated otherwise; beside an error, empty where nothing was
+// written. To know that through a cache that may be
 // behind, the apply is locked: it carries the resourceVersion read, or,
 // for a child the read did not find, one no stored object has, so that it
 // can only create. A lock that no longer holds (the read was stale: a cache
@@ -75,6 +76,10 @@ const createOnly = "1"
 // CreateOrUpdate); an unstructured one is read from the API server unless
 // the manager's client caches unstructured objects.
 func Apply(ctx context.Context, c client.Client, owner, child client.Object, fieldManager string, opts ...ApplyOption) (controllerutil.OperationResult, error) {
+	return result(apply(ctx, c, owner, child, fieldManager, opts))
+}
+
+func apply(ctx context.Context, c client.Client, owner, child client.Object, fieldManager string, opts []ApplyOption) (controllerutil.OperationResult, error) {
 	o := ApplyOptions{}
 	for _, opt := range opts {
 		opt.ApplyToApply(&o)

@@ -55,6 +55,10 @@ import (
 // answered NotFound (a child deleted since the read) is handled as in
 // [CreateOrUpdate].
 func CreateOrPatch(ctx context.Context, c client.Client, owner, child client.Object, mutate MutateFn, opts ...CreateOrPatchOption) (controllerutil.OperationResult, error) {
+	return result(createOrPatch(ctx, c, owner, child, mutate, opts))
+}
+
+func createOrPatch(ctx context.Context, c client.Client, owner, child client.Object, mutate MutateFn, opts []CreateOrPatchOption) (controllerutil.OperationResult, error) {
 	o := CreateOrPatchOptions{}
 	for _, opt := range opts {
 		opt.ApplyToCreateOrPatch(&o)
@@ -164,7 +168,7 @@ func patchChild(ctx context.Context, c client.Client, live, child client.Object,
 	if diff != nil {
 		patch := client.RawPatch(types.MergePatchType, data)
 		if err := c.Patch(ctx, child, patch); err != nil {
-			return controllerutil.OperationResultNone, fmt.Errorf("ownership: patching %s: %w", name, recreated(c, child, err))
+			return controllerutil.OperationResultNone, fmt.Errorf("ownership: patching %s: %w", name, immutable(recreated(c, child, err)))
 		}
 		switch {
 		case child.GetResourceVersion() == live.GetResourceVersion():

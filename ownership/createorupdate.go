@@ -24,7 +24,8 @@ import (
 // and a new child is judged without one: a mutate that copies its owner's
 // labels copies the owner's record of its own owner), and creates it, or
 // updates it when it differs from the live object. It reports what it did: created, updated or
-// unchanged.
+// unchanged; on an error, what was written before it, or an empty result
+// (never unchanged).
 //
 // The mutated child is compared with the live object exactly, so a removal
 // (a dropped label, a bool set to false, an emptied list) is a change: first
@@ -66,6 +67,20 @@ import (
 //
 // On success child holds the live object, as written or as read.
 func CreateOrUpdate(ctx context.Context, c client.Client, owner, child client.Object, mutate MutateFn, opts ...CreateOrUpdateOption) (controllerutil.OperationResult, error) {
+	return result(createOrUpdate(ctx, c, owner, child, mutate, opts))
+}
+
+// result is what a call returns: on an error, the result says what was
+// written before it (created, say, where a status write then failed), or
+// is empty, never unchanged: the call did not find the child as desired.
+func result(op controllerutil.OperationResult, err error) (controllerutil.OperationResult, error) {
+	if err != nil && op == controllerutil.OperationResultNone {
+		return "", err
+	}
+	return op, err
+}
+
+func createOrUpdate(ctx context.Context, c client.Client, owner, child client.Object, mutate MutateFn, opts []CreateOrUpdateOption) (controllerutil.OperationResult, error) {
 	o := createOrUpdateOptions(opts)
 	c = observe.Client(c, "ownership")
 	w, err := newWriteCall(c, o.APIReader, owner, child, mutate, o.Adopt) // For's API reader found on a re-read
@@ -215,7 +230,7 @@ func updateChild(ctx context.Context, c client.Client, live, child client.Object
 		if len(child.GetManagedFields()) == 0 {
 			child.SetManagedFields(managed)
 		}
-		return controllerutil.OperationResultNone, fmt.Errorf("ownership: updating %s: %w", name, err)
+		return controllerutil.OperationResultNone, fmt.Errorf("ownership: updating %s: %w", name, immutable(err))
 	}
 	// What the answer tells of the kind's status subresource; nothing when
 	// neither object has a status (a ConfigMap): the answer is not

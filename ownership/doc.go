@@ -60,7 +60,11 @@
 // compared exactly and patched on the status subresource (on the object for
 // kinds without one): only what mutate changed, under the
 // same lock when the patch replaces a list (conditions). Results are controllerutil's:
-// created, updated, updatedStatusOnly, updatedStatus, unchanged.
+// created, updated, updatedStatusOnly, updatedStatus, unchanged; beside an
+// error, what was written before it, or an empty result (controllerutil says
+// unchanged there), never unchanged. A write the API server refuses because
+// it changes an immutable field (a Job's template) says so, and how to set
+// such a field: only when the child is created.
 //
 // Typed and unstructured children behave the same; the caller's object is
 // never changed by the comparison, and on success holds the live object.

@@ -32,17 +32,17 @@ func TestFaults(t *testing.T) {
 	for _, tc := range []struct {
 		name        string
 		onlyPatch   bool
-		write       error // on the write of the object
-		status      error // on the status patch
-		hang        bool  // the write waits for the context to end
-		want        controllerutil.OperationResult
+		write       error                          // on the write of the object
+		status      error                          // on the status patch
+		hang        bool                           // the write waits for the context to end
+		want        controllerutil.OperationResult // what the result says beside the error: "" where nothing was written
 		is          func(error) bool
 		mention     string // in the error message
 		storedImage string
 	}{
-		{name: "409 on the write", write: conflict, want: "unchanged", is: apierrors.IsConflict, mention: "updating|patching", storedImage: "nginx:1"},
-		{name: "500 on the write", write: internal, want: "unchanged", is: apierrors.IsInternalError, mention: "updating|patching", storedImage: "nginx:1"},
-		{name: "timeout on the write", hang: true, want: "unchanged", is: func(err error) bool { return errors.Is(err, context.DeadlineExceeded) }, mention: "updating|patching", storedImage: "nginx:1"},
+		{name: "409 on the write", write: conflict, want: "", is: apierrors.IsConflict, mention: "updating|patching", storedImage: "nginx:1"},
+		{name: "500 on the write", write: internal, want: "", is: apierrors.IsInternalError, mention: "updating|patching", storedImage: "nginx:1"},
+		{name: "timeout on the write", hang: true, want: "", is: func(err error) bool { return errors.Is(err, context.DeadlineExceeded) }, mention: "updating|patching", storedImage: "nginx:1"},
 		{name: "500 on the status patch after the object was patched", onlyPatch: true, status: internal, want: "updated", is: apierrors.IsInternalError,
 			mention: "patched Deployment", storedImage: "nginx:2"},
 	} {

@@ -1,8 +1,12 @@
 package ownership
 
 import (
+	"errors"
 	"fmt"
+	"slices"
+	"strings"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -194,3 +198,25 @@ var (
 	_ SetControllerReferenceOption = Adopt{}
 	_ ApplyOption                  = Force{}
 )
+
+// immutable adds to err, the API server's refusal of a write that changes
+// a field it does not let change (a Job's template, a Deployment's
+// selector), the way out: set such a field only when the child is created.
+// Any other error is returned as it is.
+func immutable(err error) error {
+	var status apierrors.APIStatus
+	if !apierrors.IsInvalid(err) || !errors.As(err, &status) || status.Status().Details == nil {
+		return err
+	}
+	var fields []string
+	for _, c := range status.Status().Details.Causes {
+		if strings.Contains(c.Message, "field is immutable") && !slices.Contains(fields, c.Field) {
+			fields = append(fields, c.Field)
+		}
+	}
+	if len(fields) == 0 {
+		return err
+	}
+	return fmt.Errorf("%w (the API server does not let %s change: set it in mutate only when the child is created, where child.GetCreationTimestamp().IsZero())",
+		err, strings.Join(fields, ", "))
+}
