@@ -64,7 +64,7 @@ func createOrPatch(ctx context.Context, c client.Client, owner, child client.Obj
 		opt.ApplyToCreateOrPatch(&o)
 	}
 	c = observe.Client(c, "ownership")
-	w, err := newWriteCall(c, o.APIReader, owner, child, mutate, o.Adopt) // For's API reader found on a re-read
+	w, err := newWriteCall(c, o.APIReader, owner, child, mutate, o.Adopt, patchVerdicts) // For's API reader found on a re-read
 	if err != nil {
 		return controllerutil.OperationResultNone, err
 	}
@@ -93,7 +93,7 @@ func createWithStatus(ctx context.Context, c client.Client, child client.Object,
 	// CreateOrUpdate (rememberCreated).
 	if gvk, err := object.GVK(child, c.Scheme()); err == nil {
 		if desired, err := sum(withoutStatus(withoutServerMetadata(object.CopyJSON(wanted)))); err == nil {
-			rememberOnlyDefaults("patch|"+childKey(c, gvk, child), child, desired)
+			rememberOnlyDefaults(patchVerdicts+childKey(c, gvk, child), child, desired)
 		}
 	}
 	created, err := object.ToMapWithoutManagedFields(child)
@@ -125,7 +125,7 @@ func patchChild(ctx context.Context, c client.Client, live, child client.Object,
 	// defaults to differ before: not built, nor sent, again (the converged
 	// child of a wholesale mutate, every reconcile).
 	gvk, gvkErr := object.GVK(child, c.Scheme())
-	key, answerKey, desired, sumErr := "patch|"+childKey(c, gvk, child), "answer|"+childKey(c, gvk, child), [32]byte{}, gvkErr
+	key, answerKey, desired, sumErr := patchVerdicts+childKey(c, gvk, child), "answer|"+childKey(c, gvk, child), [32]byte{}, gvkErr
 	// The patch's fields (removals as nulls), before the preconditions: one
 	// map, rewritten in place, encoded once below.
 	var diff map[string]any

@@ -83,7 +83,7 @@ func result(op controllerutil.OperationResult, err error) (controllerutil.Operat
 func createOrUpdate(ctx context.Context, c client.Client, owner, child client.Object, mutate MutateFn, opts []CreateOrUpdateOption) (controllerutil.OperationResult, error) {
 	o := createOrUpdateOptions(opts)
 	c = observe.Client(c, "ownership")
-	w, err := newWriteCall(c, o.APIReader, owner, child, mutate, o.Adopt) // For's API reader found on a re-read
+	w, err := newWriteCall(c, o.APIReader, owner, child, mutate, o.Adopt, updateVerdicts) // For's API reader found on a re-read
 	if err != nil {
 		return controllerutil.OperationResultNone, err
 	}
@@ -120,7 +120,7 @@ func rememberCreated(c client.Client, desired, child client.Object) {
 		return
 	}
 	if s, err := sum(withoutStatus(withoutServerMetadata(m))); err == nil {
-		rememberOnlyDefaults("update|"+childKey(c, gvk, child), child, s)
+		rememberOnlyDefaults(updateVerdicts+childKey(c, gvk, child), child, s)
 	}
 }
 
@@ -180,7 +180,7 @@ func updateChild(ctx context.Context, c client.Client, live, child client.Object
 	var verdict [32]byte // the sum of the desired object of the remembered verdict
 	remembered := false
 	if gvkErr == nil {
-		key = "update|" + childKey(c, gvk, child)
+		key = updateVerdicts + childKey(c, gvk, child)
 		verdict, remembered = rememberedAt(key, live)
 	}
 	if remembered {

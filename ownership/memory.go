@@ -214,6 +214,19 @@ func sum(parts ...any) ([sha256.Size]byte, error) {
 // not asked again until either changes.
 var verdicts = newMemory(memorySize)
 
+// The prefixes of the verdicts' keys, per call.
+const (
+	updateVerdicts = "update|"
+	patchVerdicts  = "patch|"
+)
+
+// remembered reports whether a verdict is remembered for key, whatever
+// the child has become since.
+func remembered(key string) bool {
+	_, ok := verdicts.get(key)
+	return ok
+}
+
 // onlyDefaults reports whether a write found only defaults to differ
 // between live, as it is, and the desired object whose sum is s.
 func onlyDefaults(key string, live client.Object, s [sha256.Size]byte) bool {

@@ -64,17 +64,21 @@ type writeCall struct {
 	// exists is the create's AlreadyExists error that started a readFresh
 	// round.
 	exists error
+	// verdict is the prefix of the call's verdicts in the memory
+	// ("update|", "patch|"): one there for the child says this process
+	// wrote it (see [writeCall.ownWriteUnseen]).
+	verdict string
 }
 
 // newWriteCall checks the reference from the objects alone and starts a
 // call; the child's scope, which the REST mapper tells, is checked before
 // the first write (see [writeCall.run]).
-func newWriteCall(c client.Client, apiReader client.Reader, owner, child client.Object, mutate MutateFn, adopt bool) (writeCall, error) {
+func newWriteCall(c client.Client, apiReader client.Reader, owner, child client.Object, mutate MutateFn, adopt bool, verdict string) (writeCall, error) {
 	if err := check(owner, child, c.Scheme()); err != nil {
 		return writeCall{}, err
 	}
 	return writeCall{c: c, apiReader: apiReader, owner: owner, child: child, mutate: mutate, adopt: adopt,
-		given: child.DeepCopyObject().(client.Object)}, nil
+		given: child.DeepCopyObject().(client.Object), verdict: verdict}, nil
 }
 
 // run reads, mutates and writes the child: create when there is none, else
@@ -237,6 +241,17 @@ func (w *writeCall) read(ctx context.Context, key client.ObjectKey, mode readMod
 	}
 	live := object.EmptyLike(w.given)
 	err := r.Get(ctx, key, live)
+	if mode == readClient && isNotFound(err) && w.ownWriteUnseen(ctx) {
+		// This process wrote the child (created it, most likely, a moment
+		// ago) and the client does not show it: a cache behind our own
+		// write. The API reader tells, where a create would be refused
+		// (AlreadyExists) and cost a read all the same.
+		mode, r = readFresh, w.apiReader
+		live = object.EmptyLike(w.given)
+		if err = r.Get(ctx, key, live); isNotFound(err) {
+			w.forgetWrite() // gone since: the next create asks no more
+		}
+	}
 	if mode == readFresh && refused(w.apiReader, err) {
 		w.apiReader, r = nil, w.c
 		live = object.EmptyLike(w.given)
@@ -265,6 +280,36 @@ func (w *writeCall) read(ctx context.Context, key client.ObjectKey, mode readMod
 		return nil, fmt.Errorf("ownership: reading %s: %w", name, err)
 	}
 	return live, nil
+}
+
+// ownWriteUnseen reports whether this process remembers a write of the
+// child (a verdict of this call's kind: its create's answer, or a write
+// the API server stored nothing of) and there is an API reader to read it
+// through.
+func (w *writeCall) ownWriteUnseen(ctx context.Context) bool {
+	key, ok := w.verdictKey()
+	if !ok || !remembered(key) {
+		return false
+	}
+	w.resolveAPIReader(ctx)
+	return w.apiReader != nil
+}
+
+// forgetWrite forgets the remembered write of the child (see
+// ownWriteUnseen): the API server says it is gone.
+func (w *writeCall) forgetWrite() {
+	if key, ok := w.verdictKey(); ok {
+		verdicts.forget(key)
+	}
+}
+
+// verdictKey is the child's key among the call's verdicts.
+func (w *writeCall) verdictKey() (string, bool) {
+	gvk, err := object.GVK(w.given, w.c.Scheme())
+	if err != nil || w.verdict == "" {
+		return "", false
+	}
+	return w.verdict + childKey(w.c, gvk, w.given), true
 }
 
 // isNotFound is [apierrors.IsNotFound] without its allocation (the

@@ -18,6 +18,7 @@ import (
 
 	"github.com/steadyk8s/steady/internal/testapi"
 	"github.com/steadyk8s/steady/ownership"
+	"github.com/steadyk8s/steady/testenv"
 )
 
 // readers are the two ways a call reads a child again when its cached read
@@ -244,5 +245,51 @@ func TestReadingAgainIsBounded(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestOwnCreateTheCacheHasNotSeenIsReadNotCreated: the call right after
+// this process created a child, through a cache held back that does not
+// show it yet, reads it through the API reader (one GET) instead of
+// creating it again: no create refused with AlreadyExists. A child of ours
+// deleted since (the cache no longer shows it) is read once, found gone,
+// and created; the next create of it reads nothing first.
+func TestOwnCreateTheCacheHasNotSeenIsReadNotCreated(t *testing.T) {
+	env.Require(t)
+	ctx := context.Background()
+	cc := startCached(t)
+	ns := env.Namespace(t)
+	o := owner(t, ns, "owner")
+	for i, fn := range fns {
+		name := fmt.Sprintf("web-own-%d", i)
+		t.Run(fn.name, func(t *testing.T) {
+			call := func() (controllerutil.OperationResult, error) {
+				d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+				return fn.fn(ctx, cc.Client, o, d, deployment(d, "nginx:1"), ownership.WithAPIReader{Reader: cc.APIReader})
+			}
+			expect := func(what string, want controllerutil.OperationResult, gets, posts int) {
+				t.Helper()
+				cc.Counter.Reset()
+				op, err := call()
+				if err != nil || op != want || cc.Counter.Get("GET") != gets || cc.Counter.Get("POST") != posts || cc.Counter.Writes() != posts {
+					t.Fatalf("%s: %s, %v, requests %s; want %s, %d GET, %d POST and no other write", what, op, err, cc.Counter, want, gets, posts)
+				}
+			}
+			expect("create", controllerutil.OperationResultCreated, 0, 1)
+			expect("the call right after it", controllerutil.OperationResultNone, 1, 0)
+
+			key := client.ObjectKey{Namespace: ns, Name: name}
+			testenv.Eventually(t, "cached", func() error { return cc.Client.Get(ctx, key, &appsv1.Deployment{}) })
+			if err := env.Client.Delete(ctx, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}); err != nil {
+				t.Fatal(err)
+			}
+			testenv.Eventually(t, "gone from the cache", func() error {
+				if err := cc.Client.Get(ctx, key, &appsv1.Deployment{}); !apierrors.IsNotFound(err) {
+					return fmt.Errorf("still cached (%v)", err)
+				}
+				return nil
+			})
+			expect("created again after a deletion", controllerutil.OperationResultCreated, 1, 1)
+		})
 	}
 }
