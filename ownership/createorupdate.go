@@ -104,8 +104,20 @@ func rememberCreated(c client.Client, desired, child client.Object) {
 	if err != nil {
 		return
 	}
-	if s, err := sum(withoutStatus(withoutServerMetadata(m))); err == nil {
-		rememberOnlyDefaults("update|"+childKey(c, gvk, child), child, s)
+	rememberKept(c, "update|"+childKey(c, gvk, child), withoutStatus(withoutServerMetadata(m)), child)
+}
+
+// rememberKept remembers the verdict "only defaults differ" between
+// want (a map without the status and the server's metadata) and the
+// server's answer to its create or update, answer, where answer keeps
+// every value want sets (see [keeps]).
+func rememberKept(c client.Client, key string, want map[string]any, answer client.Object) {
+	a, err := object.ToMapWithoutManagedFields(answer)
+	if err != nil || !keeps(want, a) {
+		return
+	}
+	if s, err := sum(want); err == nil {
+		rememberOnlyDefaults(key, answer, s)
 	}
 }
 
@@ -240,8 +252,8 @@ func updateChild(ctx context.Context, c client.Client, live, child client.Object
 	if gvkErr == nil {
 		if wantMap == nil {
 			rememberCreated(c, desired, child)
-		} else if sum, err := sum(withoutStatus(wantMap)); err == nil {
-			rememberOnlyDefaults(key, child, sum)
+		} else {
+			rememberKept(c, key, withoutStatus(wantMap), child)
 		}
 	}
 	return controllerutil.OperationResultUpdated, nil
