@@ -131,3 +131,39 @@ func mergePatch(a, b map[string]any) map[string]any {
 	}
 	return nil
 }
+
+// keeps reports whether answer, the API server's answer to a create or
+// update of want, holds every value want sets: what differs is only what
+// the server filled in (a default, a field a webhook added). A value it
+// changed (a webhook that rewrites a field on create only, a value the
+// server normalized) is a difference the next call must compare, and
+// write if an update would change it: no verdict "only defaults differ" is
+// taken from such an answer. A null or empty object in want sets nothing;
+// a list must be as long in answer, element by element kept.
+func keeps(want, answer any) bool {
+	if object.IsNull(want) {
+		return true
+	}
+	switch w := want.(type) {
+	case map[string]any:
+		a, _ := answer.(map[string]any)
+		for k, wv := range w {
+			if !keeps(wv, a[k]) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		a, _ := answer.([]any)
+		if len(a) != len(w) {
+			return false
+		}
+		for i := range w {
+			if !keeps(w[i], a[i]) {
+				return false
+			}
+		}
+		return true
+	}
+	return object.EqualJSON(want, answer)
+}

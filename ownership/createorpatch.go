@@ -92,9 +92,7 @@ func createWithStatus(ctx context.Context, c client.Client, child client.Object,
 	// status, as patchChild compares) is what the server filled in, as in
 	// CreateOrUpdate (rememberCreated).
 	if gvk, err := object.GVK(child, c.Scheme()); err == nil {
-		if desired, err := sum(withoutStatus(withoutServerMetadata(object.CopyJSON(wanted)))); err == nil {
-			rememberOnlyDefaults(patchVerdicts+childKey(c, gvk, child), child, desired)
-		}
+		rememberKept(c, patchVerdicts+childKey(c, gvk, child), withoutStatus(withoutServerMetadata(object.CopyJSON(wanted))), child)
 	}
 	created, err := object.ToMapWithoutManagedFields(child)
 	if err != nil {

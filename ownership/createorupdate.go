@@ -119,8 +119,20 @@ func rememberCreated(c client.Client, desired, child client.Object) {
 	if err != nil {
 		return
 	}
-	if s, err := sum(withoutStatus(withoutServerMetadata(m))); err == nil {
-		rememberOnlyDefaults(updateVerdicts+childKey(c, gvk, child), child, s)
+	rememberKept(c, updateVerdicts+childKey(c, gvk, child), withoutStatus(withoutServerMetadata(m)), child)
+}
+
+// rememberKept remembers the verdict "only defaults differ" between
+// want (a map without the status and the server's metadata) and the
+// server's answer to its create or update, answer, where answer keeps
+// every value want sets (see [keeps]).
+func rememberKept(c client.Client, key string, want map[string]any, answer client.Object) {
+	a, err := object.ToMapWithoutManagedFields(answer)
+	if err != nil || !keeps(want, a) {
+		return
+	}
+	if s, err := sum(want); err == nil {
+		rememberOnlyDefaults(key, answer, s)
 	}
 }
 
@@ -177,7 +189,7 @@ func updateChild(ctx context.Context, c client.Client, live, child client.Object
 	// a verdict on this live child is remembered, or one is to be
 	// remembered.
 	key := ""
-	var verdict [32]byte // the sum of the desired object of the remembered verdict
+	var verdict memo // the remembered verdict
 	remembered := false
 	if gvkErr == nil {
 		key = updateVerdicts + childKey(c, gvk, child)
@@ -191,8 +203,13 @@ func updateChild(ctx context.Context, c client.Client, live, child client.Object
 		// status too where the kind may have no status subresource (and a
 		// status write bumps the generation: the verdict then holds at the
 		// resourceVersion alone).
-		if sum, err := sum(withoutStatus(wantMap)); err == nil && sum == verdict &&
-			(hasStatusSubresource || equalStatus(liveMap["status"], wantMap["status"])) {
+		// A verdict of an update that carried this desired status and
+		// stored nothing holds whatever the live status: an update cannot
+		// write it (the kind has a status subresource not learned yet:
+		// a custom resource without a Go type, say).
+		if sum, err := sum(withoutStatus(wantMap)); err == nil && sum == verdict.sum &&
+			(hasStatusSubresource || equalStatus(liveMap["status"], wantMap["status"]) ||
+				verdict.statusSent && sumIs(verdict.status, wantMap["status"])) {
 			object.Copy(child, live)
 			return controllerutil.OperationResultNone, nil
 		}
@@ -245,7 +262,11 @@ func updateChild(ctx context.Context, c client.Client, live, child client.Object
 	if child.GetResourceVersion() == live.GetResourceVersion() {
 		if err := maps(); err == nil && gvkErr == nil {
 			if sum, err := sum(withoutStatus(wantMap)); err == nil {
-				rememberOnlyDefaults(key, live, sum)
+				if status, err := statusSum(wantMap["status"]); err == nil && !hasStatusSubresource {
+					rememberStatusSent(key, live, sum, status)
+				} else {
+					rememberOnlyDefaults(key, live, sum)
+				}
 			}
 		}
 		return controllerutil.OperationResultNone, nil // only the server's defaults differed
@@ -255,8 +276,8 @@ func updateChild(ctx context.Context, c client.Client, live, child client.Object
 	if gvkErr == nil {
 		if wantMap == nil {
 			rememberCreated(c, desired, child)
-		} else if sum, err := sum(withoutStatus(wantMap)); err == nil {
-			rememberOnlyDefaults(key, child, sum)
+		} else {
+			rememberKept(c, key, withoutStatus(wantMap), child)
 		}
 	}
 	return controllerutil.OperationResultUpdated, nil
@@ -295,3 +316,12 @@ func hasStatus(obj client.Object) bool {
 
 // statusFields caches hasStatus per Go type.
 var statusFields sync.Map
+
+// statusSum is the sum of a desired status.
+func statusSum(status any) ([32]byte, error) { return sum(status) }
+
+// sumIs reports whether status sums to s.
+func sumIs(s [32]byte, status any) bool {
+	got, err := statusSum(status)
+	return err == nil && got == s
+}

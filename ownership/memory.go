@@ -33,6 +33,10 @@ type memo struct {
 	gen  int64
 	meta uint64
 	sum  [sha256.Size]byte
+	// status is, where statusSent, the sum of the desired status an
+	// update carried that stored nothing: an update cannot write it.
+	status     [sha256.Size]byte
+	statusSent bool
 }
 
 // holds reports whether a verdict remembered in m still holds for live: it
@@ -237,9 +241,9 @@ func onlyDefaults(key string, live client.Object, s [sha256.Size]byte) bool {
 // rememberedAt returns the sum of the desired object of the verdict
 // remembered for key that still holds for live (see [memo.holds]), and
 // whether there is one.
-func rememberedAt(key string, live client.Object) ([sha256.Size]byte, bool) {
+func rememberedAt(key string, live client.Object) (memo, bool) {
 	m, ok := verdicts.get(key)
-	return m.sum, ok && m.holds(live)
+	return m, ok && m.holds(live)
 }
 
 // rememberOnlyDefaults remembers that a write found only defaults to
@@ -252,6 +256,18 @@ func rememberOnlyDefaults(key string, live client.Object, s [sha256.Size]byte) {
 	}
 	verdicts.put(key, memo{uid: live.GetUID(), rv: live.GetResourceVersion(),
 		gen: live.GetGeneration(), meta: metaDigest(live), sum: s})
+}
+
+// rememberStatusSent is [rememberOnlyDefaults] for an update that carried
+// the desired status whose sum is status and stored nothing: the verdict
+// holds for that desired status whatever the live one (which such an
+// update cannot change: see updateChild).
+func rememberStatusSent(key string, live client.Object, s, status [sha256.Size]byte) {
+	if live.GetUID() == "" || live.GetResourceVersion() == "" {
+		return
+	}
+	verdicts.put(key, memo{uid: live.GetUID(), rv: live.GetResourceVersion(),
+		gen: live.GetGeneration(), meta: metaDigest(live), sum: s, status: status, statusSent: true})
 }
 
 // answeredBefore reports whether obj, as the API server just answered a
