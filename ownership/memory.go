@@ -251,11 +251,7 @@ func rememberedAt(key string, live client.Object) (memo, bool) {
 // child just created from that desired object, live being the API
 // server's answer, that what differs is what the server filled in.
 func rememberOnlyDefaults(key string, live client.Object, s [sha256.Size]byte) {
-	if live.GetUID() == "" || live.GetResourceVersion() == "" {
-		return
-	}
-	verdicts.put(key, memo{uid: live.GetUID(), rv: live.GetResourceVersion(),
-		gen: live.GetGeneration(), meta: metaDigest(live), sum: s})
+	rememberVerdict(key, live, memo{sum: s})
 }
 
 // rememberStatusSent is [rememberOnlyDefaults] for an update that carried
@@ -263,11 +259,16 @@ func rememberOnlyDefaults(key string, live client.Object, s [sha256.Size]byte) {
 // holds for that desired status whatever the live one (which such an
 // update cannot change: see updateChild).
 func rememberStatusSent(key string, live client.Object, s, status [sha256.Size]byte) {
+	rememberVerdict(key, live, memo{sum: s, status: status, statusSent: true})
+}
+
+// rememberVerdict remembers m, a verdict, on live as it is.
+func rememberVerdict(key string, live client.Object, m memo) {
 	if live.GetUID() == "" || live.GetResourceVersion() == "" {
 		return
 	}
-	verdicts.put(key, memo{uid: live.GetUID(), rv: live.GetResourceVersion(),
-		gen: live.GetGeneration(), meta: metaDigest(live), sum: s, status: status, statusSent: true})
+	m.uid, m.rv, m.gen, m.meta = live.GetUID(), live.GetResourceVersion(), live.GetGeneration(), metaDigest(live)
+	verdicts.put(key, m)
 }
 
 // answeredBefore reports whether obj, as the API server just answered a
