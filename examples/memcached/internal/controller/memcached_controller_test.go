@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	stderrors "errors"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -20,7 +21,19 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	cachev1alpha1 "github.com/steadyk8s/steady/examples/memcached/api/v1alpha1"
+	steady "github.com/steadyk8s/steady/reconcile"
 )
+
+var _ = Describe("steady's options on the scaffold's type", func() {
+	It("refuses WithObservedGeneration, which the type has no field for, when the reconciler is built", func() {
+		r := &MemcachedReconciler{Client: k8sClient, Scheme: k8sClient.Scheme()}
+		_, err := steady.For(r.Client, r.reconcileMemcached, steady.WithObservedGeneration{})
+		var oe *steady.OptionError
+		Expect(stderrors.As(err, &oe)).To(BeTrue(), "error: %v", err)
+		Expect(err.Error()).To(ContainSubstring(
+			"WithObservedGeneration cannot work on *v1alpha1.Memcached: the type has no status.observedGeneration field of type int64"))
+	})
+})
 
 var _ = Describe("Memcached Controller", func() {
 	Context("When reconciling a resource", func() {
@@ -121,8 +134,13 @@ var _ = Describe("Memcached Controller", func() {
 			memcached.Spec.Size = ptr.To[int32](3)
 			Expect(k8sClient.Update(ctx, memcached)).To(Succeed())
 
-			_, err = controllerReconciler.Reconcile(ctx, reconcile.Request{NamespacedName: typeNamespacedName})
-			Expect(err).NotTo(HaveOccurred())
+			// The deployment controller writes the Deployment meanwhile: an
+			// update locked on the resourceVersion read may meet its write
+			// (a conflict), which the manager retries, as here.
+			Eventually(func() error {
+				_, err := controllerReconciler.Reconcile(ctx, reconcile.Request{NamespacedName: typeNamespacedName})
+				return err
+			}, 10*time.Second, 50*time.Millisecond).Should(Succeed())
 			Expect(k8sClient.Get(ctx, typeNamespacedName, dep)).To(Succeed())
 			Expect(dep.Spec.Replicas).To(HaveValue(Equal(int32(3))))
 			Expect(dep.Spec.Template.Annotations).To(HaveKeyWithValue("kubectl.kubernetes.io/restartedAt", "2026-11-28T12:00:00Z"))
