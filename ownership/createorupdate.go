@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"reflect"
-	"strings"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -295,7 +294,8 @@ func metadataDiffers(a, b client.Object) bool {
 }
 
 // hasStatus reports whether obj may hold a status: an unstructured object,
-// or a Go struct with a field whose JSON name is "status".
+// or a Go struct with a field whose JSON name is "status" (a struct
+// embedded inline may hold it: see object.JSONField).
 func hasStatus(obj client.Object) bool {
 	t := reflect.TypeOf(obj)
 	if t.Kind() != reflect.Pointer || t.Elem().Kind() != reflect.Struct {
@@ -304,13 +304,7 @@ func hasStatus(obj client.Object) bool {
 	if v, ok := statusFields.Load(t); ok {
 		return v.(bool)
 	}
-	has := false
-	for i := range t.Elem().NumField() {
-		if name, _, _ := strings.Cut(t.Elem().Field(i).Tag.Get("json"), ","); name == "status" {
-			has = true
-			break
-		}
-	}
+	_, has := object.JSONField(t.Elem(), "status")
 	statusFields.Store(t, has)
 	return has
 }

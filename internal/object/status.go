@@ -60,7 +60,7 @@ func statusField(t reflect.Type, name string) (status, field []int, ok bool) {
 	if t.Kind() != reflect.Pointer || t.Elem().Kind() != reflect.Struct {
 		return nil, nil, false
 	}
-	status, ok = jsonField(t.Elem(), "status")
+	status, ok = JSONField(t.Elem(), "status")
 	if !ok {
 		return nil, nil, false
 	}
@@ -71,14 +71,14 @@ func statusField(t reflect.Type, name string) (status, field []int, ok bool) {
 	if st.Kind() != reflect.Struct {
 		return nil, nil, false
 	}
-	field, ok = jsonField(st, name)
+	field, ok = JSONField(st, name)
 	return status, field, ok
 }
 
-// jsonField is the index path of the exported field of struct type t that
+// JSONField is the index path of the exported field of struct type t that
 // the JSON name decodes into (see [StatusField]), a shallower one before a
 // deeper one.
-func jsonField(t reflect.Type, name string) ([]int, bool) {
+func JSONField(t reflect.Type, name string) ([]int, bool) {
 	type embedded struct {
 		t    reflect.Type
 		path []int
