@@ -85,18 +85,24 @@ func createWithStatus(ctx context.Context, c client.Client, child client.Object,
 	if err != nil {
 		return controllerutil.OperationResultNone, fmt.Errorf("ownership: %s: %w", name, err)
 	}
+	desired := object.Shallow(child) // the create decodes its answer into child, in new maps and slices
 	if err := c.Create(ctx, child); err != nil {
 		return controllerutil.OperationResultNone, fmt.Errorf("ownership: creating %s: %w", name, err)
+	}
+	created, err := object.ToMapWithoutManagedFields(child)
+	if err != nil {
+		return controllerutil.OperationResultCreated, fmt.Errorf("ownership: created %s, but reading its status failed: %w", name, err)
 	}
 	// What the answer holds besides what was asked for (without the
 	// status, as patchChild compares) is what the server filled in, as in
 	// CreateOrUpdate (rememberCreated).
 	if gvk, err := object.GVK(child, c.Scheme()); err == nil {
-		rememberKept(c, patchVerdicts+childKey(c, gvk, child), withoutStatus(withoutServerMetadata(object.CopyJSON(wanted))), child)
-	}
-	created, err := object.ToMapWithoutManagedFields(child)
-	if err != nil {
-		return controllerutil.OperationResultCreated, fmt.Errorf("ownership: created %s, but reading its status failed: %w", name, err)
+		key := patchVerdicts + childKey(c, gvk, child)
+		if filledNothing(desired, child) {
+			rememberWritten(key, child)
+		} else {
+			rememberKept(key, withoutStatus(withoutServerMetadata(object.CopyJSON(wanted))), child, created)
+		}
 	}
 	// Only what mutate set goes on top of what the API server wrote at
 	// creation (a Pod's phase, say): a field mutate left unset is not

@@ -262,6 +262,14 @@ func rememberStatusSent(key string, live client.Object, s, status [sha256.Size]b
 	rememberVerdict(key, live, memo{sum: s, status: status, statusSent: true})
 }
 
+// rememberWritten remembers that this process wrote live (created it, and
+// the answer held nothing the server filled in): no verdict, whose sum no
+// desired object has, but a mark that a client which does not show the
+// child is behind our own write (see writeCall.ownWriteUnseen).
+func rememberWritten(key string, live client.Object) {
+	rememberVerdict(key, live, memo{})
+}
+
 // rememberVerdict remembers m, a verdict, on live as it is.
 func rememberVerdict(key string, live client.Object, m memo) {
 	if live.GetUID() == "" || live.GetResourceVersion() == "" {
