@@ -51,8 +51,12 @@ import (
 // status subresource, status is part of the object and written with it.
 //
 // The update carries the resourceVersion that was read (put back if mutate
-// rebuilt the metadata), so a child changed since (a stale cache) is a
-// conflict error to requeue on, never an overwrite.
+// rebuilt the metadata), so a child changed since (a stale cache, its own
+// controller writing its status) is never overwritten: with an API reader
+// ([WithAPIReader], or For's in a reconcile.For body) the conflict reads
+// the child again through it (one GET), runs mutate on what it found and
+// decides anew, at most 3 rounds in all; without one, the conflict is
+// returned, to requeue on.
 //
 // A cached client may not have seen a child created a moment ago (by this
 // call's previous run, say): the create then answers AlreadyExists, and

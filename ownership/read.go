@@ -86,7 +86,9 @@ func newWriteCall(c client.Client, apiReader client.Reader, owner, child client.
 // that has not seen a child created a moment ago) reads the child again
 // and goes on as an update of what it found, ownership checks included; an
 // update answered NotFound with nothing written (the child was deleted
-// since the read) creates it. At most maxAttempts rounds.
+// since the read) creates it; an update answered with a conflict reads the
+// child again through the API reader, where there is one, and decides
+// anew. At most maxAttempts rounds.
 func (w *writeCall) run(ctx context.Context, create func(context.Context) (controllerutil.OperationResult, error),
 	update func(ctx context.Context, live client.Object, beforeWrite func() error) (controllerutil.OperationResult, error)) (controllerutil.OperationResult, error) {
 	mode := readClient
@@ -122,8 +124,17 @@ func (w *writeCall) run(ctx context.Context, create func(context.Context) (contr
 		// remembered verdict that there is nothing to write.
 		c, owner, child := w.c, w.owner, w.child // not w: it would escape with the function
 		op, err := update(ctx, live, func() error { return validateScope(c, owner, child) })
-		if op == controllerutil.OperationResultNone && isNotFound(err) && attempt < maxAttempts {
+		switch {
+		case op == controllerutil.OperationResultNone && isNotFound(err) && attempt < maxAttempts:
 			mode = readNone
+			continue
+		case op == controllerutil.OperationResultNone && apierrors.IsConflict(err) && attempt < maxAttempts && w.hasAPIReader(ctx):
+			// The child changed between the read and the write (its own
+			// controller wrote its status, say, or the read was a cache
+			// behind): read it from the API server and decide anew, rather
+			// than fail the reconcile. Without an API reader, a read of
+			// the cache could be as stale: the conflict is returned.
+			mode = readFresh
 			continue
 		}
 		return op, err
@@ -288,9 +299,12 @@ func (w *writeCall) read(ctx context.Context, key client.ObjectKey, mode readMod
 // through.
 func (w *writeCall) ownWriteUnseen(ctx context.Context) bool {
 	key, ok := w.verdictKey()
-	if !ok || !remembered(key) {
-		return false
-	}
+	return ok && remembered(key) && w.hasAPIReader(ctx)
+}
+
+// hasAPIReader reports whether the call has an API reader to read the
+// child through (see resolveAPIReader).
+func (w *writeCall) hasAPIReader(ctx context.Context) bool {
 	w.resolveAPIReader(ctx)
 	return w.apiReader != nil
 }
