@@ -69,8 +69,8 @@ func createOrPatch(ctx context.Context, c client.Client, owner, child client.Obj
 		return controllerutil.OperationResultNone, err
 	}
 	name := object.Described{Obj: child, Scheme: c.Scheme()} // formatted only in errors
-	create := func(ctx context.Context) (controllerutil.OperationResult, error) {
-		return createWithStatus(ctx, c, child, name)
+	create := func(ctx context.Context, key string) (controllerutil.OperationResult, error) {
+		return createWithStatus(ctx, c, child, name, key)
 	}
 	update := func(ctx context.Context, live client.Object, beforeWrite func() error) (controllerutil.OperationResult, error) {
 		return patchChild(ctx, c, live, child, name, beforeWrite)
@@ -80,7 +80,7 @@ func createOrPatch(ctx context.Context, c client.Client, owner, child client.Obj
 
 // createWithStatus is CreateOrPatch's create: the object, then the status
 // mutate set, by a status patch.
-func createWithStatus(ctx context.Context, c client.Client, child client.Object, name fmt.Stringer) (controllerutil.OperationResult, error) {
+func createWithStatus(ctx context.Context, c client.Client, child client.Object, name fmt.Stringer, key string) (controllerutil.OperationResult, error) {
 	wanted, err := object.ToMapWithoutManagedFields(child)
 	if err != nil {
 		return controllerutil.OperationResultNone, fmt.Errorf("ownership: %s: %w", name, err)
@@ -94,16 +94,8 @@ func createWithStatus(ctx context.Context, c client.Client, child client.Object,
 		return controllerutil.OperationResultCreated, fmt.Errorf("ownership: created %s, but reading its status failed: %w", name, err)
 	}
 	// What the answer holds besides what was asked for (without the
-	// status, as patchChild compares) is what the server filled in, as in
-	// CreateOrUpdate (rememberCreated).
-	if gvk, err := object.GVK(child, c.Scheme()); err == nil {
-		key := patchVerdicts + childKey(c, gvk, child)
-		if filledNothing(desired, child) {
-			rememberWritten(key, child)
-		} else {
-			rememberKept(key, withoutStatus(withoutServerMetadata(object.CopyJSON(wanted))), child, created)
-		}
-	}
+	// status, as patchChild compares) is what the server filled in.
+	rememberCreated(key, desired, child, wanted, created)
 	// Only what mutate set goes on top of what the API server wrote at
 	// creation (a Pod's phase, say): a field mutate left unset is not
 	// a removal of the server's value.

@@ -91,12 +91,12 @@ func createOrUpdate(ctx context.Context, c client.Client, owner, child client.Ob
 		return controllerutil.OperationResultNone, err
 	}
 	name := object.Described{Obj: child, Scheme: c.Scheme()} // formatted only in errors
-	create := func(ctx context.Context) (controllerutil.OperationResult, error) {
+	create := func(ctx context.Context, key string) (controllerutil.OperationResult, error) {
 		desired := object.Shallow(child) // the create decodes its answer into child, in new maps and slices
 		if err := c.Create(ctx, child); err != nil {
 			return controllerutil.OperationResultNone, fmt.Errorf("ownership: creating %s: %w", name, err)
 		}
-		rememberCreated(c, desired, child)
+		rememberCreated(key, desired, child, nil, nil)
 		return controllerutil.OperationResultCreated, nil
 	}
 	update := func(ctx context.Context, live client.Object, beforeWrite func() error) (controllerutil.OperationResult, error) {
@@ -114,22 +114,26 @@ func createOrUpdate(ctx context.Context, c client.Client, owner, child client.Ob
 // server metadata is set from the answer. Where the answer is desired and
 // nothing more (a ConfigMap: the server filled nothing in), that is all it
 // costs, a typed comparison and a mark that this process wrote the child
-// (see writeCall.ownWriteUnseen); else two conversions and a digest.
-func rememberCreated(c client.Client, desired, child client.Object) {
-	gvk, err := object.GVK(child, c.Scheme())
-	if err != nil {
+// (see writeCall.ownWriteUnseen); else two conversions and a digest. key
+// is the child's among the call's verdicts ("" remembers nothing); asked
+// is desired as a map where the caller has one (only read), and a the
+// answer as a map, each converted here when nil.
+func rememberCreated(key string, desired, child client.Object, asked, a map[string]any) {
+	if key == "" {
 		return
 	}
-	key := updateVerdicts + childKey(c, gvk, child)
 	if filledNothing(desired, child) {
 		rememberWritten(key, child)
 		return
 	}
-	m, err := object.ToMapWithoutManagedFields(desired)
-	if err != nil {
-		return
+	m := object.CopyJSON(asked) // withoutServerMetadata changes it
+	if asked == nil {
+		var err error
+		if m, err = object.ToMapWithoutManagedFields(desired); err != nil {
+			return
+		}
 	}
-	rememberKept(key, withoutStatus(withoutServerMetadata(m)), child, nil)
+	rememberKept(key, withoutStatus(withoutServerMetadata(m)), child, a)
 }
 
 // filledNothing reports whether answer, the API server's answer to a write
@@ -298,7 +302,7 @@ func updateChild(ctx context.Context, c client.Client, live, child client.Object
 	// after a create, the next call that wants the same writes nothing.
 	if gvkErr == nil {
 		if wantMap == nil {
-			rememberCreated(c, desired, child)
+			rememberCreated(key, desired, child, nil, nil)
 		} else {
 			rememberKept(key, withoutStatus(wantMap), child, nil)
 		}

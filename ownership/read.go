@@ -66,8 +66,9 @@ type writeCall struct {
 	exists error
 	// verdict is the prefix of the call's verdicts in the memory
 	// ("update|", "patch|"): one there for the child says this process
-	// wrote it (see [writeCall.ownWriteUnseen]).
-	verdict string
+	// wrote it (see [writeCall.ownWriteUnseen]). key is the child's key
+	// there, built once (see verdictKey).
+	verdict, key string
 }
 
 // newWriteCall checks the reference from the objects alone and starts a
@@ -89,7 +90,7 @@ func newWriteCall(c client.Client, apiReader client.Reader, owner, child client.
 // since the read) creates it; an update answered with a conflict reads the
 // child again through the API reader, where there is one, and decides
 // anew. At most maxAttempts rounds.
-func (w *writeCall) run(ctx context.Context, create func(context.Context) (controllerutil.OperationResult, error),
+func (w *writeCall) run(ctx context.Context, create func(ctx context.Context, key string) (controllerutil.OperationResult, error),
 	update func(ctx context.Context, live client.Object, beforeWrite func() error) (controllerutil.OperationResult, error)) (controllerutil.OperationResult, error) {
 	mode := readClient
 	for attempt := 1; ; attempt++ {
@@ -104,7 +105,8 @@ func (w *writeCall) run(ctx context.Context, create func(context.Context) (contr
 			if err := validateScope(w.c, w.owner, w.child); err != nil {
 				return controllerutil.OperationResultNone, err
 			}
-			op, err := create(ctx)
+			key, _ := w.verdictKey()
+			op, err := create(ctx, key)
 			if op == controllerutil.OperationResultNone && apierrors.IsAlreadyExists(err) && attempt < maxAttempts {
 				mode, w.exists = readFresh, err
 				if status := apierrors.APIStatus(nil); errors.As(err, &status) {
@@ -317,13 +319,15 @@ func (w *writeCall) forgetWrite() {
 	}
 }
 
-// verdictKey is the child's key among the call's verdicts.
+// verdictKey is the child's key among the call's verdicts, built on its
+// first use (the read that finds no child, then the create).
 func (w *writeCall) verdictKey() (string, bool) {
-	gvk, err := object.GVK(w.given, w.c.Scheme())
-	if err != nil || w.verdict == "" {
-		return "", false
+	if w.key == "" && w.verdict != "" {
+		if gvk, err := object.GVK(w.given, w.c.Scheme()); err == nil {
+			w.key = w.verdict + childKey(w.c, gvk, w.given)
+		}
 	}
-	return w.verdict + childKey(w.c, gvk, w.given), true
+	return w.key, w.key != ""
 }
 
 // isNotFound is [apierrors.IsNotFound] without its allocation (the
