@@ -15,6 +15,7 @@ import (
 	"github.com/steadyk8s/steady/internal/object"
 	"github.com/steadyk8s/steady/internal/observe"
 	"github.com/steadyk8s/steady/internal/patch"
+	"github.com/steadyk8s/steady/internal/scope"
 )
 
 // Handler runs the finalizer flow for its registered finalizers. Make one
@@ -136,7 +137,7 @@ func (h *Handler) Handle(ctx context.Context, obj client.Object) (Result, error)
 	if len(released) > 0 {
 		return h.release(ctx, before, obj, released)
 	}
-	res, err := h.w.Patch(ctx, before, obj, patch.Options{})
+	res, err := h.writer(ctx, obj).Patch(ctx, before, obj, patch.Options{})
 	if err != nil {
 		// Deleted meanwhile: the API server refuses new finalizers. Run the
 		// flow of a deleting object on what is there now.
@@ -212,7 +213,7 @@ func (h *Handler) write(ctx context.Context, before, obj client.Object, res Resu
 		}
 	}
 	obj.SetFinalizers(fins)
-	wr, err := h.w.Patch(ctx, before, obj, patch.Options{})
+	wr, err := h.writer(ctx, obj).Patch(ctx, before, obj, patch.Options{})
 	if err != nil {
 		errs = append(errs, fmt.Errorf("finalizer: %s %s: %w", what, h.describe(obj), err))
 	}
@@ -277,4 +278,16 @@ func (h *Handler) finalize(ctx context.Context, obj client.Object) (Result, erro
 // describe names obj as "Kind namespace/name".
 func (h *Handler) describe(obj client.Object) string {
 	return object.Describe(obj, h.c.Scheme())
+}
+
+// writer is the Handler's writer of obj, which records the write in the
+// State of the client's cluster (see [scope.Of]: the one the client
+// carries, or reconcile.For's), so that a reconcile reads its own write of
+// a finalizer as it does its own write of anything else.
+func (h *Handler) writer(ctx context.Context, obj client.Object) *patch.Writer {
+	w := h.w
+	if w.State = scope.Of(ctx, h.c); w.State != nil {
+		w.Key, _ = scope.KeyOf(obj, h.c.Scheme())
+	}
+	return &w
 }

@@ -3,7 +3,6 @@ package multicluster_test
 import (
 	"context"
 	"fmt"
-	"os"
 	"testing"
 	"time"
 
@@ -22,17 +21,6 @@ import (
 	"github.com/steadyk8s/steady/reconcile"
 	"github.com/steadyk8s/steady/testenv"
 )
-
-// knownLeaksEnv runs the tests of cross-cluster leaks that the library does
-// not fix yet (docs/multicluster.md, "Known leaks"); they fail until it does.
-const knownLeaksEnv = "STEADY_KNOWN_LEAKS"
-
-func knownLeak(t *testing.T, what string) {
-	t.Helper()
-	if os.Getenv(knownLeaksEnv) == "" {
-		t.Skipf("known cross-cluster leak, not fixed in the library yet (set %s=1 to run): %s", knownLeaksEnv, what)
-	}
-}
 
 // gadgetCRD is a namespaced kind whose status is a subresource or not.
 func gadgetCRD(statusSubresource bool) *apiextensionsv1.CustomResourceDefinition {
@@ -134,10 +122,9 @@ func TestStatusSubresourceLearnedPerCluster(t *testing.T) {
 // TestClonedClustersDoNotShareTheLedger: two clusters made from one
 // snapshot (a cloned etcd, a restored backup) hold objects of the same
 // UID. A write reconcile.For made in cluster a must not make For in
-// cluster b wait for a resourceVersion only a has: the ledger of own
-// writes (internal/patch/ledger.go) is keyed by UID alone.
+// cluster b wait for a resourceVersion only a has: each For's ledger of
+// own writes is its cluster's (its client's State), not the process's.
 func TestClonedClustersDoNotShareTheLedger(t *testing.T) {
-	knownLeak(t, "the ledger of own writes is keyed by UID, which cloned clusters share")
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
 		t.Fatal(err)

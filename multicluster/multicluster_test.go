@@ -26,6 +26,7 @@ import (
 	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
 
 	"github.com/steadyk8s/steady/indexer"
+	"github.com/steadyk8s/steady/internal/testapi"
 	"github.com/steadyk8s/steady/multicluster"
 	"github.com/steadyk8s/steady/multicluster/fleettest"
 	"github.com/steadyk8s/steady/ownership"
@@ -225,6 +226,9 @@ func TestSameNameAndResourceVersionInTwoClusters(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Each cluster's client remembers, as steady.NewClient's does: apart.
+	ca = testapi.Remembering(ca, a.Scheme)
+	cb := testapi.Remembering(b.Client, b.Scheme)
 	rbA := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "child"}}
 	if op, err := ownership.CreateOrUpdate(ctx, ca, owners[0], rbA, mutate(rbA)); err != nil || op != "unchanged" {
 		t.Fatalf("cluster a: %v, %v; want unchanged (only a default differs)", op, err)
@@ -237,7 +241,7 @@ func TestSameNameAndResourceVersionInTwoClusters(t *testing.T) {
 		t.Fatalf("cluster a again: %v, %v, %s; want unchanged without a write (the verdict is remembered)", op, err, counter)
 	}
 	rbB := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "child"}}
-	op, err := ownership.CreateOrUpdate(ctx, b.Client, owners[1], rbB, mutate(rbB))
+	op, err := ownership.CreateOrUpdate(ctx, cb, owners[1], rbB, mutate(rbB))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,6 +17,7 @@ import (
 	mc "sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
 
+	"github.com/steadyk8s/steady"
 	"github.com/steadyk8s/steady/reconcile"
 )
 
@@ -201,6 +202,9 @@ func For[T any, P interface {
 		// The cluster's own API reader last: one given among opts would be
 		// every cluster's, reading the wrong cluster.
 		all := append(slices.Clone(opts), reconcile.WithAPIReader{Reader: c.GetAPIReader()})
-		return reconcile.For[T, P](c.GetClient(), body, all...)
+		// The cluster's own steady client: what For remembers (its own
+		// writes, ownership's verdicts in the body, which finds it in the
+		// context) is this cluster's, pruned by its informers.
+		return reconcile.For[T, P](steady.NewClient(c), body, all...)
 	})
 }

@@ -15,11 +15,13 @@ import (
 	"github.com/steadyk8s/steady/internal/backoff"
 	"github.com/steadyk8s/steady/internal/object"
 	"github.com/steadyk8s/steady/internal/observe"
+	"github.com/steadyk8s/steady/internal/scope"
 )
 
-// applied remembers, per child and owner, Apply's last successful answer
-// (UID and resourceVersion) and a sum of the configuration it applied.
-var applied = newMemory(memorySize)
+// appliedSlot is where Apply remembers, per child and owner (the slot
+// ends in the owner's UID), its last successful answer (UID and
+// resourceVersion) and a sum of the configuration it applied.
+const appliedSlot = "apply|"
 
 // createOnly is the resourceVersion of an apply that must create the
 // child: server-side apply ignores the resourceVersion when it creates, and
@@ -88,8 +90,9 @@ func apply(ctx context.Context, c client.Client, owner, child client.Object, fie
 	// show is read through o.APIReader only: through For's, every new child
 	// would cost a GET.
 	conflictReader := rereader(ctx, c, o.APIReader)
+	ctx = scope.Carry(ctx, c) // the State of c's cluster, for the calls through the wrapper below
 	c = observe.Client(c, "ownership")
-	if err := validate(c, owner, child); err != nil {
+	if err := validate(ctx, c, owner, child); err != nil {
 		return controllerutil.OperationResultNone, err
 	}
 	gvk, err := object.GVK(child, c.Scheme())
@@ -107,7 +110,7 @@ func apply(ctx context.Context, c client.Client, owner, child client.Object, fie
 	}
 	r := k.record(ref.Name, owner.GetNamespace())
 	u.SetGroupVersionKind(gvk)
-	key := childKey(c, gvk, child) + "|" + string(owner.GetUID())
+	key := childKey(ctx, c, gvk, child, appliedSlot+string(owner.GetUID()))
 	applyOpts := []client.ApplyOption{client.FieldOwner(fieldManager)}
 	if o.Force {
 		applyOpts = append(applyOpts, client.ForceOwnership)
@@ -121,7 +124,7 @@ func apply(ctx context.Context, c client.Client, owner, child client.Object, fie
 	// the child (its resourceVersion is the answer's) nor what is applied:
 	// the apply would change nothing.
 	config, sumErr := sum(fieldManager, o.Force, u.Object)
-	if m, ok := applied.get(key); ok && sumErr == nil && live != nil && m.sum == config &&
+	if m, ok := recall(key); ok && sumErr == nil && live != nil && m.sum == config &&
 		m.uid == live.GetUID() && m.rv == live.GetResourceVersion() && metav1.IsControlledBy(live, owner) {
 		object.Copy(child, live)
 		return controllerutil.OperationResultNone, nil
@@ -165,7 +168,7 @@ func apply(ctx context.Context, c client.Client, owner, child client.Object, fie
 				}
 			}
 			lock = memo{uid: live.GetUID(), rv: live.GetResourceVersion()}
-		} else if m, ok := applied.get(key); ok {
+		} else if m, ok := recall(key); ok {
 			lock = m
 		}
 		answer := u.DeepCopy()
@@ -173,7 +176,7 @@ func apply(ctx context.Context, c client.Client, owner, child client.Object, fie
 		err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(answer), applyOpts...)
 		if err == nil {
 			if sumErr == nil {
-				applied.put(key, memo{uid: answer.GetUID(), rv: answer.GetResourceVersion(), sum: config})
+				keep(key, child, memo{uid: answer.GetUID(), rv: answer.GetResourceVersion(), sum: config})
 			}
 			op := applyResult(lock, answer, released != "")
 			if err := object.FromMap(answer.Object, child); err != nil {
@@ -182,7 +185,7 @@ func apply(ctx context.Context, c client.Client, owner, child client.Object, fie
 			return op, nil
 		}
 		if staleLock(err) {
-			applied.forget(key)
+			drop(key)
 			if attempt < maxAttempts {
 				if live, err = readForApply(ctx, c, conflictReader, child, name, &lock, err); err != nil {
 					return applyFailed(released, name, err)

@@ -34,7 +34,7 @@ func TestApplyWhileAnotherWriterKeepsChangingTheChild(t *testing.T) {
 	desired := func(v string) *corev1.ConfigMap {
 		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "busy"}, Data: map[string]string{"k": v}}
 	}
-	if _, err := ownership.Apply(ctx, env.Client, a, desired("v0"), "steady-test"); err != nil {
+	if _, err := ownership.Apply(ctx, remembering(), a, desired("v0"), "steady-test"); err != nil {
 		t.Fatal(err)
 	}
 	cachedSees(t, cc, desired("v0"))

@@ -62,7 +62,7 @@ func TestApplyAdoptionThatFailsSaysWhatItWrote(t *testing.T) {
 	ns := env.Namespace(t)
 	a, b := owner(t, ns, "a"), owner(t, ns, "b")
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cfg"}, Data: map[string]string{"k": "v"}}
-	if _, err := ownership.Apply(ctx, env.Client, a, cm, "steady-test"); err != nil {
+	if _, err := ownership.Apply(ctx, remembering(), a, cm, "steady-test"); err != nil {
 		t.Fatal(err)
 	}
 	c := interceptor.NewClient(watchClient(t), interceptor.Funcs{
@@ -96,7 +96,7 @@ func TestApplyResultAfterAStaleRead(t *testing.T) {
 	desired := func() *corev1.ConfigMap {
 		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cfg"}, Data: map[string]string{"k": "v"}}
 	}
-	if _, err := ownership.Apply(ctx, env.Client, a, desired(), "steady-test"); err != nil {
+	if _, err := ownership.Apply(ctx, remembering(), a, desired(), "steady-test"); err != nil {
 		t.Fatal(err)
 	}
 	c := staleAfterGet(t, &corev1.ConfigMap{}, false, func(obj client.Object) {
@@ -121,7 +121,7 @@ func TestApplyKeepsTheChildsOtherOwnerReferences(t *testing.T) {
 	if _, err := ownership.SetOwnerReference(b, cm, env.Scheme); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ownership.Apply(ctx, env.Client, a, cm, "steady-test"); err != nil {
+	if _, err := ownership.Apply(ctx, remembering(), a, cm, "steady-test"); err != nil {
 		t.Fatal(err)
 	}
 	var got corev1.ConfigMap
@@ -132,7 +132,7 @@ func TestApplyKeepsTheChildsOtherOwnerReferences(t *testing.T) {
 		t.Errorf("stored owner references %v, want a's (controller) and b's", got.OwnerReferences)
 	}
 	// x adopts the child it read (holding a's controller reference).
-	if _, err := ownership.Apply(ctx, env.Client, x, &got, "steady-test", ownership.Adopt{}); err != nil {
+	if _, err := ownership.Apply(ctx, remembering(), x, &got, "steady-test", ownership.Adopt{}); err != nil {
 		t.Fatal(err)
 	}
 	var after corev1.ConfigMap
@@ -223,7 +223,7 @@ func TestApplyResultThroughALaggingCache(t *testing.T) {
 
 				// Another owner's child, created a moment ago.
 				other := name + "-b"
-				if _, err := ownership.Apply(ctx, env.Client, b, typed(other, "b"), "steady-test"); err != nil {
+				if _, err := ownership.Apply(ctx, remembering(), b, typed(other, "b"), "steady-test"); err != nil {
 					t.Fatal(err)
 				}
 				_, err := ownership.Apply(ctx, cc.Client, a, m.child(other, "a"), "steady-test", r.opts...)
@@ -248,7 +248,7 @@ func TestApplyRetriesAreBounded(t *testing.T) {
 	desired := func(v string) *corev1.ConfigMap {
 		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cfg"}, Data: map[string]string{"k": v}}
 	}
-	if _, err := ownership.Apply(ctx, env.Client, a, desired("v"), "steady-test"); err != nil {
+	if _, err := ownership.Apply(ctx, remembering(), a, desired("v"), "steady-test"); err != nil {
 		t.Fatal(err)
 	}
 	for _, withReader := range []bool{true, false} {

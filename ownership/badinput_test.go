@@ -31,7 +31,7 @@ func TestBadOwnerInput(t *testing.T) {
 	o, a := owner(t, ns, "o"), owner(t, ns, "a")
 	// theirs is controlled by a.
 	theirs := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "theirs"}, Data: map[string]string{"k": "a"}}
-	if _, err := ownership.CreateOrUpdate(ctx, env.Client, a, theirs, nil); err != nil {
+	if _, err := ownership.CreateOrUpdate(ctx, remembering(), a, theirs, nil); err != nil {
 		t.Fatal(err)
 	}
 	role := "steady-badinput-" + ns

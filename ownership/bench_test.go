@@ -56,7 +56,7 @@ func BenchmarkCreateOrUpdateUnchanged(b *testing.B) {
 			}
 			for _, name := range []string{"steady-" + m.name, "cu-" + m.name} {
 				d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
-				if _, err := ownership.CreateOrUpdate(ctx, env.Client, o, d, deployment(d, "nginx:1")); err != nil {
+				if _, err := ownership.CreateOrUpdate(ctx, remembering(), o, d, deployment(d, "nginx:1")); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -207,7 +207,7 @@ func BenchmarkCreateOrPatchWrites(b *testing.B) {
 			// changes exactly one value.
 			for i := -2; i < 0; i++ {
 				child := tc.child()
-				if _, err := ownership.CreateOrPatch(ctx, env.Client, o, child, tc.mutate(child, i)); err != nil {
+				if _, err := ownership.CreateOrPatch(ctx, remembering(), o, child, tc.mutate(child, i)); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -215,7 +215,7 @@ func BenchmarkCreateOrPatchWrites(b *testing.B) {
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				child := tc.child()
-				op, err := ownership.CreateOrPatch(ctx, env.Client, o, child, tc.mutate(child, i))
+				op, err := ownership.CreateOrPatch(ctx, remembering(), o, child, tc.mutate(child, i))
 				if err != nil {
 					b.Fatal(err)
 				}

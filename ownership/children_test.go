@@ -24,7 +24,7 @@ func TestListChildren(t *testing.T) {
 	a, b := owner(t, ns, "a"), owner(t, ns, "b")
 	for i, o := range []*testapi.Widget{a, a, b} {
 		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: string(rune('x' + i))}}
-		if _, err := ownership.CreateOrUpdate(ctx, env.Client, o, cm, nil); err != nil {
+		if _, err := ownership.CreateOrUpdate(ctx, remembering(), o, cm, nil); err != nil {
 			t.Fatal(err)
 		}
 	}

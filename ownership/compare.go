@@ -43,10 +43,14 @@ func withoutServerMetadata(m map[string]any) map[string]any {
 	return m
 }
 
+// withoutStatus is m, an object as a map, without its status and its type
+// meta (apiVersion and kind, which a cached copy carries and a child built
+// by the caller may not: what the sums of the desired object and the
+// patches compare is its content).
 func withoutStatus(m map[string]any) map[string]any {
 	out := make(map[string]any, len(m))
 	for k, v := range m {
-		if k != "status" {
+		if k != "status" && k != "apiVersion" && k != "kind" {
 			out[k] = v
 		}
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/steadyk8s/steady/internal/object"
 	"github.com/steadyk8s/steady/internal/observe"
+	"github.com/steadyk8s/steady/internal/scope"
 )
 
 // CreateOrPatch is [CreateOrUpdate] writing JSON merge patches of the
@@ -63,13 +64,14 @@ func createOrPatch(ctx context.Context, c client.Client, owner, child client.Obj
 	for _, opt := range opts {
 		opt.ApplyToCreateOrPatch(&o)
 	}
+	ctx = scope.Carry(ctx, c) // the State of c's cluster, for the calls through the wrapper below
 	c = observe.Client(c, "ownership")
 	w, err := newWriteCall(c, o.APIReader, owner, child, mutate, o.Adopt, patchVerdicts) // For's API reader found on a re-read
 	if err != nil {
 		return controllerutil.OperationResultNone, err
 	}
 	name := object.Described{Obj: child, Scheme: c.Scheme()} // formatted only in errors
-	create := func(ctx context.Context, key string) (controllerutil.OperationResult, error) {
+	create := func(ctx context.Context, key memKey) (controllerutil.OperationResult, error) {
 		return createWithStatus(ctx, c, child, name, key)
 	}
 	update := func(ctx context.Context, live client.Object, beforeWrite func() error) (controllerutil.OperationResult, error) {
@@ -80,7 +82,7 @@ func createOrPatch(ctx context.Context, c client.Client, owner, child client.Obj
 
 // createWithStatus is CreateOrPatch's create: the object, then the status
 // mutate set, by a status patch.
-func createWithStatus(ctx context.Context, c client.Client, child client.Object, name fmt.Stringer, key string) (controllerutil.OperationResult, error) {
+func createWithStatus(ctx context.Context, c client.Client, child client.Object, name fmt.Stringer, key memKey) (controllerutil.OperationResult, error) {
 	wanted, err := object.ToMapWithoutManagedFields(child)
 	if err != nil {
 		return controllerutil.OperationResultNone, fmt.Errorf("ownership: %s: %w", name, err)
@@ -121,7 +123,7 @@ func patchChild(ctx context.Context, c client.Client, live, child client.Object,
 	// defaults to differ before: not built, nor sent, again (the converged
 	// child of a wholesale mutate, every reconcile).
 	gvk, gvkErr := object.GVK(child, c.Scheme())
-	key, answerKey, desired, sumErr := patchVerdicts+childKey(c, gvk, child), "answer|"+childKey(c, gvk, child), [32]byte{}, gvkErr
+	key, answerKey, desired, sumErr := childKey(ctx, c, gvk, child, patchVerdicts), childKey(ctx, c, gvk, child, patchAnswers), [32]byte{}, gvkErr
 	// The patch's fields (removals as nulls), before the preconditions: one
 	// map, rewritten in place, encoded once below.
 	var diff map[string]any

@@ -13,6 +13,7 @@ import (
 
 	"github.com/steadyk8s/steady/internal/object"
 	"github.com/steadyk8s/steady/internal/observe"
+	"github.com/steadyk8s/steady/internal/scope"
 )
 
 // CreateOrUpdate reads child (by its namespace and name), runs mutate on it,
@@ -85,13 +86,14 @@ func result(op controllerutil.OperationResult, err error) (controllerutil.Operat
 
 func createOrUpdate(ctx context.Context, c client.Client, owner, child client.Object, mutate MutateFn, opts []CreateOrUpdateOption) (controllerutil.OperationResult, error) {
 	o := createOrUpdateOptions(opts)
+	ctx = scope.Carry(ctx, c) // the State of c's cluster, for the calls through the wrapper below
 	c = observe.Client(c, "ownership")
 	w, err := newWriteCall(c, o.APIReader, owner, child, mutate, o.Adopt, updateVerdicts) // For's API reader found on a re-read
 	if err != nil {
 		return controllerutil.OperationResultNone, err
 	}
 	name := object.Described{Obj: child, Scheme: c.Scheme()} // formatted only in errors
-	create := func(ctx context.Context, key string) (controllerutil.OperationResult, error) {
+	create := func(ctx context.Context, key memKey) (controllerutil.OperationResult, error) {
 		desired := object.Shallow(child) // the create decodes its answer into child, in new maps and slices
 		if err := c.Create(ctx, child); err != nil {
 			return controllerutil.OperationResultNone, fmt.Errorf("ownership: creating %s: %w", name, err)
@@ -118,8 +120,8 @@ func createOrUpdate(ctx context.Context, c client.Client, owner, child client.Ob
 // is the child's among the call's verdicts ("" remembers nothing); asked
 // is desired as a map where the caller has one (only read), and a the
 // answer as a map, each converted here when nil.
-func rememberCreated(key string, desired, child client.Object, asked, a map[string]any) {
-	if key == "" {
+func rememberCreated(key memKey, desired, child client.Object, asked, a map[string]any) {
+	if !key.ok() {
 		return
 	}
 	if filledNothing(desired, child) {
@@ -148,7 +150,7 @@ func filledNothing(desired, answer client.Object) bool {
 // want (a map without the status and the server's metadata) and the
 // server's answer to its create or update, answer (as a map: a, converted
 // here when nil), where answer keeps every value want sets (see [keeps]).
-func rememberKept(key string, want map[string]any, answer client.Object, a map[string]any) {
+func rememberKept(key memKey, want map[string]any, answer client.Object, a map[string]any) {
 	if a == nil {
 		var err error
 		if a, err = object.ToMapWithoutManagedFields(answer); err != nil {
@@ -183,7 +185,7 @@ func updateChild(ctx context.Context, c client.Client, live, child client.Object
 	// The update of a kind with a status subresource cannot write status:
 	// a difference there is not compared, nor paid for with an update.
 	compared := func(m map[string]any) map[string]any { return m }
-	hasStatusSubresource, _ := statusSubresource(c, gvk)
+	hasStatusSubresource, _ := statusSubresource(ctx, c, gvk)
 	if hasStatusSubresource && gvkErr == nil {
 		compared = withoutStatus
 	}
@@ -215,11 +217,11 @@ func updateChild(ctx context.Context, c client.Client, live, child client.Object
 	// see memo.holds). The digest of the desired object is taken only when
 	// a verdict on this live child is remembered, or one is to be
 	// remembered.
-	key := ""
+	var key memKey
 	var verdict memo // the remembered verdict
 	remembered := false
 	if gvkErr == nil {
-		key = updateVerdicts + childKey(c, gvk, child)
+		key = childKey(ctx, c, gvk, child, updateVerdicts)
 		verdict, remembered = rememberedAt(key, live)
 	}
 	if remembered {
@@ -282,7 +284,7 @@ func updateChild(ctx context.Context, c client.Client, live, child client.Object
 	if gvkErr == nil && hasStatus(live) { // live and desired are of one Go type
 		if err := maps(); err == nil && (liveMap["status"] != nil || wantMap["status"] != nil) {
 			if answer, err := object.ToMapWithoutManagedFields(child); err == nil {
-				learnStatusSubresource(c, gvk, liveMap, wantMap, answer)
+				learnStatusSubresource(ctx, c, gvk, liveMap, wantMap, answer)
 			}
 		}
 	}

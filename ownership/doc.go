@@ -34,8 +34,10 @@
 // costs no request at all through a manager's cached client; any change of
 // the child or of the desired state asks again. [Apply] likewise sends
 // nothing when neither the child nor what it applies changed since its last
-// apply. Both memories are bounded (8192 children each, least recently used
-// forgotten first).
+// apply. Both memories belong to the client the call is given when it
+// carries one (steady.NewClient), else to the reconcile.For whose context
+// the call runs in, and last until the manager's informer shows the child
+// deleted; a call with neither remembers nothing between calls.
 //
 // # Writes, stale reads and other writers
 //

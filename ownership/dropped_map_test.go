@@ -121,7 +121,7 @@ func TestDroppingAMapKeepsAnotherWritersKeys(t *testing.T) {
 				ns := env.Namespace(t)
 				o := owner(t, ns, o.Name)
 				child := mc.child(ns)
-				if _, err := ownership.CreateOrPatch(ctx, env.Client, o, child, func() error { mc.set(child); return nil }); err != nil {
+				if _, err := ownership.CreateOrPatch(ctx, remembering(), o, child, func() error { mc.set(child); return nil }); err != nil {
 					t.Fatal(err)
 				}
 				other := func() {
@@ -187,7 +187,7 @@ func TestDroppingAStructIsStillWritten(t *testing.T) {
 	} {
 		d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}}
 		mutate := deployment(d, "nginx:1")
-		if _, err := ownership.CreateOrPatch(ctx, env.Client, o, d, func() error {
+		if _, err := ownership.CreateOrPatch(ctx, remembering(), o, d, func() error {
 			_ = mutate()
 			d.Spec.Strategy = strategy
 			return nil

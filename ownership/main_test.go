@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/steadyk8s/steady/indexer"
+	"github.com/steadyk8s/steady/internal/scope"
 	"github.com/steadyk8s/steady/internal/testapi"
 	"github.com/steadyk8s/steady/ownership"
 	"github.com/steadyk8s/steady/testenv"
@@ -28,6 +29,15 @@ import (
 var env = testapi.NewEnv(testenv.WithCRDPaths{"testdata/crds"})
 
 func TestMain(m *testing.M) { os.Exit(env.Run(m)) }
+
+// remembering is env.Client carrying a State, as steady.NewClient's client
+// does: ownership's calls through it remember between calls.
+var remembering = sync.OnceValue(func() client.Client { return testapi.Remembering(env.Client, env.Scheme) })
+
+// ours is c (another client of this process: one whose reads lag, say)
+// carrying remembering's State: what a call through either remembers,
+// the other knows.
+func ours(c client.Client) client.Client { return scope.Wrap(c, scope.Held(remembering())) }
 
 func owner(t *testing.T, ns, name string) *testapi.Widget {
 	t.Helper()
@@ -44,6 +54,7 @@ func counting(t *testing.T) (client.Client, *testapi.Counter) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	c = testapi.Remembering(c, env.Scheme)
 	// Warm the REST mapper so that discovery does not blur the counts.
 	if _, err := c.IsObjectNamespaced(&appsv1.Deployment{}); err != nil {
 		t.Fatal(err)
@@ -139,7 +150,7 @@ func watchClient(t *testing.T) client.WithWatch {
 func staleAfterGet(t *testing.T, obj client.Object, status bool, change func(client.Object)) client.Client {
 	t.Helper()
 	var once sync.Once
-	return interceptor.NewClient(watchClient(t), interceptor.Funcs{
+	return ours(interceptor.NewClient(watchClient(t), interceptor.Funcs{
 		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, into client.Object, opts ...client.GetOption) error {
 			if err := c.Get(ctx, key, into, opts...); err != nil {
 				return err
@@ -163,7 +174,7 @@ func staleAfterGet(t *testing.T, obj client.Object, status bool, change func(cli
 			})
 			return nil
 		},
-	})
+	}))
 }
 
 func startCached(t *testing.T) *testapi.Cached {

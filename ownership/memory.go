@@ -1,27 +1,18 @@
 package ownership
 
 import (
-	"container/list"
+	"context"
 	"crypto/sha256"
 	"encoding/binary"
 	"hash/maphash"
-	"reflect"
-	"strconv"
-	"sync"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/steadyk8s/steady/internal/object"
+	"github.com/steadyk8s/steady/internal/scope"
 )
-
-// memorySize bounds each of ownership's two memories (the verdicts of
-// CreateOrUpdate and CreateOrPatch, the answers of Apply): beyond it, the
-// children least recently used are forgotten, and pay a write or an apply
-// again (one the API server finds nothing to change in). An entry takes about 250 bytes whatever the child's name (keys
-// are kept as digests), so a full memory holds about 2 MB.
-const memorySize = 8192
 
 // memo is what ownership remembers of one child: the child as the API
 // server last showed it (its UID, resourceVersion, generation and a digest
@@ -108,92 +99,44 @@ func tri(b *bool) byte {
 // metaSeed seeds metaDigest: digests are compared within one process.
 var metaSeed = maphash.MakeSeed()
 
-// memory is a bounded map, least recently used out first, safe for
-// concurrent use. Keys are kept as digests, so that an entry's size does
-// not grow with the child's name.
-type memory struct {
-	mu    sync.Mutex
-	size  int
-	order *list.List // of *memoryItem, most recent first
-	items map[memoryKey]*list.Element
+// memKey names what is remembered of a child: the State of its cluster
+// (see [scope.Of]; nil: nothing is remembered), the child, and the call's
+// slot there ("update", "patch", ...). Each State is its cluster's and
+// what it remembers of a child ends when the cluster's informer shows the
+// child deleted: nothing is bounded by a count, and nothing is shared
+// between two managers or two clusters.
+type memKey struct {
+	s    *scope.State
+	obj  scope.Key
+	slot string
 }
 
-// memoryKey is the digest of a key.
-type memoryKey [16]byte
+// ok reports whether there is a State to remember in.
+func (k memKey) ok() bool { return k.s != nil }
 
-type memoryItem struct {
-	key memoryKey
-	memo
+// childKey is the memKey of obj, of kind gvk, in the State of c's cluster.
+func childKey(ctx context.Context, c client.Client, gvk schema.GroupVersionKind, obj client.Object, slot string) memKey {
+	return memKey{s: scope.Of(ctx, c), obj: scope.Key{GVK: gvk, Namespace: obj.GetNamespace(), Name: obj.GetName()}, slot: slot}
 }
 
-func digest(key string) memoryKey {
-	s := sha256.Sum256([]byte(key))
-	return memoryKey(s[:16])
-}
-
-func newMemory(size int) *memory {
-	return &memory{size: size, order: list.New(), items: map[memoryKey]*list.Element{}}
-}
-
-// get returns what is remembered of key.
-func (m *memory) get(key string) (memo, bool) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	e, ok := m.items[digest(key)]
+// recall returns what is remembered at k.
+func recall(k memKey) (memo, bool) {
+	v, ok := k.s.Recall(k.obj, k.slot)
 	if !ok {
 		return memo{}, false
 	}
-	m.order.MoveToFront(e)
-	return e.Value.(*memoryItem).memo, true
+	m, ok := v.(memo)
+	return m, ok
 }
 
-// put remembers v for key, in place of what was remembered.
-func (m *memory) put(key string, v memo) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	k := digest(key)
-	if e, ok := m.items[k]; ok {
-		e.Value.(*memoryItem).memo = v
-		m.order.MoveToFront(e)
-		return
-	}
-	m.items[k] = m.order.PushFront(&memoryItem{key: k, memo: v})
-	for m.order.Len() > m.size {
-		last := m.order.Back()
-		m.order.Remove(last)
-		delete(m.items, last.Value.(*memoryItem).key)
-	}
+// keep remembers m at k; obj is the child (its type tells the informer
+// that prunes the entry).
+func keep(k memKey, obj client.Object, m memo) {
+	k.s.Remember(k.obj, obj, k.slot, m)
 }
 
-// forget drops what is remembered of key.
-func (m *memory) forget(key string) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if e, ok := m.items[digest(key)]; ok {
-		m.order.Remove(e)
-		delete(m.items, e.Value.(*memoryItem).key)
-	}
-}
-
-// len is the number of children remembered.
-func (m *memory) len() int {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.order.Len()
-}
-
-// childKey names a child in a memory: its cluster (the address of c's REST
-// mapper: one per cluster, see [identity.Cluster]; an address reused by a
-// later mapper cannot fool a memory, whose entries also hold the child's
-// UID), group, version, kind, namespace and name. Same-named children of
-// several clusters have entries of their own and do not evict each other.
-func childKey(c client.Client, gvk schema.GroupVersionKind, obj client.Object) string {
-	var mapper uintptr // a REST mapper that is no pointer is no cluster's: all such share 0
-	if v := reflect.ValueOf(c.RESTMapper()); v.Kind() == reflect.Pointer {
-		mapper = v.Pointer()
-	}
-	return strconv.FormatUint(uint64(mapper), 16) + "|" + gvk.String() + "|" + obj.GetNamespace() + "|" + obj.GetName()
-}
+// drop forgets what is remembered at k.
+func drop(k memKey) { k.s.Forget(k.obj, k.slot) }
 
 // sum is a digest of parts, each encoded as JSON (map keys sorted, so
 // that equal content has equal sums).
@@ -212,37 +155,36 @@ func sum(parts ...any) ([sha256.Size]byte, error) {
 	return out, nil
 }
 
-// verdicts remembers, per child and call, that a write found only the
-// API server's defaults between the live child (its UID and
-// resourceVersion) and the desired one (a sum of it): the same question is
-// not asked again until either changes.
-var verdicts = newMemory(memorySize)
-
-// The prefixes of the verdicts' keys, per call.
+// The verdicts: per child and call, that a write found only the API
+// server's defaults between the live child (see [memo.holds]) and the
+// desired one (a sum of it): the same question is not asked again until
+// either changes.
+// The slots of the verdicts, per call, and of CreateOrPatch's answers.
 const (
-	updateVerdicts = "update|"
-	patchVerdicts  = "patch|"
+	updateVerdicts = "update"
+	patchVerdicts  = "patch"
+	patchAnswers   = "answer"
 )
 
 // remembered reports whether a verdict is remembered for key, whatever
 // the child has become since.
-func remembered(key string) bool {
-	_, ok := verdicts.get(key)
+func remembered(key memKey) bool {
+	_, ok := recall(key)
 	return ok
 }
 
 // onlyDefaults reports whether a write found only defaults to differ
 // between live, as it is, and the desired object whose sum is s.
-func onlyDefaults(key string, live client.Object, s [sha256.Size]byte) bool {
-	m, ok := verdicts.get(key)
+func onlyDefaults(key memKey, live client.Object, s [sha256.Size]byte) bool {
+	m, ok := recall(key)
 	return ok && m.sum == s && m.holds(live)
 }
 
 // rememberedAt returns the sum of the desired object of the verdict
 // remembered for key that still holds for live (see [memo.holds]), and
 // whether there is one.
-func rememberedAt(key string, live client.Object) (memo, bool) {
-	m, ok := verdicts.get(key)
+func rememberedAt(key memKey, live client.Object) (memo, bool) {
+	m, ok := recall(key)
 	return m, ok && m.holds(live)
 }
 
@@ -250,7 +192,7 @@ func rememberedAt(key string, live client.Object) (memo, bool) {
 // differ between live and the desired object whose sum is s; or, for a
 // child just created from that desired object, live being the API
 // server's answer, that what differs is what the server filled in.
-func rememberOnlyDefaults(key string, live client.Object, s [sha256.Size]byte) {
+func rememberOnlyDefaults(key memKey, live client.Object, s [sha256.Size]byte) {
 	rememberVerdict(key, live, memo{sum: s})
 }
 
@@ -258,7 +200,7 @@ func rememberOnlyDefaults(key string, live client.Object, s [sha256.Size]byte) {
 // the desired status whose sum is status and stored nothing: the verdict
 // holds for that desired status whatever the live one (which such an
 // update cannot change: see updateChild).
-func rememberStatusSent(key string, live client.Object, s, status [sha256.Size]byte) {
+func rememberStatusSent(key memKey, live client.Object, s, status [sha256.Size]byte) {
 	rememberVerdict(key, live, memo{sum: s, status: status, statusSent: true})
 }
 
@@ -266,33 +208,33 @@ func rememberStatusSent(key string, live client.Object, s, status [sha256.Size]b
 // the answer held nothing the server filled in): no verdict, whose sum no
 // desired object has, but a mark that a client which does not show the
 // child is behind our own write (see writeCall.ownWriteUnseen).
-func rememberWritten(key string, live client.Object) {
+func rememberWritten(key memKey, live client.Object) {
 	rememberVerdict(key, live, memo{})
 }
 
 // rememberVerdict remembers m, a verdict, on live as it is.
-func rememberVerdict(key string, live client.Object, m memo) {
+func rememberVerdict(key memKey, live client.Object, m memo) {
 	if live.GetUID() == "" || live.GetResourceVersion() == "" {
 		return
 	}
 	m.uid, m.rv, m.gen, m.meta = live.GetUID(), live.GetResourceVersion(), live.GetGeneration(), metaDigest(live)
-	verdicts.put(key, m)
+	keep(key, live, m)
 }
 
 // answeredBefore reports whether obj, as the API server just answered a
 // patch, is the object (UID and resourceVersion) an earlier answer to a
 // patch of key showed: nothing was stored since, so the patch stored
 // nothing either.
-func answeredBefore(key string, obj client.Object) bool {
-	m, ok := verdicts.get(key)
+func answeredBefore(key memKey, obj client.Object) bool {
+	m, ok := recall(key)
 	return ok && m.uid == obj.GetUID() && m.rv == obj.GetResourceVersion()
 }
 
 // rememberAnswer remembers obj's UID and resourceVersion as the API server
 // answered a patch of key.
-func rememberAnswer(key string, obj client.Object) {
+func rememberAnswer(key memKey, obj client.Object) {
 	if obj.GetUID() == "" || obj.GetResourceVersion() == "" {
 		return
 	}
-	verdicts.put(key, memo{uid: obj.GetUID(), rv: obj.GetResourceVersion()})
+	keep(key, obj, memo{uid: obj.GetUID(), rv: obj.GetResourceVersion()})
 }

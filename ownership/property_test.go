@@ -291,7 +291,7 @@ func TestPropertyAnotherWritersStatusSurvives(t *testing.T) {
 	for i := 0; i < 12; i++ {
 		name := fmt.Sprintf("s-%d", i)
 		w := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
-		if _, err := ownership.CreateOrPatch(ctx, env.Client, o, w, func() error {
+		if _, err := ownership.CreateOrPatch(ctx, remembering(), o, w, func() error {
 			w.Spec.Size, w.Status.Replicas, w.Status.Phase = 1, r.Intn(3), []string{"", "Old"}[r.Intn(2)]
 			meta.SetStatusCondition(&w.Status.Conditions, cond("Ours", r.Intn(2) == 0))
 			return nil

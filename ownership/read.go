@@ -64,11 +64,13 @@ type writeCall struct {
 	// exists is the create's AlreadyExists error that started a readFresh
 	// round.
 	exists error
-	// verdict is the prefix of the call's verdicts in the memory
-	// ("update|", "patch|"): one there for the child says this process
-	// wrote it (see [writeCall.ownWriteUnseen]). key is the child's key
-	// there, built once (see verdictKey).
-	verdict, key string
+	// verdict is the slot of the call's verdicts ("update", "patch"): one
+	// there for the child says this process wrote it (see
+	// [writeCall.ownWriteUnseen]). key is the child's key there, built
+	// once (see verdictKey).
+	verdict string
+	key     memKey
+	keyed   bool
 }
 
 // newWriteCall checks the reference from the objects alone and starts a
@@ -90,7 +92,7 @@ func newWriteCall(c client.Client, apiReader client.Reader, owner, child client.
 // since the read) creates it; an update answered with a conflict reads the
 // child again through the API reader, where there is one, and decides
 // anew. At most maxAttempts rounds.
-func (w *writeCall) run(ctx context.Context, create func(ctx context.Context, key string) (controllerutil.OperationResult, error),
+func (w *writeCall) run(ctx context.Context, create func(ctx context.Context, key memKey) (controllerutil.OperationResult, error),
 	update func(ctx context.Context, live client.Object, beforeWrite func() error) (controllerutil.OperationResult, error)) (controllerutil.OperationResult, error) {
 	mode := readClient
 	for attempt := 1; ; attempt++ {
@@ -102,10 +104,10 @@ func (w *writeCall) run(ctx context.Context, create func(ctx context.Context, ke
 			return controllerutil.OperationResultNone, err
 		}
 		if live == nil {
-			if err := validateScope(w.c, w.owner, w.child); err != nil {
+			if err := validateScope(ctx, w.c, w.owner, w.child); err != nil {
 				return controllerutil.OperationResultNone, err
 			}
-			key, _ := w.verdictKey()
+			key, _ := w.verdictKey(ctx)
 			op, err := create(ctx, key)
 			if op == controllerutil.OperationResultNone && apierrors.IsAlreadyExists(err) && attempt < maxAttempts {
 				mode, w.exists = readFresh, err
@@ -125,7 +127,7 @@ func (w *writeCall) run(ctx context.Context, create func(ctx context.Context, ke
 		// The child's scope is checked before a write, not before a
 		// remembered verdict that there is nothing to write.
 		c, owner, child := w.c, w.owner, w.child // not w: it would escape with the function
-		op, err := update(ctx, live, func() error { return validateScope(c, owner, child) })
+		op, err := update(ctx, live, func() error { return validateScope(ctx, c, owner, child) })
 		switch {
 		case op == controllerutil.OperationResultNone && isNotFound(err) && attempt < maxAttempts:
 			mode = readNone
@@ -168,7 +170,7 @@ func (w *writeCall) prepare(ctx context.Context, mode readMode) (client.Object, 
 	if client.ObjectKeyFromObject(child) != key {
 		// A cluster-scoped child given a namespace reads back without one:
 		// that is the reference refused, not a mutate at fault.
-		if err := validateScope(c, w.owner, w.given); err != nil {
+		if err := validateScope(ctx, c, w.owner, w.given); err != nil {
 			return nil, err
 		}
 		return nil, fmt.Errorf("ownership: mutate changed the name or namespace of %s %s to %s", object.Kind(child, c.Scheme()), key, client.ObjectKeyFromObject(child))
@@ -262,7 +264,7 @@ func (w *writeCall) read(ctx context.Context, key client.ObjectKey, mode readMod
 		mode, r = readFresh, w.apiReader
 		live = object.EmptyLike(w.given)
 		if err = r.Get(ctx, key, live); isNotFound(err) {
-			w.forgetWrite() // gone since: the next create asks no more
+			w.forgetWrite(ctx) // gone since: the next create asks no more
 		}
 	}
 	if mode == readFresh && refused(w.apiReader, err) {
@@ -300,7 +302,7 @@ func (w *writeCall) read(ctx context.Context, key client.ObjectKey, mode readMod
 // the API server stored nothing of) and there is an API reader to read it
 // through.
 func (w *writeCall) ownWriteUnseen(ctx context.Context) bool {
-	key, ok := w.verdictKey()
+	key, ok := w.verdictKey(ctx)
 	return ok && remembered(key) && w.hasAPIReader(ctx)
 }
 
@@ -313,21 +315,22 @@ func (w *writeCall) hasAPIReader(ctx context.Context) bool {
 
 // forgetWrite forgets the remembered write of the child (see
 // ownWriteUnseen): the API server says it is gone.
-func (w *writeCall) forgetWrite() {
-	if key, ok := w.verdictKey(); ok {
-		verdicts.forget(key)
+func (w *writeCall) forgetWrite(ctx context.Context) {
+	if key, ok := w.verdictKey(ctx); ok {
+		drop(key)
 	}
 }
 
 // verdictKey is the child's key among the call's verdicts, built on its
 // first use (the read that finds no child, then the create).
-func (w *writeCall) verdictKey() (string, bool) {
-	if w.key == "" && w.verdict != "" {
+func (w *writeCall) verdictKey(ctx context.Context) (memKey, bool) {
+	if !w.keyed && w.verdict != "" {
 		if gvk, err := object.GVK(w.given, w.c.Scheme()); err == nil {
-			w.key = w.verdict + childKey(w.c, gvk, w.given)
+			w.key = childKey(ctx, w.c, gvk, w.given, w.verdict)
 		}
+		w.keyed = true
 	}
-	return w.key, w.key != ""
+	return w.key, w.key.ok()
 }
 
 // isNotFound is [apierrors.IsNotFound] without its allocation (the

@@ -29,7 +29,7 @@ func TestAnOwnersLabelsCopiedToItsChild(t *testing.T) {
 	ns := env.Namespace(t)
 	root := owner(t, ns, "root")
 	mid := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "mid"}}
-	if _, err := ownership.CreateOrUpdate(ctx, env.Client, root, mid, func() error {
+	if _, err := ownership.CreateOrUpdate(ctx, remembering(), root, mid, func() error {
 		mid.Labels = map[string]string{"team": "shop"}
 		return nil
 	}); err != nil {

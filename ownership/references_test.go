@@ -172,7 +172,7 @@ func TestARecreatedChildOfAnotherOwnerIsNotWritten(t *testing.T) {
 				t.Fatal(err)
 			}
 			theirs := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
-			if _, err := ownership.CreateOrUpdate(ctx, env.Client, b, theirs, func() error { theirs.Data = map[string]string{"k": "b"}; return nil }); err != nil {
+			if _, err := ownership.CreateOrUpdate(ctx, remembering(), b, theirs, func() error { theirs.Data = map[string]string{"k": "b"}; return nil }); err != nil {
 				t.Fatal(err)
 			}
 			cm = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
@@ -203,7 +203,7 @@ func TestARecreatedChildsStatusIsNotWritten(t *testing.T) {
 	ns := env.Namespace(t)
 	a, b := owner(t, ns, "a"), owner(t, ns, "b")
 	w := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "w"}}
-	if _, err := ownership.CreateOrPatch(ctx, env.Client, a, w, func() error { w.Status.Phase = "a1"; return nil }); err != nil {
+	if _, err := ownership.CreateOrPatch(ctx, remembering(), a, w, func() error { w.Status.Phase = "a1"; return nil }); err != nil {
 		t.Fatal(err)
 	}
 	cachedSees(t, cc, w)
@@ -211,7 +211,7 @@ func TestARecreatedChildsStatusIsNotWritten(t *testing.T) {
 		t.Fatal(err)
 	}
 	theirs := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "w"}}
-	if _, err := ownership.CreateOrPatch(ctx, env.Client, b, theirs, func() error { theirs.Status.Phase = "b"; return nil }); err != nil {
+	if _, err := ownership.CreateOrPatch(ctx, remembering(), b, theirs, func() error { theirs.Status.Phase = "b"; return nil }); err != nil {
 		t.Fatal(err)
 	}
 	w = &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "w"}}

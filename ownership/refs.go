@@ -14,6 +14,7 @@ import (
 
 	"github.com/steadyk8s/steady/internal/object"
 	"github.com/steadyk8s/steady/internal/readmostly"
+	"github.com/steadyk8s/steady/internal/scope"
 )
 
 // reference builds owner's reference; it also returns what the reference
@@ -76,17 +77,17 @@ func check(owner, child client.Object, scheme *runtime.Scheme) error {
 }
 
 // validate is [check] and [validateScope].
-func validate(c client.Client, owner, child client.Object) error {
+func validate(ctx context.Context, c client.Client, owner, child client.Object) error {
 	if err := check(owner, child, c.Scheme()); err != nil {
 		return err
 	}
-	return validateScope(c, owner, child)
+	return validateScope(ctx, c, owner, child)
 }
 
 // validateScope refuses a namespaced owner of a cluster-scoped child: it
 // asks c (its REST mapper) whether the child's type is namespaced, once
-// per kind and cluster (see namespacedKinds).
-func validateScope(c client.Client, owner, child client.Object) error {
+// per kind and cluster (see factNamespaced).
+func validateScope(ctx context.Context, c client.Client, owner, child client.Object) error {
 	if owner.GetNamespace() == "" {
 		return nil
 	}
@@ -94,7 +95,7 @@ func validateScope(c client.Client, owner, child client.Object) error {
 	// child's Go type, whatever its type meta says.
 	gvk, gvkErr := apiutil.GVKForObject(child, c.Scheme())
 	if gvkErr == nil {
-		if _, ok := namespacedKinds.Load(kindOf(c, gvk)); ok {
+		if ns, _ := scope.Of(ctx, c).Learned(gvk, factNamespaced); ns {
 			return nil
 		}
 	}
@@ -107,19 +108,19 @@ func validateScope(c client.Client, owner, child client.Object) error {
 			Field: "metadata.namespace", Reason: "a namespaced owner cannot own a cluster-scoped object"}
 	}
 	if gvkErr == nil {
-		namespacedKinds.Store(kindOf(c, gvk), struct{}{})
+		scope.Of(ctx, c).Learn(gvk, factNamespaced, true)
 	}
 	return nil
 }
 
-// namespacedKinds holds the kinds (kindKey: per cluster, as subresources)
-// that c's REST mapper said are namespaced: validateScope asks the mapper
-// once per kind and cluster, not before every write (in controller-runtime
-// v0.24 one question allocates some 70 objects, as much as the rest of a
-// converged child's write). Only that answer is kept, a small set: a
-// cluster-scoped kind, or a failed mapping, is asked again on every call,
-// so a refusal always comes from the mapper.
-var namespacedKinds readmostly.Map[kindKey, struct{}]
+// factNamespaced is the fact a State learns of a kind that c's REST mapper
+// said is namespaced: validateScope asks the mapper once per kind and
+// cluster, not before every write (in controller-runtime v0.24 one question
+// allocates some 70 objects, as much as the rest of a converged child's
+// write). Only that answer is kept: a cluster-scoped kind, or a failed
+// mapping, is asked again on every call, so a refusal always comes from
+// the mapper.
+const factNamespaced = "namespaced"
 
 // SetControllerReference makes owner the controller of child in memory,
 // records owner on child ([OwnerKindLabel] and [OwnerNameLabel], or

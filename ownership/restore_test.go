@@ -154,6 +154,7 @@ func TestRestoredChildrenAreTakenBack(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	c = testapi.Remembering(c, e.Scheme)
 	long := strings.Repeat("l", 70)
 	for _, tc := range []struct {
 		name, owner string

@@ -20,7 +20,7 @@ import (
 // cache that has not seen the later writes does, deterministically.
 func staleConfigMap(t *testing.T, stale *corev1.ConfigMap) client.Client {
 	t.Helper()
-	return interceptor.NewClient(watchClient(t), interceptor.Funcs{
+	return ours(interceptor.NewClient(watchClient(t), interceptor.Funcs{
 		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, into client.Object, opts ...client.GetOption) error {
 			if cm, ok := into.(*corev1.ConfigMap); ok && key == client.ObjectKeyFromObject(stale) {
 				*cm = *stale.DeepCopy()
@@ -28,7 +28,7 @@ func staleConfigMap(t *testing.T, stale *corev1.ConfigMap) client.Client {
 			}
 			return c.Get(ctx, key, into, opts...)
 		},
-	})
+	}))
 }
 
 // TestCreateOrPatchStaleReadOfOurOwnWriteIsUnchanged: a reconcile that runs
@@ -45,12 +45,12 @@ func TestCreateOrPatchStaleReadOfOurOwnWriteIsUnchanged(t *testing.T) {
 		return func() error { cm.Data = map[string]string{"k": v}; return nil }
 	}
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "stale-own"}}
-	if op, err := ownership.CreateOrPatch(ctx, env.Client, o, cm, data(cm, "v1")); err != nil || op != controllerutil.OperationResultCreated {
+	if op, err := ownership.CreateOrPatch(ctx, remembering(), o, cm, data(cm, "v1")); err != nil || op != controllerutil.OperationResultCreated {
 		t.Fatalf("create: %s, %v", op, err)
 	}
 	stale := cm.DeepCopy() // what a lagging cache still shows after the next write
 	cm = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "stale-own"}}
-	if op, err := ownership.CreateOrPatch(ctx, env.Client, o, cm, data(cm, "v2")); err != nil || op != controllerutil.OperationResultUpdated {
+	if op, err := ownership.CreateOrPatch(ctx, remembering(), o, cm, data(cm, "v2")); err != nil || op != controllerutil.OperationResultUpdated {
 		t.Fatalf("our write: %s, %v", op, err)
 	}
 	written := cm.GetResourceVersion()
@@ -82,7 +82,7 @@ func TestCreateOrPatchStaleReadWhereOurPatchLandsIsUpdated(t *testing.T) {
 	ns := env.Namespace(t)
 	o := owner(t, ns, "o")
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "stale-other"}}
-	if _, err := ownership.CreateOrPatch(ctx, env.Client, o, cm, func() error { cm.Data = map[string]string{"k": "v1"}; return nil }); err != nil {
+	if _, err := ownership.CreateOrPatch(ctx, remembering(), o, cm, func() error { cm.Data = map[string]string{"k": "v1"}; return nil }); err != nil {
 		t.Fatal(err)
 	}
 	stale := cm.DeepCopy()
@@ -161,7 +161,7 @@ func TestCreateOrPatchStaleReadWhereAnotherWriterSetOurValueIsUnchanged(t *testi
 	ns := env.Namespace(t)
 	o := owner(t, ns, "o")
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "stale-same"}}
-	if _, err := ownership.CreateOrPatch(ctx, env.Client, o, cm, func() error { cm.Data = map[string]string{"k": "v1"}; return nil }); err != nil {
+	if _, err := ownership.CreateOrPatch(ctx, remembering(), o, cm, func() error { cm.Data = map[string]string{"k": "v1"}; return nil }); err != nil {
 		t.Fatal(err)
 	}
 	c := staleAfterGet(t, &corev1.ConfigMap{}, false, func(obj client.Object) { obj.(*corev1.ConfigMap).Data["k"] = "v2" })

@@ -1,6 +1,7 @@
 package ownership
 
 import (
+	"context"
 	"errors"
 	"testing"
 
@@ -11,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	"github.com/steadyk8s/steady/internal/scope"
 )
 
 // TestScopeRememberedForTheKindAsked: what validateScope remembers is
@@ -29,17 +32,19 @@ func TestScopeRememberedForTheKindAsked(t *testing.T) {
 	mapper := meta.NewDefaultRESTMapper(nil)
 	mapper.Add(corev1.SchemeGroupVersion.WithKind("ConfigMap"), meta.RESTScopeNamespace)
 	mapper.Add(rbacv1.SchemeGroupVersion.WithKind("ClusterRole"), meta.RESTScopeRoot)
-	c := fake.NewClientBuilder().WithScheme(scheme).WithRESTMapper(mapper).Build()
+	direct := fake.NewClientBuilder().WithScheme(scheme).WithRESTMapper(mapper).Build()
+	c := scope.Wrap(direct, scope.New(direct, nil, nil)) // remembers what it learns
+	ctx := context.Background()
 	owner := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "o", UID: "u-1"}}
 
 	odd := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "c"}}
 	odd.SetGroupVersionKind(schema.GroupVersionKind{Group: rbacv1.GroupName, Version: "v1", Kind: "ClusterRole"})
-	if err := validateScope(c, owner, odd); err != nil {
+	if err := validateScope(ctx, c, owner, odd); err != nil {
 		t.Fatalf("a ConfigMap (of odd type meta): %v", err)
 	}
 	var ioe *InvalidOwnerError
 	cr := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "r"}}
-	if err := validateScope(c, owner, cr); !errors.As(err, &ioe) {
+	if err := validateScope(ctx, c, owner, cr); !errors.As(err, &ioe) {
 		t.Fatalf("a ClusterRole with a namespaced owner: %v, want *InvalidOwnerError", err)
 	}
 }

@@ -42,17 +42,18 @@ func TestScopeAskedOncePerKind(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &scopeCounting{Client: direct}
+	sc := &scopeCounting{Client: direct}
+	c := testapi.Remembering(sc, env.Scheme) // where what is learnt is kept
 	for i, fn := range []createOr{createOrUpdate, createOrPatch, createOrUpdate} {
 		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "scope-" + string(rune('a'+i))}}
 		if op, err := fn(ctx, c, o, cm, nil); err != nil || op != "created" {
 			t.Fatalf("child %d: %v, %v", i, op, err)
 		}
 	}
-	if n := c.asked.Load(); n != 1 {
+	if n := sc.asked.Load(); n != 1 {
 		t.Errorf("the scope of ConfigMap asked %d times for three children, want once", n)
 	}
-	before := c.asked.Load()
+	before := sc.asked.Load()
 	for range 2 {
 		_, err := createOrUpdate(ctx, c, o, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "steady-test-scope"}}, nil)
 		var ioe *ownership.InvalidOwnerError
@@ -60,7 +61,7 @@ func TestScopeAskedOncePerKind(t *testing.T) {
 			t.Fatalf("error = %v, want *InvalidOwnerError", err)
 		}
 	}
-	if n := c.asked.Load() - before; n != 2 {
+	if n := sc.asked.Load() - before; n != 2 {
 		t.Errorf("a cluster-scoped child refused twice asked the mapper %d times, want 2 (a refusal is never remembered)", n)
 	}
 }

@@ -254,7 +254,7 @@ func TestDroppingAllOurLabelsKeepsAnotherWritersNewOnes(t *testing.T) {
 	ns := env.Namespace(t)
 	o := owner(t, ns, "owner")
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cm"}}
-	if _, err := ownership.CreateOrPatch(ctx, env.Client, o, cm, func() error {
+	if _, err := ownership.CreateOrPatch(ctx, remembering(), o, cm, func() error {
 		cm.Labels, cm.Annotations = map[string]string{"ours": "1"}, map[string]string{"ours": "1"}
 		return nil
 	}); err != nil {

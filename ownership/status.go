@@ -4,15 +4,14 @@ import (
 	"context"
 	"errors"
 	"reflect"
-	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/steadyk8s/steady/internal/identity"
 	"github.com/steadyk8s/steady/internal/object"
+	"github.com/steadyk8s/steady/internal/scope"
 )
 
 // patchStatus writes, to the status subresource (or to the object itself
@@ -52,7 +51,7 @@ func patchStatus(ctx context.Context, c client.Client, child client.Object, base
 	// A nested map removed whole removes the keys read, or locks.
 	dropsWhole := removeOnlyKeysRead(p, map[string]any{"status": base}, goType(c, child))
 	gvk, gvkErr := object.GVK(child, c.Scheme())
-	has, known := statusSubresource(c, gvk)
+	has, known := statusSubresource(ctx, c, gvk)
 	onObject := known && !has && gvkErr == nil
 	lists := dropsWhole || replacesList(p, map[string]any{"status": base})
 	var pre []precondition
@@ -80,7 +79,7 @@ func patchStatus(ctx context.Context, c client.Client, child client.Object, base
 			return true, nil
 		}
 		// Nothing written: the kind may have a status subresource now.
-		subresources.Delete(kindOf(c, gvk))
+		scope.Of(ctx, c).Unlearn(gvk, factStatus)
 	}
 	if err := c.Status().Patch(ctx, child, patch); err != nil {
 		if !apierrors.IsNotFound(err) {
@@ -91,43 +90,28 @@ func patchStatus(ctx context.Context, c client.Client, child client.Object, base
 			return false, recreated(c, child, err)
 		}
 		if gvkErr == nil {
-			subresources.Store(kindOf(c, gvk), false)
+			scope.Of(ctx, c).Learn(gvk, factStatus, false)
 		}
 	} else if gvkErr == nil {
-		subresources.Store(kindOf(c, gvk), true)
+		scope.Of(ctx, c).Learn(gvk, factStatus, true)
 	}
 	return child.GetResourceVersion() != rv, nil
 }
 
-// subresources holds, per cluster and kind (a kindKey), whether it was
-// found with a status subresource (true) or without one (false): a status
-// patch that succeeded or answered NotFound, or a write by CreateOrUpdate
-// (see learnStatusSubresource). patchStatus writes the status of a kind
-// without one on the object at once; CreateOrUpdate does not compare the
-// status of a kind with one, which its update cannot write.
-// A kind is known per cluster (the REST mapper of c: see
-// [identity.Cluster]): one CRD may have a status subresource in one cluster
-// of a fleet and none in another.
-var subresources sync.Map
-
-// kindKey is a kind in a cluster.
-type kindKey struct {
-	cluster identity.Key
-	gvk     schema.GroupVersionKind
-}
-
-func kindOf(c client.Client, gvk schema.GroupVersionKind) kindKey {
-	return kindKey{cluster: identity.Cluster(c), gvk: gvk}
-}
+// factStatus is the fact a State learns of a kind (see [scope.State.Learn])
+// when a write finds it with a status subresource (true) or without one
+// (false): a status patch that succeeded or answered NotFound, or a write
+// by CreateOrUpdate (see learnStatusSubresource). patchStatus writes the
+// status of a kind without one on the object at once; CreateOrUpdate does
+// not compare the status of a kind with one, which its update cannot
+// write. A kind is known per cluster (the State of c's): one CRD may have a
+// status subresource in one cluster of a fleet and none in another.
+const factStatus = "status subresource"
 
 // statusSubresource reports whether gvk has a status subresource in c's
 // cluster, and whether that is known.
-func statusSubresource(c client.Client, gvk schema.GroupVersionKind) (has, known bool) {
-	v, ok := subresources.Load(kindOf(c, gvk))
-	if !ok {
-		return false, false
-	}
-	return v.(bool), true
+func statusSubresource(ctx context.Context, c client.Client, gvk schema.GroupVersionKind) (has, known bool) {
+	return scope.Of(ctx, c).Learned(gvk, factStatus)
 }
 
 // learnStatusSubresource learns from the answer to an update of an object
@@ -139,13 +123,13 @@ func statusSubresource(c client.Client, gvk schema.GroupVersionKind) (has, known
 // status is pruned), or when the answer kept a value of live's that want
 // set to another one (for a custom resource without a Go type, whose
 // schema may prune fields want sets).
-func learnStatusSubresource(c client.Client, gvk schema.GroupVersionKind, live, want, answer map[string]any) {
+func learnStatusSubresource(ctx context.Context, c client.Client, gvk schema.GroupVersionKind, live, want, answer map[string]any) {
 	switch {
 	case !equalStatus(answer["status"], live["status"]):
-		subresources.Store(kindOf(c, gvk), false)
+		scope.Of(ctx, c).Learn(gvk, factStatus, false)
 	case equalStatus(want["status"], live["status"]):
 	case c.Scheme().Recognizes(gvk) || keptAgainst(answer["status"], want["status"]):
-		subresources.Store(kindOf(c, gvk), true)
+		scope.Of(ctx, c).Learn(gvk, factStatus, true)
 	}
 }
 

@@ -170,7 +170,7 @@ func TestCreateOrPatchKeepsTheStatusTheServerSetAtCreation(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: strings.ReplaceAll(tc.name, " ", "-")}}
-			res, err := ownership.CreateOrPatch(ctx, env.Client, owner, pod, func() error {
+			res, err := ownership.CreateOrPatch(ctx, remembering(), owner, pod, func() error {
 				pod.Spec.Containers = []corev1.Container{{Name: "c", Image: "busybox"}}
 				if tc.message != "" {
 					pod.Status.Message = tc.message
@@ -220,7 +220,7 @@ func TestAnotherWritersStatusSurvivesAStaleRead(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			name := fmt.Sprintf("w-%d", i)
 			w := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
-			if _, err := ownership.CreateOrPatch(ctx, env.Client, o, w, func() error {
+			if _, err := ownership.CreateOrPatch(ctx, remembering(), o, w, func() error {
 				w.Spec.Size = 1
 				meta.SetStatusCondition(&w.Status.Conditions, ours)
 				return nil
@@ -393,7 +393,7 @@ func TestRemovingTheWholeStatusRemovesWhatWasRead(t *testing.T) {
 			// teaches nothing), as a controller's later reconciles would.
 			for _, replicas := range []any{nil, int64(3)} {
 				u := unstructuredChild(gvk, ns, "s")
-				if _, err := ownership.CreateOrPatch(ctx, env.Client, o, u, func() error {
+				if _, err := ownership.CreateOrPatch(ctx, remembering(), o, u, func() error {
 					if replicas == nil {
 						return nil
 					}

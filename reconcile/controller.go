@@ -14,6 +14,7 @@ import (
 	crreconcile "sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/steadyk8s/steady/indexer"
+	"github.com/steadyk8s/steady/internal/scope"
 	"github.com/steadyk8s/steady/predicates"
 )
 
@@ -114,7 +115,9 @@ func (c *Controller[T, P]) Named(name string) *Controller[T, P] {
 }
 
 // Client sets the client [For] reads and writes through; nil, as without
-// it, is the manager's (cached) client.
+// it, is the manager's (cached) client. One that carries no memory of its
+// own (one not made by steady.NewClient) gets one, ended by the
+// manager's informers.
 func (c *Controller[T, P]) Client(cl client.Client) *Controller[T, P] {
 	c.client = cl
 	return c
@@ -198,6 +201,12 @@ func (c *Controller[T, P]) Complete() (crreconcile.Reconciler, error) {
 	opts := c.opts
 	if cfg.APIReader == nil {
 		opts = append(opts[:len(opts):len(opts)], WithAPIReader{Reader: c.mgr.GetAPIReader()})
+	}
+	if scope.Held(cl) == nil {
+		// What the reconciler remembers hangs off the manager: ended by its
+		// informers (which watch T and the owned kinds), as with
+		// steady.NewClient.
+		cl = scope.Wrap(cl, scope.New(cl, c.mgr.GetAPIReader(), c.mgr.GetCache()))
 	}
 	rec, err := For[T, P](cl, c.fn, opts...)
 	if err != nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/steadyk8s/steady/internal/object"
 	"github.com/steadyk8s/steady/internal/observe"
 	"github.com/steadyk8s/steady/internal/patch"
+	"github.com/steadyk8s/steady/internal/scope"
 )
 
 // Patcher writes the changes a reconcile made to an object, and only those.
@@ -24,7 +25,10 @@ import (
 // written object as its new snapshot, so it can be used again: write
 // Reconciling early, and the rest at the end.
 type Patcher struct {
-	w      patch.Writer
+	w patch.Writer
+	// held says that w.State is the one the client carries (see
+	// steady.NewClient); else each Patch takes the one of its context.
+	held   bool
 	api    client.Reader // the API reader of WithAPIReader, nil without
 	scheme *runtime.Scheme
 	before client.Object
@@ -46,8 +50,15 @@ func newPatcher(c client.Client, obj client.Object, own bool, opts []PatcherOpti
 	for _, opt := range opts {
 		opt.ApplyToPatcher(&o)
 	}
-	if _, err := object.GVK(obj, c.Scheme()); err != nil {
+	gvk, err := object.GVK(obj, c.Scheme())
+	if err != nil {
 		return nil, fmt.Errorf("reconcile: NewPatcher: %w", err)
+	}
+	// The client's State (steady.NewClient) records this process's writes
+	// and gives its API reader where none is given.
+	st := scope.Held(c)
+	if o.APIReader == nil {
+		o.APIReader = st.APIReader()
 	}
 	if err := object.NormalizeJSON(obj); err != nil {
 		return nil, fmt.Errorf("reconcile: NewPatcher: %w", err)
@@ -59,7 +70,9 @@ func newPatcher(c client.Client, obj client.Object, own bool, opts []PatcherOpti
 		before = obj.DeepCopyObject().(client.Object)
 	}
 	return &Patcher{
-		w:      patch.Writer{Client: observe.Client(c, "reconcile"), Reader: observe.Reader(o.APIReader, "reconcile")},
+		w: patch.Writer{Client: observe.Client(c, "reconcile"), Reader: observe.Reader(o.APIReader, "reconcile"),
+			State: st, Key: scope.Key{GVK: gvk, Namespace: obj.GetNamespace(), Name: obj.GetName()}},
+		held:   st != nil,
 		api:    o.APIReader,
 		scheme: c.Scheme(),
 		before: before,
@@ -248,6 +261,9 @@ func (p *Patcher) patch(ctx context.Context, obj client.Object, resnapshot bool,
 	}
 	if err := p.checkInput(obj, splitPaths(o.ConditionLists)); err != nil {
 		return &PatchError{Object: p.describe(), Step: "the patch", Err: err}
+	}
+	if !p.held {
+		p.w.State = scope.Of(ctx, p.w.Client) // reconcile.For's, in its context
 	}
 	res, err := p.w.Patch(ctx, p.before, obj, patch.Options{
 		OptimisticLock:     o.OptimisticLock,

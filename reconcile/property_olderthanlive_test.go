@@ -26,6 +26,7 @@ import (
 	crreconcile "sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/steadyk8s/steady/finalizer"
+	"github.com/steadyk8s/steady/internal/scope"
 	"github.com/steadyk8s/steady/internal/testapi"
 	"github.com/steadyk8s/steady/reconcile"
 )
@@ -147,7 +148,10 @@ func newOlderHarness(t *testing.T) *olderHarness {
 	var err error
 	h.direct, h.directN, err = testapi.NewCountingClient(env.Config, env.Scheme)
 	must(t, err)
-	h.mgrC, h.dirC = h.attributed(h.cc.Client), h.attributed(h.direct)
+	// Both write as this process: through one State, the manager's
+	// (steady.NewClient's), which the interceptors would hide.
+	st := scope.Held(h.cc.Client)
+	h.mgrC, h.dirC = scope.Wrap(h.attributed(h.cc.Client), st), scope.Wrap(h.attributed(h.direct), st)
 
 	// Six writers of our conditions, each in its own order.
 	perms := [][]string{{"Ready", "Sized", "Healthy"}, {"Healthy", "Ready", "Sized"}, {"Sized", "Healthy", "Ready"},

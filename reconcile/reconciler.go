@@ -18,7 +18,7 @@ import (
 	"github.com/steadyk8s/steady/internal/apireader"
 	"github.com/steadyk8s/steady/internal/backoff"
 	"github.com/steadyk8s/steady/internal/object"
-	"github.com/steadyk8s/steady/internal/patch"
+	"github.com/steadyk8s/steady/internal/scope"
 )
 
 // CacheTimeoutRequeue is the RequeueAfter [For] returns instead of an error
@@ -47,7 +47,7 @@ func requeueWithin(res ctrl.Result, d time.Duration) ctrl.Result {
 // own last write of it: once through the API reader when there is one,
 // else through c (a cache that lags) with backoff, within ownWriteWait.
 // caught is false where the cache did not catch up in time.
-func readOwnWrite(ctx context.Context, c client.Client, api client.Reader, obj client.Object) (caught bool, err error) {
+func readOwnWrite(ctx context.Context, c client.Client, api client.Reader, st *scope.State, k scope.Key, obj client.Object) (caught bool, err error) {
 	key := client.ObjectKeyFromObject(obj)
 	read := func(r client.Reader) error {
 		fresh := object.EmptyLike(obj)
@@ -63,7 +63,7 @@ func readOwnWrite(ctx context.Context, c client.Client, api client.Reader, obj c
 		}
 		// The API server's answer is the truth: older than the ledger, the
 		// ledger is wrong (a restored store), not the read.
-		patch.ForgetWrite(obj)
+		st.ForgetWrite(k, obj)
 		return true, nil
 	}
 	deadline := time.Now().Add(ownWriteWait)
@@ -77,7 +77,7 @@ func readOwnWrite(ctx context.Context, c client.Client, api client.Reader, obj c
 		if err := read(c); err != nil {
 			return false, err
 		}
-		if _, behind := patch.OwnWriteAhead(obj); !behind {
+		if _, behind := st.OwnWriteAhead(k, obj); !behind {
 			return true, nil
 		}
 	}
@@ -147,16 +147,34 @@ func For[T any, P interface {
 	// through the API reader after a conflict, as the Patcher does; tied
 	// once here, not on every reconcile.
 	reader := apireader.Tie(c, cfg.APIReader)
+	// What this reconciler remembers (its own writes, ownership's verdicts
+	// on the children its body writes): the State c carries
+	// (steady.NewClient), else one of its own. Each reconcile's context
+	// carries it, for the Patcher and the body's calls.
+	st := scope.Held(c)
+	if st == nil {
+		st = scope.New(c, cfg.APIReader, nil)
+	}
+	// The kind names the object in st; an unstructured T tells it once read.
+	gvk, gvkErr := object.GVK(zero, c.Scheme())
 	return crreconcile.Func(func(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+		ctx = scope.Into(ctx, st)
+		key := scope.Key{GVK: gvk, Namespace: req.Namespace, Name: req.Name}
 		var obj P = new(T)
 		if err := c.Get(ctx, req.NamespacedName, obj); err != nil {
 			if apierrors.IsNotFound(err) {
+				if gvkErr == nil {
+					st.ForgetWrite(key, nil) // gone: the ledger's entry with it
+				}
 				return ctrl.Result{}, nil
 			}
 			return ctrl.Result{}, fmt.Errorf("reconcile: reading %s: %w", req.NamespacedName, err)
 		}
-		if _, behind := patch.OwnWriteAhead(obj); behind {
-			caught, err := readOwnWrite(ctx, c, cfg.APIReader, obj)
+		if gvkErr != nil {
+			key, _ = scope.KeyOf(obj, c.Scheme())
+		}
+		if _, behind := st.OwnWriteAhead(key, obj); behind {
+			caught, err := readOwnWrite(ctx, c, cfg.APIReader, st, key, obj)
 			switch {
 			case apierrors.IsNotFound(err):
 				return ctrl.Result{}, nil

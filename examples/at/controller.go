@@ -36,6 +36,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	crreconcile "sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/steadyk8s/steady"
 	"github.com/steadyk8s/steady/conditions"
 	"github.com/steadyk8s/steady/examples/at/api/v1alpha1"
 	"github.com/steadyk8s/steady/ownership"
@@ -85,7 +86,7 @@ type Reconciler struct {
 // a spec change and the start of a deletion do.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Client == nil {
-		r.Client = mgr.GetClient()
+		r.Client = steady.NewClient(mgr)
 	}
 	rec, err := reconcile.NewController[v1alpha1.At](mgr, r.reconcile).
 		Named(cmp.Or(r.Name, "at")).

@@ -43,6 +43,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	crreconcile "sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/steadyk8s/steady"
 	"github.com/steadyk8s/steady/conditions"
 	"github.com/steadyk8s/steady/examples/bucket/api/v1alpha1"
 	"github.com/steadyk8s/steady/finalizer"
@@ -153,7 +154,7 @@ type Reconciler struct {
 // SetupWithManager registers the controller: Buckets, and the Secrets they own.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Client == nil {
-		r.Client = mgr.GetClient()
+		r.Client = steady.NewClient(mgr)
 	}
 	s3, err := r.S3.NewClient()
 	if err != nil {

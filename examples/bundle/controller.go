@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	crreconcile "sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/steadyk8s/steady"
 	"github.com/steadyk8s/steady/applyset"
 	"github.com/steadyk8s/steady/conditions"
 	"github.com/steadyk8s/steady/finalizer"
@@ -93,7 +94,7 @@ type Reconciler struct {
 // default predicate).
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Client == nil {
-		r.Client = mgr.GetClient()
+		r.Client = steady.NewClient(mgr)
 	}
 	if r.APIReader == nil {
 		r.APIReader = mgr.GetAPIReader() // prune reads members through it too

@@ -17,6 +17,7 @@ import (
 	mccontroller "sigs.k8s.io/multicluster-runtime/pkg/controller"
 	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
 
+	"github.com/steadyk8s/steady"
 	"github.com/steadyk8s/steady/multicluster"
 	"github.com/steadyk8s/steady/predicates"
 
@@ -43,7 +44,7 @@ type Options struct {
 // many clusters it serves.
 func SetupWithManager(mgr mcmanager.Manager, o Options) (*multicluster.Reconciler, error) {
 	r, err := multicluster.New(mgr, func(c multicluster.Cluster) (crreconcile.Reconciler, error) {
-		rec := &usernamespace.Reconciler{Client: c.GetClient(), APIReader: c.GetAPIReader()}
+		rec := &usernamespace.Reconciler{Client: steady.NewClient(c), APIReader: c.GetAPIReader()}
 		return rec, rec.Init()
 	})
 	if err != nil {

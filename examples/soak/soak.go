@@ -40,6 +40,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
+	"github.com/steadyk8s/steady"
 	"github.com/steadyk8s/steady/conditions"
 	"github.com/steadyk8s/steady/testenv"
 
@@ -386,16 +387,17 @@ func goroutinesAndHeap() (int, uint64) {
 
 // setup registers the five examples' controllers on mgr, as the demo does.
 func setup(mgr ctrl.Manager, fake *bucket.FakeS3) error {
-	roles := &tenant.ClusterRoles{Client: mgr.GetClient()}
+	c := steady.NewClient(mgr) // one per manager, shared by its reconcilers
+	roles := &tenant.ClusterRoles{Client: c}
 	if err := mgr.Add(roles); err != nil {
 		return err
 	}
 	for _, r := range []interface{ SetupWithManager(ctrl.Manager) error }{
-		&tenant.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), ClusterRolesReady: roles.Ready()},
-		&usernamespace.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader()},
-		&at.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader()},
-		&bucket.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), S3: fake.S3},
-		&bundle.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader()},
+		&tenant.Reconciler{Client: c, APIReader: mgr.GetAPIReader(), ClusterRolesReady: roles.Ready()},
+		&usernamespace.Reconciler{Client: c, APIReader: mgr.GetAPIReader()},
+		&at.Reconciler{Client: c, APIReader: mgr.GetAPIReader()},
+		&bucket.Reconciler{Client: c, APIReader: mgr.GetAPIReader(), S3: fake.S3},
+		&bundle.Reconciler{Client: c, APIReader: mgr.GetAPIReader()},
 	} {
 		if err := r.SetupWithManager(mgr); err != nil {
 			return err

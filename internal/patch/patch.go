@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/steadyk8s/steady/internal/object"
+	"github.com/steadyk8s/steady/internal/scope"
 )
 
 // Options configures one [Writer.Patch].
@@ -39,6 +40,11 @@ type Options struct {
 type Writer struct {
 	Client client.Client
 	Reader client.Reader
+	// State is the State of the client's cluster, where this process's
+	// writes are recorded and CheckOwnWrites looks (nil: none), and Key
+	// names the object written there.
+	State *scope.State
+	Key   scope.Key
 	// Sleep pauses between stale re-reads; nil: a timer that respects ctx.
 	Sleep func(ctx context.Context, d time.Duration) error
 	// engineOnly plans every write from maps, without direct writes (for
@@ -123,7 +129,7 @@ const (
 // it is.
 func (w *Writer) Patch(ctx context.Context, before, obj client.Object, o Options) (Result, error) {
 	if o.CheckOwnWrites {
-		if rv, ahead := OwnWriteAhead(before); ahead {
+		if rv, ahead := w.State.OwnWriteAhead(w.Key, before); ahead {
 			return Result{Stale: fmt.Sprintf("it was read at resourceVersion %s, older than this process's own write at %s (a lagging cache)",
 				before.GetResourceVersion(), rv)}, nil
 		}

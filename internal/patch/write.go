@@ -8,11 +8,11 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/resourceversion"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/steadyk8s/steady/internal/backoff"
 	"github.com/steadyk8s/steady/internal/object"
+	"github.com/steadyk8s/steady/internal/scope"
 )
 
 // MaxAttempts bounds the writes of one part (status, or the rest) when
@@ -92,7 +92,7 @@ func (w *Writer) write(ctx context.Context, before, obj client.Object, st *state
 			err = w.Client.Patch(ctx, target, patch)
 		}
 		if err == nil {
-			recordWrite(target)
+			w.State.RecordWrite(w.Key, target)
 			if p.status || p.fallback {
 				res.StatusBase, res.StatusAnswer = base, target
 			}
@@ -196,7 +196,7 @@ func (w *Writer) reread(ctx context.Context, obj client.Object, st *state, stale
 		case err != nil:
 			return false, fmt.Errorf("reading the object again: %w", err)
 		case st.uid != "" && string(fresh.GetUID()) != st.uid:
-			if !lagging || !olderRV(fresh.GetResourceVersion(), st.rv) {
+			if !lagging || !scope.OlderRV(fresh.GetResourceVersion(), st.rv) {
 				return true, nil
 			}
 			// The cache still holds an earlier object of that name.
@@ -205,7 +205,7 @@ func (w *Writer) reread(ctx context.Context, obj client.Object, st *state, stale
 				continue
 			}
 			return false, err
-		case olderRV(fresh.GetResourceVersion(), st.rv):
+		case scope.OlderRV(fresh.GetResourceVersion(), st.rv):
 			// Older than what is known: never rebase on it (a change it
 			// happens to show would be taken as written).
 			again, err := pause()
@@ -254,11 +254,4 @@ func uidRefused(err error) bool {
 		}
 	}
 	return false
-}
-
-// olderRV reports whether resourceVersion a is older than b, when both are
-// well-formed.
-func olderRV(a, b string) bool {
-	c, err := resourceversion.CompareResourceVersion(a, b)
-	return err == nil && c < 0
 }

@@ -7,11 +7,13 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/steadyk8s/steady"
 	"github.com/steadyk8s/steady/testenv"
 )
 
 // Cached is a controller-runtime manager started on a test control plane, as
-// an operator runs it: Client reads from the informer cache, whose watch
+// an operator runs it: Client (steady.NewClient's, which remembers through
+// the manager's informers) reads from the informer cache, whose watch
 // events arrive Delay late, and every request of the manager (the cache's
 // LISTs and WATCHes included) is counted in Counter.
 type Cached struct {
@@ -44,5 +46,5 @@ func StartManager(t testing.TB, env *testenv.Environment, o ManagerOptions) *Cac
 		opts = append(opts, testenv.WithSetup(o.Setup))
 	}
 	mgr := env.StartManager(t, opts...)
-	return &Cached{Manager: mgr, Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Counter: n}
+	return &Cached{Manager: mgr, Client: steady.NewClient(mgr), APIReader: mgr.GetAPIReader(), Counter: n}
 }

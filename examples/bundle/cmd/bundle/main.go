@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/steadyk8s/steady"
 	"github.com/steadyk8s/steady/examples/bundle"
 )
 
@@ -56,7 +57,7 @@ func main() {
 		os.Exit(1)
 	}
 	if err := (&bundle.Reconciler{
-		Client:      mgr.GetClient(),
+		Client:      steady.NewClient(mgr),
 		APIReader:   mgr.GetAPIReader(),
 		WaitCurrent: waitCurrent,
 		Resync:      resync,

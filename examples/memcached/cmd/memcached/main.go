@@ -13,6 +13,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	"github.com/steadyk8s/steady"
 	cachev1alpha1 "github.com/steadyk8s/steady/examples/memcached/api/v1alpha1"
 	"github.com/steadyk8s/steady/examples/memcached/internal/controller"
 )
@@ -39,7 +40,7 @@ func main() {
 		os.Exit(1)
 	}
 	if err := (&controller.MemcachedReconciler{
-		Client: mgr.GetClient(),
+		Client: steady.NewClient(mgr),
 		Scheme: mgr.GetScheme(),
 	}).SetupWithManager(mgr); err != nil {
 		setupLog.Error(err, "unable to create controller", "controller", "Memcached")

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/steadyk8s/steady"
 	"github.com/steadyk8s/steady/examples/tenant"
 )
 
@@ -57,13 +58,14 @@ func main() {
 		os.Exit(1)
 	}
 
-	roles := &tenant.ClusterRoles{Client: mgr.GetClient()}
+	c := steady.NewClient(mgr) // one per manager, shared by its reconcilers
+	roles := &tenant.ClusterRoles{Client: c}
 	if err := mgr.Add(roles); err != nil {
 		log.Error(err, "adding the ClusterRoles runnable")
 		os.Exit(1)
 	}
 	if err := (&tenant.Reconciler{
-		Client:            mgr.GetClient(),
+		Client:            c,
 		APIReader:         mgr.GetAPIReader(),
 		ClusterRolesReady: roles.Ready(),
 	}).SetupWithManager(mgr); err != nil {
@@ -71,7 +73,7 @@ func main() {
 		os.Exit(1)
 	}
 	if err := (&tenant.RegistrySecretReconciler{
-		Client: mgr.GetClient(),
+		Client: c,
 		Source: types.NamespacedName{Namespace: secretNamespace, Name: secretName},
 	}).SetupWithManager(mgr); err != nil {
 		log.Error(err, "setting up the registry Secret controller")

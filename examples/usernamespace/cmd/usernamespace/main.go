@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/steadyk8s/steady"
 	"github.com/steadyk8s/steady/examples/usernamespace"
 )
 
@@ -50,7 +51,7 @@ func main() {
 		os.Exit(1)
 	}
 	if err := (&usernamespace.Reconciler{
-		Client:    mgr.GetClient(),
+		Client:    steady.NewClient(mgr),
 		APIReader: mgr.GetAPIReader(),
 	}).SetupWithManager(mgr); err != nil {
 		log.Error(err, "setting up the User controller")

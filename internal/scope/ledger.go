@@ -1,0 +1,184 @@
+package scope
+
+import (
+	"context"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/resourceversion"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// The ledger: the resourceVersion of this process's last write of each
+// object, until the informer shows that write (or a later one), or a
+// reconcile.For finds the object gone.
+// A read older than the entry is a cache that does not hold our own write
+// yet: reconciling from it would compute from the past. An entry lives as
+// long as that write is unseen, whatever the number of objects or the time
+// it takes: there is no bound that forgets a write early, and the entries
+// are at most the objects written and not yet shown again.
+
+// RecordWrite remembers that this process wrote obj, the API server's
+// answer, at its resourceVersion; k names it.
+func (s *State) RecordWrite(k Key, obj client.Object) {
+	uid, rv := obj.GetUID(), obj.GetResourceVersion()
+	if s == nil || uid == "" || rv == "" {
+		return
+	}
+	s.mu.Lock()
+	e := s.objects[k]
+	switch {
+	case e == nil:
+		e = &entry{}
+		s.objects[k] = e
+	case e.uid == uid && e.rv != "" && OlderRV(rv, e.rv):
+		s.mu.Unlock()
+		return // an answer that arrived after a newer one
+	}
+	e.uid, e.rv = uid, rv
+	s.mu.Unlock()
+	s.hook(k.GVK, obj)
+}
+
+// OwnWriteAhead reports whether this process wrote obj (the object k
+// names, by UID) at a resourceVersion newer than obj's, and that
+// resourceVersion: obj was then read from a cache that does not hold our
+// own write yet. A read that shows the write does not end the entry: it
+// may come from the API server, while the cache is still behind.
+func (s *State) OwnWriteAhead(k Key, obj client.Object) (string, bool) {
+	if s == nil {
+		return "", false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e, ok := s.objects[k]
+	if !ok || e.rv == "" || e.uid != obj.GetUID() {
+		return "", false
+	}
+	return e.rv, OlderRV(obj.GetResourceVersion(), e.rv)
+}
+
+// ForgetWrite drops the ledger's entry for k: obj, read from the API server
+// itself (not a cache), is older than it, so the entry is wrong (the store
+// was restored from a backup, say), and it would otherwise make every read
+// of the object look stale; or obj is nil: the object is gone.
+func (s *State) ForgetWrite(k Key, obj client.Object) {
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e, ok := s.objects[k]
+	if !ok || e.rv == "" {
+		return
+	}
+	if obj == nil || e.uid != obj.GetUID() || OlderRV(obj.GetResourceVersion(), e.rv) {
+		e.uid, e.rv = "", ""
+		s.dropIfEmpty(k, e)
+	}
+}
+
+// OlderRV reports whether resourceVersion a is older than b (both from one
+// API server: they compare as numbers).
+func OlderRV(a, b string) bool {
+	c, err := resourceversion.CompareResourceVersion(a, b)
+	return err == nil && c < 0
+}
+
+// hook registers, once per kind and class of object (typed, unstructured),
+// an event handler on the informer of obj's kind in s's cache, which drops
+// the entries of objects it shows deleted and the ledger's entries of
+// writes it shows. The informer is the one the cached client reads that
+// kind through: a client that read obj from its cache started it already.
+// Without a cache, or where the cache refuses (a kind it does not serve),
+// entries are dropped on reads alone.
+func (s *State) hook(gvk schema.GroupVersionKind, obj client.Object) {
+	if s == nil || s.informers == nil {
+		return
+	}
+	hk := hookKey{gvk: gvk, typ: classOf(obj)}
+	s.mu.Lock()
+	done := s.hooked[hk]
+	s.mu.Unlock()
+	if done {
+		return
+	}
+	// One hook at a time (a kind's first entry, rare): asked of the
+	// informers once, then marked.
+	s.hookMu.Lock()
+	defer s.hookMu.Unlock()
+	s.mu.Lock()
+	done = s.hooked[hk]
+	s.mu.Unlock()
+	if done {
+		return
+	}
+	inf, err := s.informers.GetInformer(context.Background(), obj, cache.BlockUntilSynced(false))
+	if err == nil {
+		_, err = inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+			AddFunc:    func(o any) { s.shown(gvk, o) },
+			UpdateFunc: func(_, o any) { s.shown(gvk, o) },
+			DeleteFunc: func(o any) { s.deleted(gvk, o) },
+		})
+	}
+	if err == nil {
+		s.mu.Lock()
+		s.hooked[hk] = true // else asked again on the next entry
+		s.mu.Unlock()
+	}
+}
+
+// shown ends the ledger's entry of o when o, as its informer shows it, is
+// no older than the write recorded.
+func (s *State) shown(gvk schema.GroupVersionKind, o any) {
+	m, err := meta.Accessor(o)
+	if err != nil {
+		return
+	}
+	k := Key{GVK: gvk, Namespace: m.GetNamespace(), Name: m.GetName()}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	// Another UID under the name: the object written is gone.
+	if e, ok := s.objects[k]; ok && e.rv != "" && (e.uid != m.GetUID() || !OlderRV(m.GetResourceVersion(), e.rv)) {
+		e.uid, e.rv = "", ""
+		s.dropIfEmpty(k, e)
+	}
+}
+
+// deleted drops everything remembered of o, which its informer shows
+// deleted.
+func (s *State) deleted(gvk schema.GroupVersionKind, o any) {
+	if d, ok := o.(toolscache.DeletedFinalStateUnknown); ok {
+		o = d.Obj
+	}
+	m, err := meta.Accessor(o)
+	if err != nil {
+		return
+	}
+	k := Key{GVK: gvk, Namespace: m.GetNamespace(), Name: m.GetName()}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e, ok := s.objects[k]
+	switch {
+	case !ok:
+	case e.rv != "" && e.uid != m.GetUID():
+		// A late event of an earlier object of that name: our write of
+		// the one that replaced it stays in the ledger.
+		e.memos = nil
+	default:
+		delete(s.objects, k)
+	}
+}
+
+// classOf is the class of informer obj is read through.
+func classOf(obj client.Object) string {
+	switch obj.(type) {
+	case *unstructured.Unstructured:
+		return "unstructured"
+	default:
+		return "typed"
+	}
+}

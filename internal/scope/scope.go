@@ -1,0 +1,263 @@
+// Package scope holds what steady remembers of one cluster: the
+// resourceVersions of this process's own writes (the ledger that lets a
+// reconcile read its own writes), ownership's verdicts on children, and
+// what was learned of the cluster's kinds. A [State] is made by the user's
+// one call (steady.NewClient, reconcile.NewController) or by a
+// reconcile.For given a client that carries none, and belongs to it:
+// nothing here is package-level, so two managers, two clusters of a fleet
+// or two tests of one binary share nothing.
+//
+// What a State remembers of an object is bounded by what the cluster's
+// informers hold: an entry is dropped when the informer of its kind shows
+// the object deleted, and the ledger's entry of a write when a read or the
+// informer shows that write (or a later one). A State made without
+// informers (reconcile.For's own, for a client that carries none) keeps
+// only the ledger, whose entries its reads end (For reads every object it
+// reconciles, and a deleted one as not found), and remembers no callers'
+// memos.
+package scope
+
+import (
+	"context"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+
+	"github.com/steadyk8s/steady/internal/identity"
+)
+
+// State is what steady remembers of one cluster. The nil *State remembers
+// nothing: every method is safe on it.
+type State struct {
+	cluster   identity.Key
+	apiReader client.Reader
+	informers cache.Informers
+
+	mu      sync.Mutex
+	objects map[Key]*entry
+	// hooked holds the informers (a kind, typed or not) whose events
+	// prune objects; hookMu makes one hook at a time.
+	hooked map[hookKey]bool
+	hookMu sync.Mutex
+
+	kinds sync.Map // kindFact -> bool
+}
+
+// Key names an object of the cluster.
+type Key struct {
+	GVK             schema.GroupVersionKind
+	Namespace, Name string
+}
+
+// entry is what is remembered of one object.
+type entry struct {
+	// uid and rv are the object and resourceVersion of this process's last
+	// write, rv "" once a read or the informer showed it.
+	uid types.UID
+	rv  string
+	// memos are the callers' memories of the object, by slot.
+	memos map[string]any
+}
+
+type hookKey struct {
+	gvk schema.GroupVersionKind
+	typ string // the informer's class: typed, unstructured or metadata
+}
+
+// New returns the State of c's cluster. apiReader reads from the API
+// server (may be nil); informers, when not nil, is the cache whose
+// informers prune what the State remembers.
+func New(c client.Client, apiReader client.Reader, informers cache.Informers) *State {
+	return &State{
+		cluster:   identity.Cluster(c),
+		apiReader: apiReader,
+		informers: informers,
+		objects:   map[Key]*entry{},
+		hooked:    map[hookKey]bool{},
+	}
+}
+
+// APIReader is the reader the State was made with, or nil.
+func (s *State) APIReader() client.Reader {
+	if s == nil {
+		return nil
+	}
+	return s.apiReader
+}
+
+// Len is the number of objects the State remembers anything of.
+func (s *State) Len() int {
+	if s == nil {
+		return 0
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.objects)
+}
+
+// Carrier is a client that carries a State: the one [Wrap] returns.
+type Carrier interface {
+	client.Client
+	SteadyState() *State
+}
+
+type carrier struct {
+	client.Client
+	s *State
+}
+
+func (c *carrier) SteadyState() *State { return c.s }
+
+// Wrap returns c carrying s.
+func Wrap(c client.Client, s *State) client.Client {
+	if h, ok := c.(*carrier); ok {
+		c = h.Client
+	}
+	return &carrier{Client: c, s: s}
+}
+
+// Held returns the State c carries, or nil.
+func Held(c client.Client) *State {
+	if h, ok := c.(Carrier); ok {
+		return h.SteadyState()
+	}
+	return nil
+}
+
+type ctxKey struct{}
+
+// Into returns ctx carrying s (ctx itself for a nil s, or one that
+// carries s already).
+func Into(ctx context.Context, s *State) context.Context {
+	if s == nil || ctx.Value(ctxKey{}) == s {
+		return ctx
+	}
+	return context.WithValue(ctx, ctxKey{}, s)
+}
+
+// Carry returns ctx carrying the State of c's cluster (see [Of]), for
+// calls made with a wrapper of c (one that counts requests, say).
+func Carry(ctx context.Context, c client.Client) context.Context {
+	return Into(ctx, Held(c))
+}
+
+// Of returns the State of c's cluster: the one c carries, else the one ctx
+// carries if it is of c's cluster (a client of that cluster, wrapped or
+// not: see [identity.Cluster]), else nil.
+func Of(ctx context.Context, c client.Client) *State {
+	if s := Held(c); s != nil {
+		return s
+	}
+	s, ok := ctx.Value(ctxKey{}).(*State)
+	if !ok || c == nil || s.cluster == (identity.Key{}) || identity.Cluster(c) != s.cluster {
+		return nil
+	}
+	return s
+}
+
+// Recall returns what slot remembers of the object k.
+func (s *State) Recall(k Key, slot string) (any, bool) {
+	if s == nil {
+		return nil, false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e, ok := s.objects[k]
+	if !ok {
+		return nil, false
+	}
+	v, ok := e.memos[slot]
+	return v, ok
+}
+
+// Remember remembers v in slot for the object k, whose current form is obj
+// (its type tells the informer that prunes the entry). A State without
+// informers remembers nothing here: nothing would end the entry of an
+// object deleted by someone else.
+func (s *State) Remember(k Key, obj client.Object, slot string, v any) {
+	if s == nil || s.informers == nil {
+		return
+	}
+	s.mu.Lock()
+	e := s.objects[k]
+	if e == nil {
+		e = &entry{}
+		s.objects[k] = e
+	}
+	if e.memos == nil {
+		e.memos = map[string]any{}
+	}
+	e.memos[slot] = v
+	s.mu.Unlock()
+	s.hook(k.GVK, obj)
+}
+
+// Forget forgets what slot remembers of the object k.
+func (s *State) Forget(k Key, slot string) {
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if e, ok := s.objects[k]; ok {
+		delete(e.memos, slot)
+		s.dropIfEmpty(k, e)
+	}
+}
+
+// dropIfEmpty drops e, k's entry, if it holds nothing. The caller holds
+// the lock.
+func (s *State) dropIfEmpty(k Key, e *entry) {
+	if e.rv == "" && len(e.memos) == 0 {
+		delete(s.objects, k)
+	}
+}
+
+// Learned returns what was learned of fact for gvk (see [State.Learn]).
+func (s *State) Learned(gvk schema.GroupVersionKind, fact string) (v, known bool) {
+	if s == nil {
+		return false, false
+	}
+	x, ok := s.kinds.Load(kindFact{gvk, fact})
+	if !ok {
+		return false, false
+	}
+	return x.(bool), true
+}
+
+// Learn records that fact holds (v) or not for the kind gvk in this
+// cluster: whether it has a status subresource, say.
+func (s *State) Learn(gvk schema.GroupVersionKind, fact string, v bool) {
+	if s != nil {
+		s.kinds.Store(kindFact{gvk, fact}, v)
+	}
+}
+
+// Unlearn forgets fact for gvk.
+func (s *State) Unlearn(gvk schema.GroupVersionKind, fact string) {
+	if s != nil {
+		s.kinds.Delete(kindFact{gvk, fact})
+	}
+}
+
+type kindFact struct {
+	gvk  schema.GroupVersionKind
+	fact string
+}
+
+// KeyOf is obj's Key, its kind told by scheme where obj does not carry it.
+func KeyOf(obj client.Object, scheme *runtime.Scheme) (Key, bool) {
+	gvk := obj.GetObjectKind().GroupVersionKind()
+	if gvk.Kind == "" {
+		var err error
+		if gvk, err = apiutil.GVKForObject(obj, scheme); err != nil {
+			return Key{}, false
+		}
+	}
+	return Key{GVK: gvk, Namespace: obj.GetNamespace(), Name: obj.GetName()}, true
+}

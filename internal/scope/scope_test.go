@@ -1,0 +1,250 @@
+package scope
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes/scheme"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/cache/informertest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+)
+
+var cmGVK = corev1.SchemeGroupVersion.WithKind("ConfigMap")
+
+func cm(name, uid, rv string) *corev1.ConfigMap {
+	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: types.UID(uid), ResourceVersion: rv}}
+}
+
+func key(name string) Key { return Key{GVK: cmGVK, Namespace: "ns", Name: name} }
+
+// newState is a State with fake informers, and the ConfigMap informer
+// those hold (whose events the test sends).
+func newState(t *testing.T) (*State, *informertest.FakeInformers) {
+	t.Helper()
+	inf := &informertest.FakeInformers{Scheme: scheme.Scheme}
+	c := fake.NewClientBuilder().Build()
+	return New(c, nil, inf), inf
+}
+
+func TestLedger(t *testing.T) {
+	s, _ := newState(t)
+	s.RecordWrite(key("l"), cm("l", "u1", "10"))
+	for _, tc := range []struct {
+		rv     string
+		behind bool
+	}{{"9", true}, {"10", false}, {"11", false}} {
+		if got, behind := s.OwnWriteAhead(key("l"), cm("l", "u1", tc.rv)); behind != tc.behind || got != "10" {
+			t.Errorf("read at %s: (%s, %v), want (10, %v)", tc.rv, got, behind, tc.behind)
+		}
+	}
+	if _, behind := s.OwnWriteAhead(key("other"), cm("other", "u2", "1")); behind {
+		t.Error("an object never written is behind")
+	}
+	if _, behind := s.OwnWriteAhead(key("l"), cm("l", "another-uid", "1")); behind {
+		t.Error("another object of that name (another UID) is behind")
+	}
+	s.RecordWrite(key("l"), cm("l", "u1", "8")) // an answer that arrived after a newer one
+	if got, _ := s.OwnWriteAhead(key("l"), cm("l", "u1", "9")); got != "10" {
+		t.Errorf("an older answer replaced the newer: %s", got)
+	}
+	s.ForgetWrite(key("l"), cm("l", "u1", "12")) // newer than the entry: nothing to forget
+	if _, behind := s.OwnWriteAhead(key("l"), cm("l", "u1", "9")); !behind {
+		t.Error("forgotten by a newer read")
+	}
+	s.ForgetWrite(key("l"), cm("l", "u1", "5")) // the API server answers older: the entry is wrong
+	if _, behind := s.OwnWriteAhead(key("l"), cm("l", "u1", "5")); behind {
+		t.Error("not forgotten by an older answer of the API server")
+	}
+	s.RecordWrite(key("g"), cm("g", "u3", "20"))
+	s.ForgetWrite(key("g"), nil) // gone
+	if _, behind := s.OwnWriteAhead(key("g"), cm("g", "u3", "1")); behind || s.Len() != 0 {
+		t.Errorf("a gone object's entry kept (%d entries)", s.Len())
+	}
+	// A UID without a resourceVersion, or none at all, is not recorded.
+	s.RecordWrite(key("x"), cm("x", "", "3"))
+	s.RecordWrite(key("y"), cm("y", "u4", ""))
+	if s.Len() != 0 {
+		t.Errorf("%d entries recorded without a UID or resourceVersion", s.Len())
+	}
+	// The nil State records nothing and finds nothing behind.
+	var none *State
+	none.RecordWrite(key("l"), cm("l", "u1", "10"))
+	if _, behind := none.OwnWriteAhead(key("l"), cm("l", "u1", "1")); behind || none.Len() != 0 {
+		t.Error("the nil State remembers")
+	}
+}
+
+// TestLedgerForgetsNoUnseenWrite: the ledger forgets a write when the
+// informer shows it, never because of how many other writes came after
+// (the old ledger dropped the older half beyond 65,536 entries, and then
+// let a stale copy overwrite our newer write). Here 100,000 writes the
+// informer has not shown are all still known; the informer showing them
+// empties the ledger.
+func TestLedgerForgetsNoUnseenWrite(t *testing.T) {
+	s, inf := newState(t)
+	const n = 100_000
+	for i := range n {
+		name := fmt.Sprint("w-", i)
+		s.RecordWrite(key(name), cm(name, "u-"+name, "7"))
+	}
+	for _, i := range []int{0, 1, n / 2, n - 1} {
+		name := fmt.Sprint("w-", i)
+		if _, behind := s.OwnWriteAhead(key(name), cm(name, "u-"+name, "6")); !behind {
+			t.Fatalf("write %d of %d forgotten before the informer showed it", i, n)
+		}
+	}
+	fi, err := inf.FakeInformerFor(context.Background(), &corev1.ConfigMap{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// An event older than the write ends nothing; one that shows it does.
+	fi.Update(cm("w-0", "u-w-0", "5"), cm("w-0", "u-w-0", "6"))
+	if _, behind := s.OwnWriteAhead(key("w-0"), cm("w-0", "u-w-0", "6")); !behind {
+		t.Fatal("an event older than the write ended its entry")
+	}
+	for i := range n {
+		name := fmt.Sprint("w-", i)
+		if i%2 == 0 {
+			fi.Update(cm(name, "u-"+name, "6"), cm(name, "u-"+name, "7"))
+		} else {
+			fi.Add(cm(name, "u-"+name, "9")) // a later write, someone else's
+		}
+	}
+	if s.Len() != 0 {
+		t.Errorf("%d entries left after the informer showed every write", s.Len())
+	}
+}
+
+// TestMemosFollowTheInformer: what callers remember of an object ends when
+// the informer shows it deleted, and with nothing else: the number of
+// objects remembered has no bound but the objects that exist. A late
+// deletion of an earlier object of that name keeps the ledger's entry of
+// our write of the one that replaced it.
+func TestMemosFollowTheInformer(t *testing.T) {
+	s, inf := newState(t)
+	const n = 20_000 // beyond the 8,192 the old memory held
+	for i := range n {
+		name := fmt.Sprint("c-", i)
+		s.Remember(key(name), cm(name, "u", "1"), "update", i)
+	}
+	if s.Len() != n {
+		t.Fatalf("%d remembered, want %d", s.Len(), n)
+	}
+	if v, ok := s.Recall(key("c-0"), "update"); !ok || v != 0 {
+		t.Fatalf("the first of %d forgotten: %v, %v", n, v, ok)
+	}
+	fi, err := inf.FakeInformerFor(context.Background(), &corev1.ConfigMap{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fi.Update(cm("c-0", "u", "1"), cm("c-0", "u", "2")) // a status change: kept
+	if _, ok := s.Recall(key("c-0"), "update"); !ok {
+		t.Error("an update event ended a memo")
+	}
+	fi.Delete(cm("c-0", "u", "2"))
+	if _, ok := s.Recall(key("c-0"), "update"); ok {
+		t.Error("remembered after the informer showed the deletion")
+	}
+	// DeletedFinalStateUnknown, as an informer that missed the deletion
+	// hands it over.
+	s.deleted(cmGVK, toolscache.DeletedFinalStateUnknown{Key: "ns/c-1", Obj: cm("c-1", "u", "1")})
+	if _, ok := s.Recall(key("c-1"), "update"); ok {
+		t.Error("remembered after a DeletedFinalStateUnknown")
+	}
+	// Recreated: our write of the new object (u2) is in the ledger when a
+	// late deletion of the old one (u) arrives.
+	s.RecordWrite(key("c-2"), cm("c-2", "u2", "50"))
+	fi.Delete(cm("c-2", "u", "1"))
+	if _, behind := s.OwnWriteAhead(key("c-2"), cm("c-2", "u2", "49")); !behind {
+		t.Error("a late deletion of an earlier object ended the ledger's entry of its successor")
+	}
+	if _, ok := s.Recall(key("c-2"), "update"); ok {
+		t.Error("a memo of the old object outlived its deletion")
+	}
+	s.Forget(key("c-3"), "update")
+	if _, ok := s.Recall(key("c-3"), "update"); ok || s.Len() != n-3 {
+		t.Errorf("Forget: %d entries, want %d", s.Len(), n-3)
+	}
+}
+
+// TestNoInformersNoMemos: a State without informers (For's own, for a
+// client that carries none) keeps the ledger, which its reads end, and no
+// memo, which nothing would end.
+func TestNoInformersNoMemos(t *testing.T) {
+	s := New(fake.NewClientBuilder().Build(), nil, nil)
+	s.Remember(key("a"), cm("a", "u", "1"), "update", 1)
+	if _, ok := s.Recall(key("a"), "update"); ok || s.Len() != 0 {
+		t.Error("a State without informers remembered a memo")
+	}
+	s.RecordWrite(key("a"), cm("a", "u", "2"))
+	if _, behind := s.OwnWriteAhead(key("a"), cm("a", "u", "1")); !behind {
+		t.Error("a State without informers keeps no ledger")
+	}
+}
+
+// TestOf: the State a client carries, else the one the context carries for
+// the client's cluster (its REST mapper), else none.
+func TestOf(t *testing.T) {
+	ctx := context.Background()
+	m := meta.NewDefaultRESTMapper(nil)
+	c := fake.NewClientBuilder().WithRESTMapper(m).Build()
+	sameCluster := fake.NewClientBuilder().WithRESTMapper(m).Build()
+	other := fake.NewClientBuilder().WithRESTMapper(meta.NewDefaultRESTMapper(nil)).Build()
+	s, s2 := New(c, nil, nil), New(other, nil, nil)
+	carried := Into(ctx, s)
+	for _, tc := range []struct {
+		name string
+		ctx  context.Context
+		c    client.Client
+		want *State
+	}{
+		{"carried by the client", ctx, Wrap(c, s), s},
+		{"carried by the client, another in the context", Into(ctx, New(c, nil, nil)), Wrap(c, s), s},
+		{"a client of the context's cluster", carried, c, s},
+		{"another client of that cluster", carried, sameCluster, s},
+		{"a wrapper of such a client", carried, client.WithFieldOwner(sameCluster, "x"), s},
+		{"another cluster's client", carried, other, nil},
+		{"another cluster's State carried", Into(ctx, s2), c, nil},
+		{"nothing carried", ctx, c, nil},
+		{"a nil client", carried, nil, nil},
+	} {
+		if got := Of(tc.ctx, tc.c); got != tc.want {
+			t.Errorf("%s: Of = %p, want %p", tc.name, got, tc.want)
+		}
+	}
+	if Wrap(Wrap(c, s), s2).(Carrier).SteadyState() != s2 {
+		t.Error("a client wrapped twice carries the first State")
+	}
+	if Into(carried, s) != carried {
+		t.Error("Into allocated a context carrying s already")
+	}
+}
+
+// TestLearn: facts are per State (per cluster): one cluster's answer is
+// not another's.
+func TestLearn(t *testing.T) {
+	a, b := New(fake.NewClientBuilder().Build(), nil, nil), New(fake.NewClientBuilder().Build(), nil, nil)
+	a.Learn(cmGVK, "status", true)
+	if v, known := a.Learned(cmGVK, "status"); !v || !known {
+		t.Error("not learned")
+	}
+	if _, known := b.Learned(cmGVK, "status"); known {
+		t.Error("another State knows what one learned")
+	}
+	a.Unlearn(cmGVK, "status")
+	if _, known := a.Learned(cmGVK, "status"); known {
+		t.Error("not unlearned")
+	}
+	var none *State
+	none.Learn(cmGVK, "status", true)
+	if _, known := none.Learned(cmGVK, "status"); known {
+		t.Error("the nil State learned")
+	}
+}
