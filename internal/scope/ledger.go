@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/resourceversion"
@@ -132,17 +133,17 @@ func (s *State) hook(gvk schema.GroupVersionKind, obj client.Object) {
 }
 
 // shown ends the ledger's entry of o when o, as its informer shows it, is
-// no older than the write recorded.
+// no older than the write recorded. That holds for another UID under the
+// name too (the object written was replaced since); an older event, of
+// the object or of one it replaced, ends nothing.
 func (s *State) shown(gvk schema.GroupVersionKind, o any) {
-	m, err := meta.Accessor(o)
-	if err != nil {
+	k, m, ok := eventKey(gvk, o)
+	if !ok {
 		return
 	}
-	k := Key{GVK: gvk, Namespace: m.GetNamespace(), Name: m.GetName()}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	// Another UID under the name: the object written is gone.
-	if e, ok := s.objects[k]; ok && e.rv != "" && (e.uid != m.GetUID() || !OlderRV(m.GetResourceVersion(), e.rv)) {
+	if e, ok := s.objects[k]; ok && e.rv != "" && !OlderRV(m.GetResourceVersion(), e.rv) {
 		e.uid, e.rv = "", ""
 		s.dropIfEmpty(k, e)
 	}
@@ -154,11 +155,10 @@ func (s *State) deleted(gvk schema.GroupVersionKind, o any) {
 	if d, ok := o.(toolscache.DeletedFinalStateUnknown); ok {
 		o = d.Obj
 	}
-	m, err := meta.Accessor(o)
-	if err != nil {
+	k, m, ok := eventKey(gvk, o)
+	if !ok {
 		return
 	}
-	k := Key{GVK: gvk, Namespace: m.GetNamespace(), Name: m.GetName()}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	e, ok := s.objects[k]
@@ -171,6 +171,15 @@ func (s *State) deleted(gvk schema.GroupVersionKind, o any) {
 	default:
 		delete(s.objects, k)
 	}
+}
+
+// eventKey is the Key, of kind gvk, of o, an informer's object.
+func eventKey(gvk schema.GroupVersionKind, o any) (Key, metav1.Object, bool) {
+	m, err := meta.Accessor(o)
+	if err != nil {
+		return Key{}, nil, false
+	}
+	return Key{GVK: gvk, Namespace: m.GetNamespace(), Name: m.GetName()}, m, true
 }
 
 // classOf is the class of informer obj is read through.

@@ -120,6 +120,18 @@ func TestLedgerForgetsNoUnseenWrite(t *testing.T) {
 	if s.Len() != 0 {
 		t.Errorf("%d entries left after the informer showed every write", s.Len())
 	}
+	// Recreated: our write of the new object (u-new, at 30) is not ended
+	// by a late event of the one it replaced (older), and is by a later
+	// event of yet another one.
+	s.RecordWrite(key("r"), cm("r", "u-new", "30"))
+	fi.Update(cm("r", "u-old", "20"), cm("r", "u-old", "21"))
+	if _, behind := s.OwnWriteAhead(key("r"), cm("r", "u-new", "29")); !behind {
+		t.Error("a late event of the replaced object ended the entry of our write of its successor")
+	}
+	fi.Add(cm("r", "u-third", "31"))
+	if s.Len() != 0 {
+		t.Error("a later object under the name did not end the entry")
+	}
 }
 
 // TestMemosFollowTheInformer: what callers remember of an object ends when
