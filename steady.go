@@ -24,8 +24,11 @@
 // that write, or the object deleted: it is bounded by what the cache
 // already holds, never by a count or a time. It is never shared: two
 // managers, two clusters of a fleet or two tests in one process each have
-// their own. Take one per manager and hand it to every reconciler;
-// [reconcile.NewController] takes it from its manager itself.
+// their own, and it lives as long as the manager's cache (whose informers
+// hold its event handlers). Take one per manager and hand it to every
+// reconciler, so that they know each other's writes;
+// [reconcile.NewController] given none makes one of its own from its
+// manager.
 //
 // The helpers work with any client. With one that carries nothing (a
 // client of the manager wrapped by other code, a direct client),

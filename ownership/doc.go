@@ -35,9 +35,11 @@
 // the child or of the desired state asks again. [Apply] likewise sends
 // nothing when neither the child nor what it applies changed since its last
 // apply. Both memories belong to the client the call is given when it
-// carries one (steady.NewClient), else to the reconcile.For whose context
-// the call runs in, and last until the manager's informer shows the child
-// deleted; a call with neither remembers nothing between calls.
+// carries one (steady.NewClient), else to the one of the reconcile.For
+// (reconcile.NewController's) whose context the call runs in, and last
+// until the manager's informer shows the child deleted; a call with
+// neither, or in a For whose client carries none (which has no informers
+// to end them), remembers nothing between calls.
 //
 // # Writes, stale reads and other writers
 //

@@ -145,7 +145,9 @@ func (e *PatchError) Unwrap() error { return e.Err }
 // the past:
 //
 //   - the snapshot is older than this process's own last write of the
-//     object (read from a cache that does not hold that write yet): nothing
+//     object through the same steady client (steady.NewClient's, or For's;
+//     a client that carries none knows no writes), read from a cache that
+//     does not hold that write yet: nothing
 //     is written, since a change judged against that snapshot may be none
 //     where the live object needs one;
 //   - the status was computed from an older generation than the live one

@@ -108,7 +108,9 @@ type Func[P client.Object] func(ctx context.Context, obj P) (ctrl.Result, error)
 // should not (without it they wait, with backoff, for the cache).
 //
 // For reads its own writes: when the object read is older than this
-// process's last write of it (the cache has not caught up with it yet), it
+// process's last write of it through the client's State (steady.NewClient's,
+// else For's own; see package steady), as the cache has not caught up
+// with it yet, it
 // is read again through the API reader (one GET), or, without one, the
 // cache is waited for with backoff for up to 2 seconds, after which the
 // reconcile is requeued after [CacheTimeoutRequeue] without running fn. So
@@ -134,6 +136,17 @@ func For[T any, P interface {
 	if err := checkOptions(zero, cfg); err != nil {
 		return nil, fmt.Errorf("reconcile: For: %w", err) // it names the type
 	}
+	// What this reconciler remembers (its own writes, ownership's verdicts
+	// on the children its body writes): the State c carries
+	// (steady.NewClient), else one of its own, which c then carries, so
+	// that the Patcher, the finalizer handler and the body's calls with c
+	// record their writes in it; each reconcile's context carries it too,
+	// for the body's calls with another client of c's cluster.
+	st := scope.Held(c)
+	if st == nil {
+		st = scope.New(c, cfg.APIReader, nil)
+		c = scope.Wrap(c, st)
+	}
 	var h *finalizer.Handler
 	if len(cfg.Finalizers) > 0 {
 		h = finalizer.NewHandler(c, finalizer.WithAPIReader{Reader: cfg.APIReader})
@@ -147,14 +160,6 @@ func For[T any, P interface {
 	// through the API reader after a conflict, as the Patcher does; tied
 	// once here, not on every reconcile.
 	reader := apireader.Tie(c, cfg.APIReader)
-	// What this reconciler remembers (its own writes, ownership's verdicts
-	// on the children its body writes): the State c carries
-	// (steady.NewClient), else one of its own. Each reconcile's context
-	// carries it, for the Patcher and the body's calls.
-	st := scope.Held(c)
-	if st == nil {
-		st = scope.New(c, cfg.APIReader, nil)
-	}
 	// The kind names the object in st; an unstructured T tells it once read.
 	gvk, gvkErr := object.GVK(zero, c.Scheme())
 	return crreconcile.Func(func(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
@@ -170,6 +175,9 @@ func For[T any, P interface {
 			}
 			return ctrl.Result{}, fmt.Errorf("reconcile: reading %s: %w", req.NamespacedName, err)
 		}
+		// The key the Patcher records under: the object's own (a
+		// cluster-scoped object read with a namespace in the request).
+		key = scope.Key{GVK: gvk, Namespace: obj.GetNamespace(), Name: obj.GetName()}
 		if gvkErr != nil {
 			key, _ = scope.KeyOf(obj, c.Scheme())
 		}

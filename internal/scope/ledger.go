@@ -2,10 +2,10 @@ package scope
 
 import (
 	"context"
+	"reflect"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/resourceversion"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -14,8 +14,9 @@ import (
 )
 
 // The ledger: the resourceVersion of this process's last write of each
-// object, until the informer shows that write (or a later one), or a
-// reconcile.For finds the object gone.
+// object, until the informer shows that write (or a later one), or the
+// object deleted; in a State without informers (reconcile.For's own),
+// until a read of For shows it, or finds the object gone.
 // A read older than the entry is a cache that does not hold our own write
 // yet: reconciling from it would compute from the past. An entry lives as
 // long as that write is unseen, whatever the number of objects or the time
@@ -29,6 +30,9 @@ func (s *State) RecordWrite(k Key, obj client.Object) {
 	if s == nil || uid == "" || rv == "" {
 		return
 	}
+	if s.informers != nil && !s.hook(k.GVK, obj) {
+		return // nothing would end the entry (a metadata-only object)
+	}
 	s.mu.Lock()
 	e := s.objects[k]
 	switch {
@@ -41,14 +45,15 @@ func (s *State) RecordWrite(k Key, obj client.Object) {
 	}
 	e.uid, e.rv = uid, rv
 	s.mu.Unlock()
-	s.hook(k.GVK, obj)
 }
 
 // OwnWriteAhead reports whether this process wrote obj (the object k
 // names, by UID) at a resourceVersion newer than obj's, and that
 // resourceVersion: obj was then read from a cache that does not hold our
-// own write yet. A read that shows the write does not end the entry: it
-// may come from the API server, while the cache is still behind.
+// own write yet. Where the informer ends entries, a read that shows the
+// write does not: it may come from the API server while the cache is still
+// behind. A State without informers (reconcile.For's own, which only its
+// reads through its client ask) ends the entry on such a read.
 func (s *State) OwnWriteAhead(k Key, obj client.Object) (string, bool) {
 	if s == nil {
 		return "", false
@@ -59,13 +64,25 @@ func (s *State) OwnWriteAhead(k Key, obj client.Object) (string, bool) {
 	if !ok || e.rv == "" || e.uid != obj.GetUID() {
 		return "", false
 	}
-	return e.rv, OlderRV(obj.GetResourceVersion(), e.rv)
+	if OlderRV(obj.GetResourceVersion(), e.rv) {
+		return e.rv, true
+	}
+	if s.informers == nil {
+		// reconcile.For's own State: only its reads, through its client,
+		// ask, and one that shows the write ends the entry.
+		e.uid, e.rv = "", ""
+		s.dropIfEmpty(k, e)
+	}
+	return "", false
 }
 
 // ForgetWrite drops the ledger's entry for k: obj, read from the API server
 // itself (not a cache), is older than it, so the entry is wrong (the store
 // was restored from a backup, say), and it would otherwise make every read
-// of the object look stale; or obj is nil: the object is gone.
+// of the object look stale; or obj is nil: the object is gone (in a State
+// without informers only; one with them ends the entry when its informer
+// shows that object, by UID, deleted: a cache that answers not found may
+// not show a recreated object yet).
 func (s *State) ForgetWrite(k Key, obj client.Object) {
 	if s == nil {
 		return
@@ -73,8 +90,8 @@ func (s *State) ForgetWrite(k Key, obj client.Object) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	e, ok := s.objects[k]
-	if !ok || e.rv == "" {
-		return
+	if !ok || e.rv == "" || obj == nil && s.informers != nil {
+		return // gone: where the informer shows deletions, it ends the entry by UID
 	}
 	if obj == nil || e.uid != obj.GetUID() || OlderRV(obj.GetResourceVersion(), e.rv) {
 		e.uid, e.rv = "", ""
@@ -89,33 +106,41 @@ func OlderRV(a, b string) bool {
 	return err == nil && c < 0
 }
 
-// hook registers, once per kind and class of object (typed, unstructured),
-// an event handler on the informer of obj's kind in s's cache, which drops
-// the entries of objects it shows deleted and the ledger's entries of
-// writes it shows. The informer is the one the cached client reads that
-// kind through: a client that read obj from its cache started it already.
-// Without a cache, or where the cache refuses (a kind it does not serve),
-// entries are dropped on reads alone.
-func (s *State) hook(gvk schema.GroupVersionKind, obj client.Object) {
+// hook registers, once per kind and Go type, an event handler on the
+// informer of obj's kind in s's cache, which drops the entries of objects
+// it shows deleted and the ledger's entries of writes it shows, and reports
+// whether there is one:
+// the informer of its class is the one the manager's client reads it
+// through, which that read started already. An unstructured object's
+// informer is started here if the client does not read the kind through
+// the cache already (a manager's client reads unstructured objects from
+// the API server by default): one LIST and WATCH of the kind, which is what
+// ends the entries. A metadata-only object is not hooked (its informer
+// does not see what the write changed). Without a cache, or where it
+// refuses, nothing is hooked.
+func (s *State) hook(gvk schema.GroupVersionKind, obj client.Object) bool {
 	if s == nil || s.informers == nil {
-		return
+		return false
 	}
-	hk := hookKey{gvk: gvk, typ: classOf(obj)}
+	if _, ok := obj.(*metav1.PartialObjectMetadata); ok {
+		return false
+	}
+	hk := hookKey{gvk: gvk, typ: reflect.TypeOf(obj)}
 	s.mu.Lock()
-	done := s.hooked[hk]
+	done, tried := s.hooked[hk]
 	s.mu.Unlock()
-	if done {
-		return
+	if tried {
+		return done
 	}
-	// One hook at a time (a kind's first entry, rare): asked of the
-	// informers once, then marked.
+	// One hook at a time (a kind's first entry, rare), asked of the
+	// informers once: a refusal is not asked again.
 	s.hookMu.Lock()
 	defer s.hookMu.Unlock()
 	s.mu.Lock()
-	done = s.hooked[hk]
+	done, tried = s.hooked[hk]
 	s.mu.Unlock()
-	if done {
-		return
+	if tried {
+		return done
 	}
 	inf, err := s.informers.GetInformer(context.Background(), obj, cache.BlockUntilSynced(false))
 	if err == nil {
@@ -125,11 +150,10 @@ func (s *State) hook(gvk schema.GroupVersionKind, obj client.Object) {
 			DeleteFunc: func(o any) { s.deleted(gvk, o) },
 		})
 	}
-	if err == nil {
-		s.mu.Lock()
-		s.hooked[hk] = true // else asked again on the next entry
-		s.mu.Unlock()
-	}
+	s.mu.Lock()
+	s.hooked[hk] = err == nil
+	s.mu.Unlock()
+	return err == nil
 }
 
 // shown ends the ledger's entry of o when o, as its informer shows it, is
@@ -180,14 +204,4 @@ func eventKey(gvk schema.GroupVersionKind, o any) (Key, metav1.Object, bool) {
 		return Key{}, nil, false
 	}
 	return Key{GVK: gvk, Namespace: m.GetNamespace(), Name: m.GetName()}, m, true
-}
-
-// classOf is the class of informer obj is read through.
-func classOf(obj client.Object) string {
-	switch obj.(type) {
-	case *unstructured.Unstructured:
-		return "unstructured"
-	default:
-		return "typed"
-	}
 }

@@ -19,6 +19,7 @@ package scope
 
 import (
 	"context"
+	"reflect"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/runtime"
@@ -66,7 +67,7 @@ type entry struct {
 
 type hookKey struct {
 	gvk schema.GroupVersionKind
-	typ string // the informer's class: typed, unstructured or metadata
+	typ reflect.Type // the object's Go type
 }
 
 // New returns the State of c's cluster. apiReader reads from the API
@@ -176,12 +177,13 @@ func (s *State) Recall(k Key, slot string) (any, bool) {
 }
 
 // Remember remembers v in slot for the object k, whose current form is obj
-// (its type tells the informer that prunes the entry). A State without
-// informers remembers nothing here: nothing would end the entry of an
-// object deleted by someone else.
+// (its type tells the informer that prunes the entry). Where no informer
+// ends the entry (a State without informers, an object that is not of a
+// Go type: see [State.hook]) it remembers nothing: nothing would end the
+// entry of an object deleted by someone else.
 func (s *State) Remember(k Key, obj client.Object, slot string, v any) {
-	if s == nil || s.informers == nil {
-		return
+	if s == nil || !s.hook(k.GVK, obj) {
+		return // nothing would end the entry
 	}
 	s.mu.Lock()
 	e := s.objects[k]
@@ -194,7 +196,6 @@ func (s *State) Remember(k Key, obj client.Object, slot string, v any) {
 	}
 	e.memos[slot] = v
 	s.mu.Unlock()
-	s.hook(k.GVK, obj)
 }
 
 // Forget forgets what slot remembers of the object k.

@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/scheme"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -40,8 +41,8 @@ func TestLedger(t *testing.T) {
 		rv     string
 		behind bool
 	}{{"9", true}, {"10", false}, {"11", false}} {
-		if got, behind := s.OwnWriteAhead(key("l"), cm("l", "u1", tc.rv)); behind != tc.behind || got != "10" {
-			t.Errorf("read at %s: (%s, %v), want (10, %v)", tc.rv, got, behind, tc.behind)
+		if got, behind := s.OwnWriteAhead(key("l"), cm("l", "u1", tc.rv)); behind != tc.behind || behind && got != "10" {
+			t.Errorf("read at %s: (%s, %v), want behind %v (of 10)", tc.rv, got, behind, tc.behind)
 		}
 	}
 	if _, behind := s.OwnWriteAhead(key("other"), cm("other", "u2", "1")); behind {
@@ -62,10 +63,17 @@ func TestLedger(t *testing.T) {
 	if _, behind := s.OwnWriteAhead(key("l"), cm("l", "u1", "5")); behind {
 		t.Error("not forgotten by an older answer of the API server")
 	}
+	// Gone, as a cache answers not found: the informer ends the entry
+	// when it shows the deletion (by UID), not the read (the cache may not
+	// show a recreated object yet).
 	s.RecordWrite(key("g"), cm("g", "u3", "20"))
-	s.ForgetWrite(key("g"), nil) // gone
-	if _, behind := s.OwnWriteAhead(key("g"), cm("g", "u3", "1")); behind || s.Len() != 0 {
-		t.Errorf("a gone object's entry kept (%d entries)", s.Len())
+	s.ForgetWrite(key("g"), nil)
+	if _, behind := s.OwnWriteAhead(key("g"), cm("g", "u3", "1")); !behind {
+		t.Error("a not-found read ended the entry where the informer ends it")
+	}
+	s.deleted(cmGVK, cm("g", "u3", "21"))
+	if s.Len() != 0 {
+		t.Errorf("a deleted object's entry kept (%d entries)", s.Len())
 	}
 	// A UID without a resourceVersion, or none at all, is not recorded.
 	s.RecordWrite(key("x"), cm("x", "", "3"))
@@ -198,6 +206,39 @@ func TestNoInformersNoMemos(t *testing.T) {
 	s.RecordWrite(key("a"), cm("a", "u", "2"))
 	if _, behind := s.OwnWriteAhead(key("a"), cm("a", "u", "1")); !behind {
 		t.Error("a State without informers keeps no ledger")
+	}
+	// For's reads end its entries: one that shows the write, or finds the
+	// object gone.
+	if _, behind := s.OwnWriteAhead(key("a"), cm("a", "u", "2")); behind || s.Len() != 0 {
+		t.Errorf("a read that shows the write left %d entries", s.Len())
+	}
+	s.RecordWrite(key("b"), cm("b", "u", "3"))
+	s.ForgetWrite(key("b"), nil)
+	if s.Len() != 0 {
+		t.Errorf("a not-found read left %d entries", s.Len())
+	}
+}
+
+// TestMetadataOnlyIsNotHooked: a metadata-only object, whose informer does
+// not show what a write changed, starts no informer, and nothing is
+// remembered of it that nothing would end; an unstructured one is hooked.
+func TestMetadataOnlyIsNotHooked(t *testing.T) {
+	s, inf := newState(t)
+	pm := &metav1.PartialObjectMetadata{}
+	pm.SetGroupVersionKind(cmGVK)
+	pm.SetUID("u")
+	pm.SetResourceVersion("1")
+	s.Remember(key("p"), pm, "update", 1)
+	s.RecordWrite(key("p"), pm)
+	if s.Len() != 0 || len(inf.InformersByGVK) != 0 {
+		t.Errorf("%d remembered, %d informers asked for; want none", s.Len(), len(inf.InformersByGVK))
+	}
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(cmGVK)
+	s.Remember(key("u"), u, "update", 1)
+	s.Remember(key("t"), cm("t", "u", "1"), "update", 1)
+	if s.Len() != 2 || len(s.hooked) != 2 {
+		t.Errorf("unstructured and typed: %d remembered, %d hooks; want 2, 2", s.Len(), len(s.hooked))
 	}
 }
 
