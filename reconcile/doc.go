@@ -5,7 +5,7 @@
 // Take a [Patcher] right after reading the object, change the object as the
 // reconcile goes, and let the defer write:
 //
-//	func (r *BucketReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, reterr error) {
+//	func (r *BucketReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, reterr error) {
 //		bucket := &v1.Bucket{}
 //		if err := r.Get(ctx, req.NamespacedName, bucket); err != nil {
 //			return ctrl.Result{}, client.IgnoreNotFound(err)

@@ -140,3 +140,28 @@ func ExampleWithAPIReader() {
 	}
 	_ = mgr.Start(ctrl.SetupSignalHandler())
 }
+
+// The cluster-api shape, a Patcher and a deferred PatchOnExit, with named
+// results: WithRequeue makes a snapshot found stale (nothing written) a
+// quiet requeue in res, as For does, instead of an error that
+// controller-runtime logs as "Reconciler error" and backs off on.
+func ExampleWithRequeue() {
+	type ConfigReconciler struct{ client.Client }
+	reconcileConfig := func(ctx context.Context, r *ConfigReconciler, req ctrl.Request) (res ctrl.Result, reterr error) {
+		cm := &corev1.ConfigMap{}
+		if err := r.Get(ctx, req.NamespacedName, cm); err != nil {
+			return ctrl.Result{}, client.IgnoreNotFound(err)
+		}
+		p, err := reconcile.NewPatcher(r.Client, cm)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		defer p.PatchOnExit(ctx, cm, &reterr, reconcile.WithRequeue{Result: &res})
+		cm.Data = map[string]string{"greeting": "hello"}
+		return ctrl.Result{}, nil
+	}
+	c, _ := countingClient(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "config"}})
+	res, err := reconcileConfig(context.Background(), &ConfigReconciler{c}, ctrl.Request{NamespacedName: client.ObjectKey{Namespace: "shop", Name: "config"}})
+	fmt.Println(res.RequeueAfter, err)
+	// Output: 0s <nil>
+}

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/runtime"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/steadyk8s/steady/cachewait"
@@ -35,6 +36,10 @@ type PatchOptions struct {
 	// Events, when set, records a Kubernetes Event on the object when a
 	// write flips its Ready condition (see [WithEvents]).
 	Events EventRecorder
+	// Requeue, when set, is the reconcile's result, which
+	// [Patcher.PatchOnExit] makes a quiet requeue where the write was not
+	// a failure (see [WithRequeue]).
+	Requeue *ctrl.Result
 }
 
 // OptionError says that an option cannot work on the object's Go type:
@@ -188,6 +193,24 @@ func (w WithEvents) ApplyToPatch(o *PatchOptions) { o.Events = w.Recorder }
 // ApplyToFor implements [ForOption].
 func (w WithEvents) ApplyToFor(o *ForOptions) { o.PatchOptions = append(o.PatchOptions, w) }
 
+// WithRequeue hands [Patcher.PatchOnExit] the reconcile's result, so that
+// what [For] does not count as a failure is not one there either: a
+// *StaleError alone (the reconcile computed from a copy older than the
+// live object or than this process's own write: nothing was written) or a
+// cachewait timeout alone leaves *reterr nil and sets Result.RequeueAfter
+// (to at most [StaleRequeue] or [CacheTimeoutRequeue]). controller-runtime
+// then requeues quietly instead of logging "Reconciler error" and backing
+// off. Any other error, or one the reconcile returns itself, is joined
+// into *reterr as without it. [Patcher.Patch] ignores it.
+//
+//	func (r *R) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, reterr error) {
+//		...
+//		defer p.PatchOnExit(ctx, obj, &reterr, reconcile.WithRequeue{Result: &res})
+type WithRequeue struct{ Result *ctrl.Result }
+
+// ApplyToPatch implements [PatchOption].
+func (w WithRequeue) ApplyToPatch(o *PatchOptions) { o.Requeue = w.Result }
+
 // WithAPIReader gives a reader that reads from the API server, not a cache
 // (a manager's GetAPIReader()), for the re-reads after a conflict. Without
 // it they go through the client, and when that is a manager's cached
@@ -286,6 +309,7 @@ func splitPaths(paths []string) [][]string {
 
 var (
 	_ PatchOption = WithCacheWait{}
+	_ PatchOption = WithRequeue{}
 	_ PatchOption = WithOptimisticLock{}
 	_ PatchOption = WithObservedGeneration{}
 	_ PatchOption = WithOwnedConditions(nil)

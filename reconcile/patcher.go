@@ -184,10 +184,26 @@ func (e *StaleError) Error() string {
 //		p, err := reconcile.NewPatcher(r.Client, obj, reconcile.WithAPIReader{Reader: r.APIReader})
 //		...
 //		defer p.PatchOnExit(ctx, obj, &reterr)
+//
+// With [WithRequeue], a write that is not a failure (a *StaleError or a
+// cachewait timeout, alone) is a quiet requeue in the result instead, as
+// in [For].
 func (p *Patcher) PatchOnExit(ctx context.Context, obj client.Object, reterr *error, opts ...PatchOption) {
-	if err := p.Patch(ctx, obj, opts...); err != nil {
-		*reterr = errors.Join(*reterr, err)
+	err := p.Patch(ctx, obj, opts...)
+	if err == nil {
+		return
 	}
+	if *reterr == nil {
+		o := PatchOptions{}
+		for _, opt := range opts {
+			opt.ApplyToPatch(&o)
+		}
+		if d, ok := notFailed(ctx, err); ok && o.Requeue != nil {
+			*o.Requeue = requeueWithin(*o.Requeue, d)
+			return
+		}
+	}
+	*reterr = errors.Join(*reterr, err)
 }
 
 // Patch writes what changed in obj since the snapshot:

@@ -212,14 +212,27 @@ func For[T any, P interface {
 			conditions.SetSummary(setter(obj), conditions.Ready, cfg.SummaryOptions...)
 		}
 		patchErr := p.patch(ctx, obj, false, cfg.PatchOptions) // the last: p is dropped after it
-		var stale *StaleError
-		switch {
-		case fnErr == nil && patchErr != nil && cachewait.IsTimeout(patchErr):
-			return requeueWithin(res, CacheTimeoutRequeue), nil
-		case fnErr == nil && errors.As(patchErr, &stale):
-			log.FromContext(ctx).V(1).Info("reconciling again: what this reconcile computed is older than the live object", "reason", stale.Reason)
-			return requeueWithin(res, StaleRequeue), nil
+		if d, ok := notFailed(ctx, patchErr); ok && fnErr == nil {
+			return requeueWithin(res, d), nil
 		}
 		return res, errors.Join(fnErr, patchErr)
 	}), nil
+}
+
+// notFailed reports whether err, a Patch's, is no failure but a reason to
+// reconcile again soon, and how soon: a cachewait timeout (the write is
+// done; the cache is behind) or a *StaleError (nothing was written of a
+// state computed from the past).
+func notFailed(ctx context.Context, err error) (time.Duration, bool) {
+	var stale *StaleError
+	switch {
+	case err == nil:
+		return 0, false
+	case cachewait.IsTimeout(err):
+		return CacheTimeoutRequeue, true
+	case errors.As(err, &stale):
+		log.FromContext(ctx).V(1).Info("reconciling again: what this reconcile computed is older than the live object", "reason", stale.Reason)
+		return StaleRequeue, true
+	}
+	return 0, false
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/steadyk8s/steady/finalizer"
 	"github.com/steadyk8s/steady/internal/testapi"
 	"github.com/steadyk8s/steady/reconcile"
+	"github.com/steadyk8s/steady/testenv"
 )
 
 // Item 10: through a manager's cached client whose watch lags 300 ms,
@@ -272,4 +273,83 @@ func TestRereadOfAnObjectTheCacheHasNotSeenIsNotGone(t *testing.T) {
 			t.Errorf("Patch succeeded but stored status %+v: nothing was written", got.Status)
 		}
 	})
+}
+
+// TestPatchOnExitRequeuesQuietly: the cluster-api shape (NewPatcher and a
+// deferred PatchOnExit) given WithRequeue turns a stale snapshot, which
+// Patch refuses with nothing written, into a quiet requeue, as For does:
+// no error for controller-runtime to log as "Reconciler error" and back
+// off on. Without the option, or beside an error of the reconcile's own,
+// the *StaleError is returned as before.
+func TestPatchOnExitRequeuesQuietly(t *testing.T) {
+	env.Require(t)
+	cc := testapi.StartManager(t, env, testapi.ManagerOptions{Delay: 300 * time.Millisecond, Informers: []client.Object{&testapi.Widget{}}})
+	ctx := context.Background()
+	w := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: env.Namespace(t), Name: "w"}}
+	if err := env.Client.Create(ctx, w); err != nil {
+		t.Fatal(err)
+	}
+	read := func() *testapi.Widget {
+		obj := &testapi.Widget{}
+		testenv.Eventually(t, "cached", func() error { return cc.Client.Get(ctx, client.ObjectKeyFromObject(w), obj) })
+		return obj
+	}
+	// reconcile is one Reconcile of the cluster-api shape from obj, with
+	// its own error bodyErr; it writes a condition.
+	reconcileFrom := func(obj *testapi.Widget, bodyErr error, opts ...reconcile.PatchOption) (res ctrl.Result, reterr error) {
+		p, err := reconcile.NewPatcher(cc.Client, obj)
+		if err != nil {
+			t.Fatal(err)
+		}
+		opts = append(opts, reconcile.WithRequeue{Result: &res})
+		defer p.PatchOnExit(ctx, obj, &reterr, opts...)
+		conditions.MarkTrue(obj, "Seen", fmt.Sprint("R", time.Now().UnixNano()), "")
+		return ctrl.Result{}, bodyErr
+	}
+	for _, tc := range []struct {
+		name      string
+		bodyErr   error
+		noRequeue bool
+	}{{"alone", nil, false}, {"beside the reconcile's error", errors.New("body failed"), false}, {"without WithRequeue", nil, true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			first := read()
+			if res, err := reconcileFrom(first, nil); err != nil || res.RequeueAfter != 0 {
+				t.Fatalf("the first write: %+v, %v", res, err)
+			}
+			stale := read() // the cache has not shown that write yet
+			if stale.ResourceVersion == first.ResourceVersion {
+				t.Skip("the cache caught up before the stale read") // cannot happen with 300 ms of delay
+			}
+			var res ctrl.Result
+			var err error
+			if tc.noRequeue {
+				p, perr := reconcile.NewPatcher(cc.Client, stale)
+				if perr != nil {
+					t.Fatal(perr)
+				}
+				conditions.MarkTrue(stale, "Seen", "Again", "")
+				p.PatchOnExit(ctx, stale, &err)
+			} else {
+				res, err = reconcileFrom(stale, tc.bodyErr)
+			}
+			var se *reconcile.StaleError
+			switch {
+			case tc.noRequeue || tc.bodyErr != nil:
+				if !errors.As(err, &se) {
+					t.Errorf("%+v, %v; want the *StaleError returned", res, err)
+				}
+			case err != nil || res.RequeueAfter != reconcile.StaleRequeue:
+				t.Errorf("%+v, %v; want no error and RequeueAfter %s", res, err, reconcile.StaleRequeue)
+			}
+			if got := get(t, w); got.ResourceVersion != first.ResourceVersion {
+				t.Errorf("the stale Patch wrote (resourceVersion %s -> %s)", first.ResourceVersion, got.ResourceVersion)
+			}
+			testenv.Eventually(t, "the cache catches up", func() error {
+				if got := read(); got.ResourceVersion != first.ResourceVersion {
+					return fmt.Errorf("cache at %s, want %s", got.ResourceVersion, first.ResourceVersion)
+				}
+				return nil
+			})
+		})
+	}
 }
