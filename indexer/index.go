@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
+	"github.com/steadyk8s/steady/internal/identity"
 	"github.com/steadyk8s/steady/internal/observe"
 )
 
@@ -61,12 +62,12 @@ type declaration struct {
 // registered remembers, per field indexer (by identity, not address: a
 // cache allocated where a stopped manager's was is a different cache), the
 // declarations Register added to it.
-var registered byIdentity[map[declaration]any]
+var registered identity.Map[map[declaration]any]
 
 // registering holds, per field indexer, the lock that serialises Register
 // on it; noIdentityMu serialises Register on indexers without an identity.
 var (
-	registering  byIdentity[*sync.Mutex]
+	registering  identity.Map[*sync.Mutex]
 	noIdentityMu sync.Mutex
 )
 
@@ -102,7 +103,7 @@ func register(ctx context.Context, fi client.FieldIndexer, obj client.Object, na
 	// concurrently (controllers set up in parallel) would find the index
 	// and no record, a false conflict.
 	mu := &noIdentityMu
-	registering.update(fi, func(m *sync.Mutex) *sync.Mutex {
+	registering.Update(fi, func(m *sync.Mutex) *sync.Mutex {
 		if m == nil {
 			m = &sync.Mutex{}
 		}
@@ -116,10 +117,10 @@ func register(ctx context.Context, fi client.FieldIndexer, obj client.Object, na
 	err := fi.IndexField(ctx, obj, name, extract)
 	switch {
 	case err == nil:
-		registered.update(fi, func(m map[declaration]any) map[declaration]any { return withEntry(m, key, decl) })
+		registered.Update(fi, func(m map[declaration]any) map[declaration]any { return identity.WithEntry(m, key, decl) })
 		return nil
 	case strings.Contains(err.Error(), "indexer conflict"):
-		if m, ok := registered.get(fi); ok && m[key] == decl {
+		if m, ok := registered.Get(fi); ok && m[key] == decl {
 			return nil // this very declaration, registered before
 		}
 		return &ConflictError{Index: name, Type: typ.String()}
@@ -185,7 +186,7 @@ type absentKey struct {
 
 // absent remembers, per reader, the indexes its API server rejected, so
 // that a reader without the index (a direct client) is asked once.
-var absent byIdentity[map[absentKey]bool]
+var absent identity.Map[map[absentKey]bool]
 
 // errAbsent is the error of a query not made: the reader rejected it
 // before.
@@ -193,7 +194,7 @@ var errAbsent = errors.New("the reader's API server rejected this index as a fie
 
 func listBy(ctx context.Context, r client.Reader, list client.ObjectList, index, typ, value string, opts []client.ListOption) error {
 	key := absentKey{list: reflect.TypeOf(list), index: index}
-	if m, _ := absent.get(r); m[key] {
+	if m, _ := absent.Get(r); m[key] {
 		return &NotRegisteredError{Index: index, Type: typ, Err: errAbsent}
 	}
 	// A field selector among opts narrows the index's, never replaces it
@@ -214,7 +215,7 @@ func listBy(ctx context.Context, r client.Reader, list client.ObjectList, index,
 	}
 	if apierrors.IsBadRequest(err) {
 		// The API server, not a cache, said no: it always will.
-		absent.update(r, func(m map[absentKey]bool) map[absentKey]bool { return withEntry(m, key, true) })
+		absent.Update(r, func(m map[absentKey]bool) map[absentKey]bool { return identity.WithEntry(m, key, true) })
 	}
 	return &NotRegisteredError{Index: index, Type: typ, Err: err}
 }

@@ -6,7 +6,9 @@
 package identity
 
 import (
+	"maps"
 	"reflect"
+	"sync"
 	"weak"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -41,4 +43,61 @@ func Cluster(c client.Client) Key {
 	}
 	k, _ := Of(c.RESTMapper())
 	return k
+}
+
+// Map maps values, by identity, to what is remembered about them, without
+// keeping them alive: what is remembered of a value lives as long as the
+// value (a manager, a cache, a client) does, and entries of values that
+// were garbage collected are dropped as new ones come. The zero Map is
+// empty and ready to use, safe for concurrent use.
+type Map[V any] struct {
+	mu sync.Mutex
+	m  map[Key]V
+}
+
+// Update runs f on what is remembered about v (the zero V at first) and
+// remembers what f returns. It reports false, without calling f, when v
+// has no identity (see [Of]).
+func (b *Map[V]) Update(v any, f func(V) V) bool {
+	id, ok := Of(v)
+	if !ok {
+		return false
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.m == nil {
+		b.m = map[Key]V{}
+	}
+	for k := range b.m {
+		if k.Value() == nil {
+			delete(b.m, k)
+		}
+	}
+	b.m[id] = f(b.m[id])
+	return true
+}
+
+// Get returns what is remembered about v; a map or slice it returns is
+// shared: Update must replace it (see [WithEntry]), not change it.
+func (b *Map[V]) Get(v any) (V, bool) {
+	var zero V
+	id, ok := Of(v)
+	if !ok {
+		return zero, false
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	got, ok := b.m[id]
+	return got, ok
+}
+
+// WithEntry returns a copy of m with k set to v: a remembered map is
+// replaced, never changed, because readers outside the lock hold it.
+func WithEntry[K comparable, V any](m map[K]V, k K, v V) map[K]V {
+	out := maps.Clone(m)
+	if out == nil {
+		out = map[K]V{}
+	}
+	out[k] = v
+	return out
 }
