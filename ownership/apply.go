@@ -1,14 +1,22 @@
 package ownership
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
+	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
@@ -30,13 +38,23 @@ const appliedSlot = "apply|"
 // before any child can be.
 const createOnly = "1"
 
-// Apply makes owner the controller of child and server-side applies child
-// with the given field manager: only the fields child sets are owned and
-// compared, so applying the same child again changes nothing. On success
-// child holds the API server's answer. Besides owner's controller
-// reference, the child's non-controller owner references are applied
-// ([SetOwnerReference]); a controller reference of another owner on child
-// is not. The owner is recorded as [SetControllerReference] records it
+// Apply makes owner the controller of the child that config describes and
+// server-side applies config with the given field manager. config is what
+// server-side apply is meant for: an apply configuration, client-go's
+// (k8s.io/client-go/applyconfigurations/..., such as
+// appsv1ac.Deployment(name, namespace).WithSpec(...)), controller-gen's for
+// a custom resource, or client.ApplyConfigurationFromUnstructured of
+// content the caller built. Only the fields it sets are sent, owned and
+// compared: a field another writer sets (an autoscaler's replicas, the
+// annotation of kubectl rollout restart, a webhook's addition) is theirs,
+// kept, and never fought over; a field this manager applied before and
+// config no longer sets is removed by the API server (server-side apply's
+// ownership rules). Its status is not sent. On success config holds the
+// API server's answer.
+//
+// Besides owner's controller reference, the owner references config sets
+// that are not controller references are applied ([SetOwnerReference]).
+// The owner is recorded as [SetControllerReference] records it
 // ([OwnerKindLabel] and [OwnerNameLabel], or [OwnerAnnotation] when the
 // owner's kind or name is not a label value), and a child is taken or
 // refused by its record as [SetControllerReference] says. The apply
@@ -47,41 +65,42 @@ const createOnly = "1"
 // of owner's kind and name, or a record that names another owner (with
 // [Adopt]{}) or names owner otherwise than the apply does, is replaced by
 // a patch of its own before the apply, as an adopted controller's
-// reference is. A field this manager applied before and child no longer
-// sets is removed by the API server (server-side apply's ownership rules).
-// With [Adopt]{}, the other controller's reference is removed first, by a
-// patch of its own: if the apply then fails, the result is updated and the
-// error says that the child was left without a controller.
+// reference is. With [Adopt]{}, the other controller's reference is
+// removed first, by a patch of its own: if the apply then fails, the
+// result is updated and the error says that the child was left without a
+// controller.
 //
 // Nothing is sent when neither the child (its UID and resourceVersion as
 // read) nor what is applied (field manager, force, configuration) changed
-// since this process's last successful apply of it for this owner: the
-// result is unchanged. That memory is bounded (see docs/ownership.md).
+// since this client's last successful apply of it for this owner: the
+// result is unchanged (see steady.NewClient for what a client remembers).
 //
-// The result says what the API server did: created when the apply created
-// the child, unchanged when it left it as it was (its resourceVersion did
-// not move), updated otherwise; beside an error, empty where nothing was
-// written. To know that through a cache that may be
-// behind, the apply is locked: it carries the resourceVersion read, or,
-// for a child the read did not find, one no stored object has, so that it
-// can only create. A lock that no longer holds (the read was stale: a cache
-// behind another writer, or that has not seen the child yet) is a conflict:
-// the child is then read again, through [WithAPIReader]'s reader when given
-// (one GET), else through the client until it shows a newer child (backing
-// off, about 2.5 seconds at most), checked (another controller's child is
-// an [*AlreadyOwnedError]) and applied again, at most 3 times in all. A
-// child the client does not show is read through the API reader first
-// when one is given; without one, Apply's own last answer for this child
-// and owner, if it remembers one, is the lock (a child it created a moment
-// ago). The read is of child's type, so a typed child is read from a
-// manager's cache (list and watch permissions on its kind, as for
-// CreateOrUpdate); an unstructured one is read from the API server unless
-// the manager's client caches unstructured objects.
-func Apply(ctx context.Context, c client.Client, owner, child client.Object, fieldManager string, opts ...ApplyOption) (controllerutil.OperationResult, error) {
-	return result(apply(ctx, c, owner, child, fieldManager, opts))
+// An existing child is applied without a lock: another writer changing it
+// between the read and the apply (its controller writing its status, a
+// heartbeat) costs nothing. A child the read did not find is applied so
+// that it can only be created (a resourceVersion no stored object has);
+// when it exists after all (a cache that has not shown it yet) that is a
+// conflict, and it is read again, through [WithAPIReader]'s reader when
+// given (one GET), else through the client until it shows the child
+// (backing off, about 2.5 seconds at most), checked (another controller's
+// child is an [*AlreadyOwnedError]) and applied again. The result says
+// what the API server did, from its answer: created when the apply
+// created the child, unchanged when the child's resourceVersion is the one
+// this call last knew (read, or this client's last answer), updated
+// otherwise (another writer's change the read did not show yet counts);
+// beside an error, empty where nothing was written. The read is of the
+// child's kind as the client's scheme has it: a kind with a Go type is
+// read from a manager's cache (list and watch permissions on it, as for
+// CreateOrUpdate); one without is read as unstructured, from the API
+// server unless the manager's client caches unstructured objects.
+//
+// A config that names no apiVersion, kind or name, or one that is not
+// JSON, is an [*InvalidOwnerError] naming the field, before any request.
+func Apply(ctx context.Context, c client.Client, owner client.Object, config runtime.ApplyConfiguration, fieldManager string, opts ...ApplyOption) (controllerutil.OperationResult, error) {
+	return result(apply(ctx, c, owner, config, fieldManager, opts))
 }
 
-func apply(ctx context.Context, c client.Client, owner, child client.Object, fieldManager string, opts []ApplyOption) (controllerutil.OperationResult, error) {
+func apply(ctx context.Context, c client.Client, owner client.Object, config runtime.ApplyConfiguration, fieldManager string, opts []ApplyOption) (controllerutil.OperationResult, error) {
 	o := ApplyOptions{}
 	for _, opt := range opts {
 		opt.ApplyToApply(&o)
@@ -92,24 +111,21 @@ func apply(ctx context.Context, c client.Client, owner, child client.Object, fie
 	conflictReader := rereader(ctx, c, o.APIReader)
 	ctx = scope.Carry(ctx, c) // the State of c's cluster, for the calls through the wrapper below
 	c = observe.Client(c, "ownership")
+	u, child, err := fromConfiguration(c, owner, config)
+	if err != nil {
+		return controllerutil.OperationResultNone, err
+	}
 	if err := validate(ctx, c, owner, child); err != nil {
 		return controllerutil.OperationResultNone, err
 	}
-	gvk, err := object.GVK(child, c.Scheme())
-	if err != nil {
-		return controllerutil.OperationResultNone, fmt.Errorf("ownership: %w", err)
-	}
+	gvk := u.GroupVersionKind()
 	name := object.Describe(child, c.Scheme())
-	u, err := applyConfiguration(c, owner, child)
-	if err != nil {
-		return controllerutil.OperationResultNone, err
-	}
 	ref, k, err := reference(owner, c.Scheme(), true)
 	if err != nil {
 		return controllerutil.OperationResultNone, err
 	}
 	r := k.record(ref.Name, owner.GetNamespace())
-	u.SetGroupVersionKind(gvk)
+	withReferences(u, ref, r)
 	key := childKey(ctx, c, gvk, child, appliedSlot+string(owner.GetUID()))
 	applyOpts := []client.ApplyOption{client.FieldOwner(fieldManager)}
 	if o.Force {
@@ -123,17 +139,23 @@ func apply(ctx context.Context, c client.Client, owner, child client.Object, fie
 	// Nothing changed since the last apply of this configuration, neither
 	// the child (its resourceVersion is the answer's) nor what is applied:
 	// the apply would change nothing.
-	config, sumErr := sum(fieldManager, o.Force, u.Object)
-	if m, ok := recall(key); ok && sumErr == nil && live != nil && m.sum == config &&
+	sent, sumErr := sum(fieldManager, o.Force, u.Object)
+	if m, ok := recall(key); ok && sumErr == nil && live != nil && m.sum == sent &&
 		m.uid == live.GetUID() && m.rv == live.GetResourceVersion() && metav1.IsControlledBy(live, owner) {
-		object.Copy(child, live)
+		if err := answerInto(config, live, gvk); err != nil {
+			return controllerutil.OperationResultNone, fmt.Errorf("ownership: %s is as applied, but reading it failed: %w", name, err)
+		}
 		return controllerutil.OperationResultNone, nil
 	}
+	// What this client's last successful apply of the child for owner
+	// answered.
+	last, _ := recall(key)
 	released := ""
 	for attempt := 1; ; attempt++ {
-		// lock is the child the apply is locked on: the one read, else the
-		// one Apply's last answer showed, else none (create only).
-		lock := memo{rv: createOnly}
+		// lock is the child the apply is locked on: none for a child read
+		// or remembered (known says which child, at which resourceVersion),
+		// create only for a child not found.
+		lock, known := memo{rv: createOnly}, memo{}
 		if live != nil {
 			cur, stale, err := claim(owner, live, ref, recordOf(live), r, c.Scheme(), o.Adopt)
 			if err != nil {
@@ -167,24 +189,36 @@ func apply(ctx context.Context, c client.Client, owner, child client.Object, fie
 					released = fmt.Sprintf("recorded %s as the owner of %s (%s), in place of %s", object.Describe(owner, c.Scheme()), name, formKeys(r.form()), rec.describe(r))
 				}
 			}
-			lock = memo{uid: live.GetUID(), rv: live.GetResourceVersion()}
+			lock, known = memo{}, memo{uid: live.GetUID(), rv: live.GetResourceVersion()}
+			// This client's last answer, newer than a cache behind it.
+			if m, ok := recall(key); ok && m.uid == known.uid && scope.OlderRV(known.rv, m.rv) {
+				known.rv = m.rv
+			}
 		} else if m, ok := recall(key); ok {
-			lock = m
+			// Not shown yet: the child this client's last answer showed.
+			lock, known = memo{}, memo{uid: m.uid, rv: m.rv}
 		}
 		answer := u.DeepCopy()
 		answer.SetResourceVersion(lock.rv)
 		err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(answer), applyOpts...)
 		if err == nil {
-			if sumErr == nil {
-				keep(key, child, memo{uid: answer.GetUID(), rv: answer.GetResourceVersion(), sum: config})
+			fields := sha256.Sum256(appliedFields(answer, fieldManager))
+			op := applyResult(lock, known, answer, released != "")
+			if op == controllerutil.OperationResultUpdated && released == "" && !o.Force &&
+				(last.uid == answer.GetUID() && sumErr == nil && last.sum == sent && last.fields == fields ||
+					movedByAnother(live, answer, u, fieldManager)) {
+				// The resourceVersion moved by another writer's change only.
+				op = controllerutil.OperationResultNone
 			}
-			op := applyResult(lock, answer, released != "")
-			if err := object.FromMap(answer.Object, child); err != nil {
+			if sumErr == nil {
+				keep(key, child, memo{uid: answer.GetUID(), rv: answer.GetResourceVersion(), sum: sent, fields: fields})
+			}
+			if err := answerInto(config, answer, gvk); err != nil {
 				return op, fmt.Errorf("ownership: applied %s, but reading the answer failed: %w", name, err)
 			}
 			return op, nil
 		}
-		if staleLock(err) {
+		if lock.rv == createOnly && staleLock(err) {
 			drop(key)
 			if attempt < maxAttempts {
 				if live, err = readForApply(ctx, c, conflictReader, child, name, &lock, err); err != nil {
@@ -206,38 +240,105 @@ func applyFailed(released, name string, err error) (controllerutil.OperationResu
 	return controllerutil.OperationResultNone, err
 }
 
-// applyConfiguration is what Apply sends: child without status and the
-// metadata the API server owns, with owner's controller reference and
-// child's other non-controller references.
-func applyConfiguration(c client.Client, owner, child client.Object) (*unstructured.Unstructured, error) {
-	name := object.Describe(child, c.Scheme())
-	if err := object.NormalizeJSON(child); err != nil {
-		return nil, fmt.Errorf("ownership: %s: %w", name, err)
+// fromConfiguration is what Apply sends of config, as an unstructured
+// object: its content without status and the metadata the API server
+// owns; and the child it names, an empty object of its kind (of its Go type
+// where c's scheme has one) with its namespace and name, to read it into.
+func fromConfiguration(c client.Client, owner client.Object, config runtime.ApplyConfiguration) (*unstructured.Unstructured, client.Object, error) {
+	bad := func(child, field, reason string) error {
+		return &InvalidOwnerError{Child: child, Owner: object.Describe(owner, c.Scheme()), Field: field, Reason: reason}
 	}
-	m, err := object.ToMapWithoutManagedFields(child)
+	if config == nil || reflect.ValueOf(config).Kind() == reflect.Pointer && reflect.ValueOf(config).IsNil() {
+		return nil, nil, bad("a nil apply configuration", "", "there is no configuration to apply")
+	}
+	b, err := json.Marshal(config)
 	if err != nil {
-		return nil, fmt.Errorf("ownership: %w", err)
+		return nil, nil, bad(fmt.Sprintf("%T", config), "", fmt.Sprintf("it is not JSON: %v", err))
+	}
+	m := map[string]any{}
+	if err := utiljson.Unmarshal(b, &m); err != nil {
+		return nil, nil, bad(fmt.Sprintf("%T", config), "", fmt.Sprintf("it is not a JSON object: %v", err))
 	}
 	u := &unstructured.Unstructured{Object: m}
+	gvk := u.GroupVersionKind()
+	desc := strings.TrimSpace(gvk.Kind + " " + client.ObjectKeyFromObject(u).String())
+	switch {
+	case gvk.Kind == "" || gvk.Version == "":
+		return nil, nil, bad(desc, "apiVersion, kind", "the configuration names no kind (build it with its constructor, such as appsv1ac.Deployment(name, namespace))")
+	case u.GetName() == "":
+		return nil, nil, bad(desc, "metadata.name", "the configuration names no child")
+	}
 	delete(u.Object, "status")
-	for _, f := range append(serverMetadata, "ownerReferences") {
+	for _, f := range serverMetadata {
 		unstructured.RemoveNestedField(u.Object, "metadata", f)
 	}
-	ref, k, err := reference(owner, c.Scheme(), true)
-	if err != nil {
-		return nil, err
+	var child client.Object
+	if typed, err := c.Scheme().New(gvk); err == nil {
+		if o, ok := typed.(client.Object); ok {
+			child = o
+		}
 	}
+	if child == nil {
+		child = &unstructured.Unstructured{}
+	}
+	child.GetObjectKind().SetGroupVersionKind(gvk)
+	child.SetNamespace(u.GetNamespace())
+	child.SetName(u.GetName())
+	return u, child, nil
+}
+
+// withReferences sets on u owner's controller reference ref, beside the
+// owner references u sets that are not controller references (the
+// caller's other owners: SetOwnerReference), and the record r in the form
+// it is written for a new child, and not the other (a configuration built
+// from a child as an earlier Apply answered it may carry it).
+func withReferences(u *unstructured.Unstructured, ref metav1.OwnerReference, r ownerRecord) {
 	refs := []metav1.OwnerReference{ref}
-	for _, r := range child.GetOwnerReferences() {
-		if r.UID != ref.UID && (r.Controller == nil || !*r.Controller) {
-			refs = append(refs, r) // the caller's other owners (SetOwnerReference)
+	for _, o := range u.GetOwnerReferences() {
+		if o.UID != ref.UID && (o.Controller == nil || !*o.Controller) {
+			refs = append(refs, o)
 		}
 	}
 	u.SetOwnerReferences(refs)
-	// The record in the form it is written for a new child, and not the
-	// other (a child as an earlier Apply answered it may carry it).
-	writeRecord(u, k.record(ref.Name, owner.GetNamespace()))
-	return u, nil
+	writeRecord(u, r)
+}
+
+// answerInto writes answer, the API server's, of kind gvk, into config,
+// as the client's own Apply does.
+func answerInto(config runtime.ApplyConfiguration, answer client.Object, gvk schema.GroupVersionKind) error {
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(answer)
+	if err != nil {
+		return err
+	}
+	u := &unstructured.Unstructured{Object: m}
+	u.SetGroupVersionKind(gvk) // a typed object read from a cache may carry none
+	b, err := json.Marshal(u.Object)
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(b, config)
+}
+
+// movedByAnother reports whether an apply without force whose answer is a
+// resourceVersion past the one the call knew changed nothing itself: the
+// child read, live, already held every value sent (u) and this field
+// manager's applied fields are the same in live and in the answer (a field
+// it no longer sets would have left them). The resourceVersion moved by
+// another writer's change the read did not show yet. A change of a field
+// this manager applied, by another writer since the read, would have made
+// the apply a conflict (no force), not an answer. (The same holds of an
+// apply of the configuration this client last applied, whose answer had
+// the same applied fields: see apply.)
+func movedByAnother(live client.Object, answer *unstructured.Unstructured, u *unstructured.Unstructured, fieldManager string) bool {
+	if live == nil || live.GetUID() != answer.GetUID() {
+		return false
+	}
+	before, after := appliedFields(live, fieldManager), appliedFields(answer, fieldManager)
+	if before == nil || !bytes.Equal(before, after) {
+		return false
+	}
+	lm, err := object.ToMapWithoutManagedFields(live)
+	return err == nil && keeps(withoutStatus(u.Object), withoutStatus(lm))
 }
 
 // readForApply reads the child into a new object of its type (typed: from
@@ -314,14 +415,15 @@ func staleLock(err error) bool {
 	return true
 }
 
-// applyResult says what the API server did with an apply locked on lock
-// that succeeded.
-func applyResult(lock memo, answer *unstructured.Unstructured, released bool) controllerutil.OperationResult {
+// applyResult says what the API server did with an apply that succeeded,
+// locked on lock (create only, or none), of the child known (as read, or
+// as this client last saw it; none where lock is create only).
+func applyResult(lock, known memo, answer *unstructured.Unstructured, released bool) controllerutil.OperationResult {
 	switch {
-	case lock.rv == createOnly || answer.GetUID() != lock.uid:
-		// Only a create takes a lock that is not the child's.
+	case lock.rv == createOnly || answer.GetUID() != known.uid:
+		// Only a create makes a child other than the one known.
 		return controllerutil.OperationResultCreated
-	case released || answer.GetResourceVersion() != lock.rv:
+	case released || answer.GetResourceVersion() != known.rv:
 		return controllerutil.OperationResultUpdated
 	default:
 		return controllerutil.OperationResultNone
@@ -352,6 +454,17 @@ func release(ctx context.Context, c client.Client, live client.Object, uid types
 	setRecord(live, r)
 	if err := c.Patch(ctx, live, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
 		return fmt.Errorf("ownership: adopting %s: %w", object.Describe(live, c.Scheme()), err)
+	}
+	return nil
+}
+
+// appliedFields are the fields fieldManager owns by its applies in obj, as
+// its managedFields say (nil: none, or no managedFields).
+func appliedFields(obj metav1.Object, fieldManager string) []byte {
+	for _, f := range obj.GetManagedFields() {
+		if f.Manager == fieldManager && f.Operation == metav1.ManagedFieldsOperationApply && f.FieldsV1 != nil {
+			return f.FieldsV1.Raw
+		}
 	}
 	return nil
 }

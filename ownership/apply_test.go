@@ -31,7 +31,7 @@ func TestApplyIsIdempotent(t *testing.T) {
 	}
 	for i, want := range []controllerutil.OperationResult{"created", "unchanged", "unchanged"} {
 		cm := desired()
-		if op, err := ownership.Apply(ctx, c, a, cm, "steady-test"); err != nil || op != want {
+		if op, err := applyObject(ctx, c, a, cm, "steady-test"); err != nil || op != want {
 			t.Fatalf("apply %d: %s, %v; want %s", i, op, err, want)
 		}
 		if !metav1.IsControlledBy(cm, a) || cm.Data["k"] != "v" {
@@ -39,13 +39,13 @@ func TestApplyIsIdempotent(t *testing.T) {
 		}
 	}
 	n.Reset()
-	_, err := ownership.Apply(ctx, c, b, desired(), "steady-test")
+	_, err := applyObject(ctx, c, b, desired(), "steady-test")
 	var aoe *ownership.AlreadyOwnedError
 	if !errors.As(err, &aoe) || n.Writes() != 0 {
 		t.Fatalf("apply by another owner: %v (requests %s)", err, n)
 	}
 	cm := desired()
-	if op, err := ownership.Apply(ctx, c, b, cm, "steady-test", ownership.Adopt{}); err != nil || op != controllerutil.OperationResultUpdated {
+	if op, err := applyObject(ctx, c, b, cm, "steady-test", ownership.Adopt{}); err != nil || op != controllerutil.OperationResultUpdated {
 		t.Fatalf("adopting apply: %s, %v", op, err)
 	}
 	if !metav1.IsControlledBy(cm, b) || len(cm.OwnerReferences) != 1 {
@@ -62,7 +62,7 @@ func TestApplyAdoptionThatFailsSaysWhatItWrote(t *testing.T) {
 	ns := env.Namespace(t)
 	a, b := owner(t, ns, "a"), owner(t, ns, "b")
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cfg"}, Data: map[string]string{"k": "v"}}
-	if _, err := ownership.Apply(ctx, remembering(), a, cm, "steady-test"); err != nil {
+	if _, err := applyObject(ctx, remembering(), a, cm, "steady-test"); err != nil {
 		t.Fatal(err)
 	}
 	c := interceptor.NewClient(watchClient(t), interceptor.Funcs{
@@ -71,7 +71,7 @@ func TestApplyAdoptionThatFailsSaysWhatItWrote(t *testing.T) {
 		},
 	})
 	cm = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cfg"}, Data: map[string]string{"k": "w"}}
-	op, err := ownership.Apply(ctx, c, b, cm, "steady-test", ownership.Adopt{})
+	op, err := applyObject(ctx, c, b, cm, "steady-test", ownership.Adopt{})
 	if !apierrors.IsInternalError(err) {
 		t.Fatalf("error = %v", err)
 	}
@@ -96,14 +96,14 @@ func TestApplyResultAfterAStaleRead(t *testing.T) {
 	desired := func() *corev1.ConfigMap {
 		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cfg"}, Data: map[string]string{"k": "v"}}
 	}
-	if _, err := ownership.Apply(ctx, remembering(), a, desired(), "steady-test"); err != nil {
+	if _, err := applyObject(ctx, remembering(), a, desired(), "steady-test"); err != nil {
 		t.Fatal(err)
 	}
 	c := staleAfterGet(t, &corev1.ConfigMap{}, false, func(obj client.Object) {
 		other := obj.(*corev1.ConfigMap)
 		other.Labels = map[string]string{"team": "x"}
 	})
-	if op, err := ownership.Apply(ctx, c, a, desired(), "steady-test"); err != nil || op != controllerutil.OperationResultNone {
+	if op, err := applyObject(ctx, c, a, desired(), "steady-test"); err != nil || op != controllerutil.OperationResultNone {
 		t.Errorf("apply of the same child after another writer's change: %s, %v; want unchanged", op, err)
 	}
 }
@@ -121,7 +121,7 @@ func TestApplyKeepsTheChildsOtherOwnerReferences(t *testing.T) {
 	if _, err := ownership.SetOwnerReference(b, cm, env.Scheme); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ownership.Apply(ctx, remembering(), a, cm, "steady-test"); err != nil {
+	if _, err := applyObject(ctx, remembering(), a, cm, "steady-test"); err != nil {
 		t.Fatal(err)
 	}
 	var got corev1.ConfigMap
@@ -132,7 +132,7 @@ func TestApplyKeepsTheChildsOtherOwnerReferences(t *testing.T) {
 		t.Errorf("stored owner references %v, want a's (controller) and b's", got.OwnerReferences)
 	}
 	// x adopts the child it read (holding a's controller reference).
-	if _, err := ownership.Apply(ctx, remembering(), x, &got, "steady-test", ownership.Adopt{}); err != nil {
+	if _, err := applyObject(ctx, remembering(), x, &got, "steady-test", ownership.Adopt{}); err != nil {
 		t.Fatal(err)
 	}
 	var after corev1.ConfigMap
@@ -182,7 +182,7 @@ func TestApplyResultThroughALaggingCache(t *testing.T) {
 			t.Run(m.name+"/"+r.name, func(t *testing.T) {
 				apply := func(value string) (controllerutil.OperationResult, error) {
 					cc.Counter.Reset()
-					op, err := ownership.Apply(ctx, cc.Client, a, m.child(name, value), "steady-test", r.opts...)
+					op, err := applyObject(ctx, cc.Client, a, m.child(name, value), "steady-test", r.opts...)
 					t.Logf("apply %s: %s, %v; requests %s", value, op, err, cc.Counter)
 					return op, err
 				}
@@ -223,10 +223,10 @@ func TestApplyResultThroughALaggingCache(t *testing.T) {
 
 				// Another owner's child, created a moment ago.
 				other := name + "-b"
-				if _, err := ownership.Apply(ctx, remembering(), b, typed(other, "b"), "steady-test"); err != nil {
+				if _, err := applyObject(ctx, remembering(), b, typed(other, "b"), "steady-test"); err != nil {
 					t.Fatal(err)
 				}
-				_, err := ownership.Apply(ctx, cc.Client, a, m.child(other, "a"), "steady-test", r.opts...)
+				_, err := applyObject(ctx, cc.Client, a, m.child(other, "a"), "steady-test", r.opts...)
 				var aoe *ownership.AlreadyOwnedError
 				if !errors.As(err, &aoe) || aoe.Controller != "Widget b" {
 					t.Errorf("another owner's child the cache has not seen: %v; want an *AlreadyOwnedError naming Widget b", err)
@@ -248,7 +248,7 @@ func TestApplyRetriesAreBounded(t *testing.T) {
 	desired := func(v string) *corev1.ConfigMap {
 		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cfg"}, Data: map[string]string{"k": v}}
 	}
-	if _, err := ownership.Apply(ctx, remembering(), a, desired("v"), "steady-test"); err != nil {
+	if _, err := applyObject(ctx, remembering(), a, desired("v"), "steady-test"); err != nil {
 		t.Fatal(err)
 	}
 	for _, withReader := range []bool{true, false} {
@@ -264,7 +264,7 @@ func TestApplyRetriesAreBounded(t *testing.T) {
 			if withReader {
 				opts = append(opts, ownership.WithAPIReader{Reader: c})
 			}
-			op, err := ownership.Apply(ctx, c, a, desired("w"), "steady-test", opts...)
+			op, err := applyObject(ctx, c, a, desired("w"), "steady-test", opts...)
 			t.Logf("%s, %v after %d applies", op, err, applies)
 			if !apierrors.IsConflict(err) || op != "" || applies > 3 {
 				t.Errorf("%s, %v after %d applies; want a conflict, no result, at most 3 applies", op, err, applies)
@@ -283,7 +283,7 @@ func TestApplyRetriesAreBounded(t *testing.T) {
 		}()), client.FieldOwner("other"), client.ForceOwnership); err != nil {
 			t.Fatal(err)
 		}
-		op, err := ownership.Apply(ctx, c, a, desired("ours"), "steady-test")
+		op, err := applyObject(ctx, c, a, desired("ours"), "steady-test")
 		if !apierrors.IsConflict(err) || op != "" || n.Get("PATCH") != 1 {
 			t.Errorf("%s, %v, requests %s; want the field manager conflict after one apply", op, err, n)
 		}

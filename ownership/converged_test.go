@@ -19,7 +19,7 @@ func applyFn(ctx context.Context, c client.Client, o, child client.Object, f own
 	if err := f(); err != nil {
 		return controllerutil.OperationResultNone, err
 	}
-	return ownership.Apply(ctx, c, o, child, "steady-test")
+	return applyObject(ctx, c, o, child, "steady-test")
 }
 
 // allFns are the three ways to write a child.

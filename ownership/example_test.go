@@ -9,6 +9,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 	"k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -182,4 +185,24 @@ func ExampleWithAPIReader() {
 		return
 	}
 	fmt.Println(op)
+}
+
+// Apply a child that others edit too: the apply configuration sets the
+// image and leaves the replica count to an autoscaler, which keeps it.
+func ExampleApply() {
+	var (
+		ctx context.Context
+		c   client.Client // steady.NewClient(mgr)
+		app client.Object
+	)
+	labels := map[string]string{"app": app.GetName()}
+	web := appsv1ac.Deployment(app.GetName(), app.GetNamespace()).WithSpec(appsv1ac.DeploymentSpec().
+		WithSelector(metav1ac.LabelSelector().WithMatchLabels(labels)).
+		WithTemplate(corev1ac.PodTemplateSpec().WithLabels(labels).
+			WithSpec(corev1ac.PodSpec().WithContainers(corev1ac.Container().WithName("web").WithImage("nginx:1.27")))))
+	op, err := ownership.Apply(ctx, c, app, web, "app-controller")
+	if err != nil {
+		return
+	}
+	fmt.Println(op, *web.UID != "") // the answer is in the configuration
 }

@@ -11,13 +11,16 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
+	"github.com/steadyk8s/steady"
 	"github.com/steadyk8s/steady/indexer"
 	"github.com/steadyk8s/steady/internal/scope"
 	"github.com/steadyk8s/steady/internal/testapi"
@@ -196,7 +199,7 @@ func startCachedUnstructured(t *testing.T) *testapi.Cached {
 	n := &testapi.Counter{}
 	mgr := env.StartManager(t, testenv.WithTransport(n.Wrap), testenv.WithWatchDelay(300*time.Millisecond),
 		testenv.WithManagerOptions(ctrl.Options{Client: client.Options{Cache: &client.CacheOptions{Unstructured: true}}}))
-	return &testapi.Cached{Manager: mgr, Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Counter: n}
+	return &testapi.Cached{Manager: mgr, Client: steady.NewClient(mgr), APIReader: mgr.GetAPIReader(), Counter: n}
 }
 
 // cachedSees waits until the cache holds obj at the resourceVersion the API
@@ -238,4 +241,25 @@ func requeue(t *testing.T, f func() (controllerutil.OperationResult, error)) (co
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// applyObject is ownership.Apply of obj whole: every field of its Go type,
+// zero ones too, as apimachinery's converter writes them (a test's child as
+// a configuration); the answer is read back into obj.
+func applyObject(ctx context.Context, c client.Client, owner, obj client.Object, fieldManager string, opts ...ownership.ApplyOption) (controllerutil.OperationResult, error) {
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		return controllerutil.OperationResultNone, err
+	}
+	u := &unstructured.Unstructured{Object: m}
+	gvk, err := apiutil.GVKForObject(obj, c.Scheme())
+	if err != nil {
+		return controllerutil.OperationResultNone, err
+	}
+	u.SetGroupVersionKind(gvk)
+	op, err := ownership.Apply(ctx, c, owner, client.ApplyConfigurationFromUnstructured(u), fieldManager, opts...)
+	if cerr := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, obj); cerr != nil && err == nil {
+		err = cerr
+	}
+	return op, err
 }

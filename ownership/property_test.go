@@ -366,7 +366,7 @@ func TestPropertyMemoryNeverHidesAChange(t *testing.T) {
 		if err := f(); err != nil {
 			return controllerutil.OperationResultNone, err
 		}
-		return ownership.Apply(ctx, c, o, child, "steady-test", ownership.Force{})
+		return applyObject(ctx, c, o, child, "steady-test", ownership.Force{})
 	}
 	for _, fn := range append(append([]fnCase{}, fns...), fnCase{"Apply", forceApply}) {
 		t.Run(fn.name, func(t *testing.T) {

@@ -167,17 +167,17 @@ func TestApplyAdoptsFromAnotherFieldManager(t *testing.T) {
 	a, b := owner(t, ns, "a"), owner(t, ns, "b")
 	theirs := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "shared", Labels: map[string]string{"theirs": "1"}},
 		Data: map[string]string{"k": "b"}}
-	if _, err := ownership.Apply(ctx, c, b, theirs, "other-steady"); err != nil {
+	if _, err := applyObject(ctx, c, b, theirs, "other-steady"); err != nil {
 		t.Fatal(err)
 	}
 	mine := func() *corev1.ConfigMap {
 		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "shared"}, Data: map[string]string{"mine": "a"}}
 	}
 	var aoe *ownership.AlreadyOwnedError
-	if _, err := ownership.Apply(ctx, c, a, mine(), "steady-test"); !errors.As(err, &aoe) || aoe.Controller != "Widget b" {
+	if _, err := applyObject(ctx, c, a, mine(), "steady-test"); !errors.As(err, &aoe) || aoe.Controller != "Widget b" {
 		t.Fatalf("without Adopt: %v; want an *AlreadyOwnedError naming Widget b", err)
 	}
-	if op, err := ownership.Apply(ctx, c, a, mine(), "steady-test", ownership.Adopt{}); err != nil || op != controllerutil.OperationResultUpdated {
+	if op, err := applyObject(ctx, c, a, mine(), "steady-test", ownership.Adopt{}); err != nil || op != controllerutil.OperationResultUpdated {
 		t.Fatalf("adopt: %s, %v", op, err)
 	}
 	var got corev1.ConfigMap
@@ -189,7 +189,7 @@ func TestApplyAdoptsFromAnotherFieldManager(t *testing.T) {
 		t.Errorf("owners %v, labels %v, annotations %v; want a's child, recorded in labels, theirs=1 kept", got.OwnerReferences, got.Labels, got.Annotations)
 	}
 	n.Reset()
-	if op, err := ownership.Apply(ctx, c, a, mine(), "steady-test"); err != nil || op != controllerutil.OperationResultNone || n.Writes() != 0 {
+	if op, err := applyObject(ctx, c, a, mine(), "steady-test"); err != nil || op != controllerutil.OperationResultNone || n.Writes() != 0 {
 		t.Errorf("again: %s, %v (requests %s); want unchanged, no write", op, err, n)
 	}
 }

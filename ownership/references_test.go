@@ -77,7 +77,7 @@ func TestInvalidReferencesAreRefusedBeforeAnyWrite(t *testing.T) {
 					t.Errorf("error = %v, want *InvalidOwnerError", err)
 				}
 			}
-			_, err := ownership.Apply(ctx, c, tc.owner, tc.child, "steady-test")
+			_, err := applyObject(ctx, c, tc.owner, tc.child, "steady-test")
 			var ioe *ownership.InvalidOwnerError
 			if !errors.As(err, &ioe) {
 				t.Errorf("Apply error = %v, want *InvalidOwnerError", err)

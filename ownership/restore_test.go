@@ -75,7 +75,7 @@ func restoreCases() []restoreCase {
 		}},
 		{"Apply", configMap("a"), func(ctx context.Context, c client.Client, o, child client.Object) (controllerutil.OperationResult, error) {
 			_ = data(child)()
-			return ownership.Apply(ctx, c, o, child, "steady-test")
+			return applyObject(ctx, c, o, child, "steady-test")
 		}},
 		// SetControllerReference in a controllerutil.CreateOrUpdate mutate,
 		// as code that builds its own write does.
@@ -479,7 +479,7 @@ func TestAChildRecordedForAnotherOwnerIsRefused(t *testing.T) {
 						for _, o := range opts {
 							aopts = append(aopts, o.(ownership.ApplyOption))
 						}
-						return ownership.Apply(ctx, c, a, mine, "steady-test", aopts...)
+						return applyObject(ctx, c, a, mine, "steady-test", aopts...)
 					}
 					return fn.fn(ctx, c, a, mine, mutate, opts...)
 				}

@@ -24,7 +24,7 @@ func TestUnstructuredChildWithGoInts(t *testing.T) {
 		if err := f(); err != nil {
 			return controllerutil.OperationResultNone, err
 		}
-		return ownership.Apply(ctx, c, o, child, "steady-test")
+		return applyObject(ctx, c, o, child, "steady-test")
 	}
 	for _, fn := range append(fns, fnCase{"Apply", apply}) {
 		t.Run(fn.name, func(t *testing.T) {

@@ -127,7 +127,7 @@ func TestApplySendsTheLabels(t *testing.T) {
 			for call := range 2 {
 				cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Data: map[string]string{"k": "v"}}
 				n.Reset()
-				op, err := ownership.Apply(ctx, c, o, cm, "steady-test")
+				op, err := applyObject(ctx, c, o, cm, "steady-test")
 				want := map[bool]controllerutil.OperationResult{true: controllerutil.OperationResultUpdated, false: controllerutil.OperationResultNone}[call == 0]
 				if err != nil || op != want {
 					t.Errorf("call %d: %s, %v (requests %s); want %s", call, op, err, n, want)

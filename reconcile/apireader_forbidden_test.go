@@ -72,7 +72,7 @@ func TestForBodyChildReadWithoutGetPermission(t *testing.T) {
 				}
 				cm.TypeMeta = metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"}
 				cm.Data = map[string]string{"k": "v"}
-				_, err := ownership.Apply(ctx, cc.Client, w, cm, "review7")
+				_, err := applyObject(ctx, cc.Client, w, cm, "review7")
 				return ctrl.Result{}, err
 			}, reconcile.WithAPIReader{Reader: api})
 			if err != nil {

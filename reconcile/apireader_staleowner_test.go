@@ -99,7 +99,7 @@ func staleOwnerInForBody(t *testing.T, cc *testapi.Cached, call string) {
 		default:
 			child.TypeMeta = metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"}
 			_ = mutate()
-			_, childErr = ownership.Apply(ctx, c, w, child, "review7")
+			_, childErr = applyObject(ctx, c, w, child, "review7")
 		}
 		return ctrl.Result{}, childErr
 	}, reconcile.WithAPIReader{Reader: cc.APIReader})
