@@ -1,9 +1,7 @@
 package ownership
 
 import (
-	"bytes"
 	"context"
-	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -49,8 +47,9 @@ const createOnly = "1"
 // annotation of kubectl rollout restart, a webhook's addition) is theirs,
 // kept, and never fought over; a field this manager applied before and
 // config no longer sets is removed by the API server (server-side apply's
-// ownership rules). Its status is not sent. On success config holds the
-// API server's answer.
+// ownership rules). Its status is not sent. On success config (a pointer)
+// is replaced by the child as the API server answered (or, where nothing
+// was sent, as the read showed it).
 //
 // Besides owner's controller reference, the owner references config sets
 // that are not controller references are applied ([SetOwnerReference]).
@@ -75,27 +74,34 @@ const createOnly = "1"
 // since this client's last successful apply of it for this owner: the
 // result is unchanged (see steady.NewClient for what a client remembers).
 //
-// An existing child is applied without a lock: another writer changing it
-// between the read and the apply (its controller writing its status, a
-// heartbeat) costs nothing. A child the read did not find is applied so
-// that it can only be created (a resourceVersion no stored object has);
+// A child owner controls is applied without a lock: another writer
+// changing it between the read and the apply (its controller writing its
+// status, a heartbeat) costs nothing. One it does not control yet is
+// locked on the read, so that a child another owner took since is read
+// again and refused. A child the read did not find is applied so that it
+// can only be created (a resourceVersion no stored object has);
 // when it exists after all (a cache that has not shown it yet) that is a
 // conflict, and it is read again, through [WithAPIReader]'s reader when
 // given (one GET), else through the client until it shows the child
 // (backing off, about 2.5 seconds at most), checked (another controller's
 // child is an [*AlreadyOwnedError]) and applied again. The result says
 // what the API server did, from its answer: created when the apply
-// created the child, unchanged when the child's resourceVersion is the one
-// this call last knew (read, or this client's last answer), updated
-// otherwise (another writer's change the read did not show yet counts);
-// beside an error, empty where nothing was written. The read is of the
+// created the child; unchanged when the child's resourceVersion is the one
+// this call last knew (read, or this client's last answer), or when it
+// moved by another writer's change only (without [Force]: the read held
+// every value sent and this manager's applied fields did not change; a
+// field of ours another writer removed after the read, which this apply
+// put back, is then missed); updated otherwise; beside an error, empty
+// where nothing was written. The read is of the
 // child's kind as the client's scheme has it: a kind with a Go type is
 // read from a manager's cache (list and watch permissions on it, as for
 // CreateOrUpdate); one without is read as unstructured, from the API
 // server unless the manager's client caches unstructured objects.
 //
-// A config that names no apiVersion, kind or name, or one that is not
-// JSON, is an [*InvalidOwnerError] naming the field, before any request.
+// A config that names no apiVersion, kind or name is an
+// [*InvalidOwnerError] naming the field, and one that is nil, not a
+// pointer or not JSON an [*InvalidOwnerError] saying so, before any
+// request.
 func Apply(ctx context.Context, c client.Client, owner client.Object, config runtime.ApplyConfiguration, fieldManager string, opts ...ApplyOption) (controllerutil.OperationResult, error) {
 	return result(apply(ctx, c, owner, config, fieldManager, opts))
 }
@@ -147,9 +153,6 @@ func apply(ctx context.Context, c client.Client, owner client.Object, config run
 		}
 		return controllerutil.OperationResultNone, nil
 	}
-	// What this client's last successful apply of the child for owner
-	// answered.
-	last, _ := recall(key)
 	released := ""
 	for attempt := 1; ; attempt++ {
 		// lock is the child the apply is locked on: none for a child read
@@ -189,7 +192,16 @@ func apply(ctx context.Context, c client.Client, owner client.Object, config run
 					released = fmt.Sprintf("recorded %s as the owner of %s (%s), in place of %s", object.Describe(owner, c.Scheme()), name, formKeys(r.form()), rec.describe(r))
 				}
 			}
-			lock, known = memo{}, memo{uid: live.GetUID(), rv: live.GetResourceVersion()}
+			known = memo{uid: live.GetUID(), rv: live.GetResourceVersion()}
+			// A child owner controls is applied without a lock: another
+			// writer changing it since the read costs nothing. One it does
+			// not control yet (free, recorded only, a stale reference) is
+			// locked on the read, so that a child another owner took since
+			// is read again and refused, not taken silently.
+			lock = memo{}
+			if !metav1.IsControlledBy(live, owner) {
+				lock = known
+			}
 			// This client's last answer, newer than a cache behind it.
 			if m, ok := recall(key); ok && m.uid == known.uid && scope.OlderRV(known.rv, m.rv) {
 				known.rv = m.rv
@@ -202,23 +214,20 @@ func apply(ctx context.Context, c client.Client, owner client.Object, config run
 		answer.SetResourceVersion(lock.rv)
 		err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(answer), applyOpts...)
 		if err == nil {
-			fields := sha256.Sum256(appliedFields(answer, fieldManager))
 			op := applyResult(lock, known, answer, released != "")
-			if op == controllerutil.OperationResultUpdated && released == "" && !o.Force &&
-				(last.uid == answer.GetUID() && sumErr == nil && last.sum == sent && last.fields == fields ||
-					movedByAnother(live, answer, u, fieldManager)) {
+			if op == controllerutil.OperationResultUpdated && released == "" && !o.Force && movedByAnother(live, answer, u, fieldManager) {
 				// The resourceVersion moved by another writer's change only.
 				op = controllerutil.OperationResultNone
 			}
 			if sumErr == nil {
-				keep(key, child, memo{uid: answer.GetUID(), rv: answer.GetResourceVersion(), sum: sent, fields: fields})
+				keep(key, child, memo{uid: answer.GetUID(), rv: answer.GetResourceVersion(), sum: sent})
 			}
 			if err := answerInto(config, answer, gvk); err != nil {
 				return op, fmt.Errorf("ownership: applied %s, but reading the answer failed: %w", name, err)
 			}
 			return op, nil
 		}
-		if lock.rv == createOnly && staleLock(err) {
+		if lock.rv != "" && staleLock(err) {
 			drop(key)
 			if attempt < maxAttempts {
 				if live, err = readForApply(ctx, c, conflictReader, child, name, &lock, err); err != nil {
@@ -248,10 +257,11 @@ func fromConfiguration(c client.Client, owner client.Object, config runtime.Appl
 	bad := func(child, field, reason string) error {
 		return &InvalidOwnerError{Child: child, Owner: object.Describe(owner, c.Scheme()), Field: field, Reason: reason}
 	}
-	if config == nil || reflect.ValueOf(config).Kind() == reflect.Pointer && reflect.ValueOf(config).IsNil() {
-		return nil, nil, bad("a nil apply configuration", "", "there is no configuration to apply")
+	if v := reflect.ValueOf(config); config == nil || v.Kind() != reflect.Pointer || v.IsNil() {
+		// A value would take no answer; a nil one is no configuration.
+		return nil, nil, bad(fmt.Sprintf("%T", config), "", "the configuration is nil or not a pointer (pass &config, or the constructor's result)")
 	}
-	b, err := json.Marshal(config)
+	b, err := marshalConfiguration(config)
 	if err != nil {
 		return nil, nil, bad(fmt.Sprintf("%T", config), "", fmt.Sprintf("it is not JSON: %v", err))
 	}
@@ -303,8 +313,21 @@ func withReferences(u *unstructured.Unstructured, ref metav1.OwnerReference, r o
 	writeRecord(u, r)
 }
 
-// answerInto writes answer, the API server's, of kind gvk, into config,
-// as the client's own Apply does.
+// marshalConfiguration is config as JSON; a configuration whose
+// marshalling panics (client.ApplyConfigurationFromUnstructured(nil)) is an
+// error.
+func marshalConfiguration(config runtime.ApplyConfiguration) (b []byte, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("marshalling it panicked: %v", r)
+		}
+	}()
+	return json.Marshal(config)
+}
+
+// answerInto replaces config, a pointer, with answer, the API server's, of
+// kind gvk, decoded anew: nothing of what config held before stays (a
+// pointer it shares with another configuration is not written through).
 func answerInto(config runtime.ApplyConfiguration, answer client.Object, gvk schema.GroupVersionKind) error {
 	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(answer)
 	if err != nil {
@@ -312,11 +335,20 @@ func answerInto(config runtime.ApplyConfiguration, answer client.Object, gvk sch
 	}
 	u := &unstructured.Unstructured{Object: m}
 	u.SetGroupVersionKind(gvk) // a typed object read from a cache may carry none
+	if uc, ok := config.(interface{ SetUnstructuredContent(map[string]any) }); ok {
+		uc.SetUnstructuredContent(u.Object) // client.ApplyConfigurationFromUnstructured's
+		return nil
+	}
 	b, err := json.Marshal(u.Object)
 	if err != nil {
 		return err
 	}
-	return json.Unmarshal(b, config)
+	fresh := reflect.New(reflect.TypeOf(config).Elem())
+	if err := json.Unmarshal(b, fresh.Interface()); err != nil {
+		return err
+	}
+	reflect.ValueOf(config).Elem().Set(fresh.Elem())
+	return nil
 }
 
 // movedByAnother reports whether an apply without force whose answer is a
@@ -325,16 +357,17 @@ func answerInto(config runtime.ApplyConfiguration, answer client.Object, gvk sch
 // manager's applied fields are the same in live and in the answer (a field
 // it no longer sets would have left them). The resourceVersion moved by
 // another writer's change the read did not show yet. A change of a field
-// this manager applied, by another writer since the read, would have made
-// the apply a conflict (no force), not an answer. (The same holds of an
-// apply of the configuration this client last applied, whose answer had
-// the same applied fields: see apply.)
+// this manager applied, by another writer's apply since the read, would
+// have made this one a conflict (no force), not an answer. Its blind spot:
+// a field of ours another writer removed (an Update takes it out of every
+// manager's set) after the read, which this apply put back, is taken for
+// no change while the read does not show the removal yet.
 func movedByAnother(live client.Object, answer *unstructured.Unstructured, u *unstructured.Unstructured, fieldManager string) bool {
 	if live == nil || live.GetUID() != answer.GetUID() {
 		return false
 	}
 	before, after := appliedFields(live, fieldManager), appliedFields(answer, fieldManager)
-	if before == nil || !bytes.Equal(before, after) {
+	if before == nil || after == nil || !object.EqualJSON(before, after) {
 		return false
 	}
 	lm, err := object.ToMapWithoutManagedFields(live)
@@ -458,12 +491,17 @@ func release(ctx context.Context, c client.Client, live client.Object, uid types
 	return nil
 }
 
-// appliedFields are the fields fieldManager owns by its applies in obj, as
-// its managedFields say (nil: none, or no managedFields).
-func appliedFields(obj metav1.Object, fieldManager string) []byte {
+// appliedFields are the fields fieldManager owns by its applies of the
+// object itself (not a subresource) in obj, as its managedFields say,
+// decoded (nil: none, or no managedFields).
+func appliedFields(obj metav1.Object, fieldManager string) any {
 	for _, f := range obj.GetManagedFields() {
-		if f.Manager == fieldManager && f.Operation == metav1.ManagedFieldsOperationApply && f.FieldsV1 != nil {
-			return f.FieldsV1.Raw
+		if f.Manager == fieldManager && f.Operation == metav1.ManagedFieldsOperationApply && f.Subresource == "" && f.FieldsV1 != nil {
+			var v any
+			if err := json.Unmarshal(f.FieldsV1.GetRawBytes(), &v); err != nil {
+				return nil
+			}
+			return v
 		}
 	}
 	return nil

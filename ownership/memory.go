@@ -28,9 +28,6 @@ type memo struct {
 	// update carried that stored nothing: an update cannot write it.
 	status     [sha256.Size]byte
 	statusSent bool
-	// fields is, for Apply's answers, a digest of the fields the field
-	// manager owns by its applies in the answer.
-	fields [sha256.Size]byte
 }
 
 // holds reports whether a verdict remembered in m still holds for live: it

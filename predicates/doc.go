@@ -2,11 +2,14 @@
 // by name, namespace, labels or a pause annotation, and by what changed.
 //
 // The stock predicate.GenerationChangedPredicate drops every update that does
-// not bump metadata.generation, and the start of a deletion (a new
-// deletionTimestamp) and finalizer changes are such updates: a controller
-// that filters with it never sees its objects being deleted and never runs
-// its cleanup (controller-runtime #1575). [GenerationChanged] lets those
-// through:
+// not bump metadata.generation. The start of a deletion does bump it, for an
+// object that has one (the API server raises it when it sets
+// deletionTimestamp), but a change of the finalizers alone does not: a
+// controller filtered that way misses another controller's finalizer
+// removed (the release its cleanup may wait for), and, on a kind whose
+// objects have no generation, the deletion too (controller-runtime #1575).
+// [GenerationChanged] lets those through (TestWhatTheStockPredicateMisses
+// shows both on a real API server):
 //
 //	ctrl.NewControllerManagedBy(mgr).
 //		For(&v1.Bucket{}, builder.WithPredicates(predicates.GenerationChanged())).

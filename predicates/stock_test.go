@@ -1,0 +1,100 @@
+package predicates_test
+
+import (
+	"context"
+	"os"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	"github.com/steadyk8s/steady/internal/testapi"
+	"github.com/steadyk8s/steady/predicates"
+)
+
+var env = testapi.NewEnv()
+
+func TestMain(m *testing.M) { os.Exit(env.Run(m)) }
+
+// TestWhatTheStockPredicateMisses, against a real API server, with the
+// events a watch delivers: the start of a deletion bumps the generation of
+// an object that has one (so the stock GenerationChangedPredicate passes
+// it), while a change of the finalizers alone, or of labels alone, does
+// not. The stock predicate drops the finalizer change (another
+// controller's finalizer removed: the one a cleanup may wait for);
+// GenerationChanged passes it, and, like the stock one, drops the label
+// change.
+func TestWhatTheStockPredicateMisses(t *testing.T) {
+	env.Require(t)
+	ctx := context.Background()
+	ns := env.Namespace(t)
+	wc, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "w", Finalizers: []string{"test.steady.dev/ours", "test.steady.dev/theirs"}}}
+	if err := env.Client.Create(ctx, w); err != nil {
+		t.Fatal(err)
+	}
+	watcher, err := wc.Watch(ctx, &testapi.WidgetList{}, client.InNamespace(ns), client.MatchingFields{"metadata.name": "w"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer watcher.Stop()
+	next := func(what string) *testapi.Widget {
+		t.Helper()
+		for {
+			select {
+			case e := <-watcher.ResultChan():
+				if e.Type == watch.Modified {
+					return e.Object.(*testapi.Widget)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatalf("no watch event for %s", what)
+			}
+		}
+	}
+	patch := func(p string) {
+		t.Helper()
+		if err := env.Client.Patch(ctx, &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "w"}}, client.RawPatch(types.MergePatchType, []byte(p))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	old := w
+	for _, step := range []struct {
+		what             string
+		do               func()
+		genBumped        bool
+		stock, generated bool
+	}{
+		{"a label", func() { patch(`{"metadata":{"labels":{"team":"x"}}}`) }, false, false, false},
+		{"another controller's finalizer removed", func() {
+			patch(`{"metadata":{"finalizers":["test.steady.dev/ours"]}}`)
+		}, false, false, true},
+		{"the deletion started", func() {
+			if err := env.Client.Delete(ctx, &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "w"}}); err != nil {
+				t.Fatal(err)
+			}
+		}, true, true, true},
+	} {
+		step.do()
+		cur := next(step.what)
+		ue := event.UpdateEvent{ObjectOld: old, ObjectNew: cur}
+		if bumped := cur.Generation != old.Generation; bumped != step.genBumped {
+			t.Errorf("%s: generation %d -> %d; want bumped %v", step.what, old.Generation, cur.Generation, step.genBumped)
+		}
+		if got := (predicate.GenerationChangedPredicate{}).Update(ue); got != step.stock {
+			t.Errorf("%s: the stock predicate passes it %v, want %v", step.what, got, step.stock)
+		}
+		if got := predicates.GenerationChanged().Update(ue); got != step.generated {
+			t.Errorf("%s: GenerationChanged passes it %v, want %v", step.what, got, step.generated)
+		}
+		old = cur
+	}
+	patch(`{"metadata":{"finalizers":null}}`) // release it
+}
