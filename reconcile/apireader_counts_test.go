@@ -8,11 +8,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/steadyk8s/steady/finalizer"
@@ -115,23 +112,16 @@ func TestForBodyOwnershipCostsNoGETOnTheCommonPath(t *testing.T) {
 	run("converged again")
 }
 
-// applyObject is ownership.Apply of obj whole: every field of its Go type,
-// zero ones too, as apimachinery's converter writes them (a test's child as
-// a configuration); the answer is read back into obj.
+// applyObject is ownership.Apply of obj whole (see testapi.ConfigurationOf);
+// the answer is read back into obj.
 func applyObject(ctx context.Context, c client.Client, owner, obj client.Object, fieldManager string, opts ...ownership.ApplyOption) (controllerutil.OperationResult, error) {
-	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	config, back, err := testapi.ConfigurationOf(obj, c.Scheme())
 	if err != nil {
 		return controllerutil.OperationResultNone, err
 	}
-	u := &unstructured.Unstructured{Object: m}
-	gvk, err := apiutil.GVKForObject(obj, c.Scheme())
-	if err != nil {
-		return controllerutil.OperationResultNone, err
-	}
-	u.SetGroupVersionKind(gvk)
-	op, err := ownership.Apply(ctx, c, owner, client.ApplyConfigurationFromUnstructured(u), fieldManager, opts...)
-	if cerr := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, obj); cerr != nil && err == nil {
-		err = cerr
+	op, err := ownership.Apply(ctx, c, owner, config, fieldManager, opts...)
+	if berr := back(); berr != nil && err == nil {
+		err = berr
 	}
 	return op, err
 }
