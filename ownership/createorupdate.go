@@ -339,7 +339,7 @@ func hasStatus(obj client.Object) bool {
 }
 
 // statusFields caches hasStatus per Go type.
-var statusFields sync.Map
+var statusFields sync.Map // reflect.Type -> bool: a fact of the Go type, the same for every client
 
 // statusSum is the sum of a desired status.
 func statusSum(status any) ([32]byte, error) { return sum(status) }
