@@ -155,9 +155,10 @@ func apply(ctx context.Context, c client.Client, owner client.Object, config run
 	}
 	released := ""
 	for attempt := 1; ; attempt++ {
-		// lock is the child the apply is locked on: none for a child read
-		// or remembered (known says which child, at which resourceVersion),
-		// create only for a child not found.
+		// lock is what the apply is locked on: nothing for a child owner
+		// controls, or one only remembered; the read for one owner does not
+		// control yet; create only for a child not found. known says which
+		// child the call knows, at which resourceVersion.
 		lock, known := memo{rv: createOnly}, memo{}
 		if live != nil {
 			cur, stale, err := claim(owner, live, ref, recordOf(live), r, c.Scheme(), o.Adopt)
