@@ -123,7 +123,9 @@ func patchChild(ctx context.Context, c client.Client, live, child client.Object,
 	// defaults to differ before: not built, nor sent, again (the converged
 	// child of a wholesale mutate, every reconcile).
 	gvk, gvkErr := object.GVK(child, c.Scheme())
-	key, answerKey, desired, sumErr := childKey(ctx, c, gvk, child, patchVerdicts), childKey(ctx, c, gvk, child, patchAnswers), [32]byte{}, gvkErr
+	key, desired, sumErr := childKey(ctx, c, gvk, child, patchVerdicts), [32]byte{}, gvkErr
+	answerKey := key // the same child and State, CreateOrPatch's answers' slot
+	answerKey.slot = patchAnswers
 	// The patch's fields (removals as nulls), before the preconditions: one
 	// map, rewritten in place, encoded once below.
 	var diff map[string]any
