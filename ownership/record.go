@@ -84,7 +84,8 @@ func newRecord(ref metav1.OwnerReference, namespace string) ownerRecord {
 }
 
 // ownerKind is what a reference to an owner, and its record, take from
-// the owner's kind alone: computed once per kind ([ownerKindOf]).
+// the owner's kind alone, computed once per call for the reference and
+// the record.
 type ownerKind struct {
 	// apiVersion and kind are the reference's; group is apiVersion's.
 	apiVersion, group, kind string

@@ -13,7 +13,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
 	"github.com/steadyk8s/steady/internal/object"
-	"github.com/steadyk8s/steady/internal/readmostly"
 	"github.com/steadyk8s/steady/internal/scope"
 )
 
@@ -24,35 +23,13 @@ func reference(owner client.Object, scheme *runtime.Scheme, controller bool) (me
 	if err != nil {
 		return metav1.OwnerReference{}, nil, fmt.Errorf("ownership: %w", err)
 	}
-	k := ownerKindOf(gvk)
+	k := new(newOwnerKind(gvk.GroupVersion().String(), gvk.Kind))
 	ref := metav1.OwnerReference{APIVersion: k.apiVersion, Kind: gvk.Kind, Name: owner.GetName(), UID: owner.GetUID()}
 	if controller {
 		ref.Controller, ref.BlockOwnerDeletion = new(true), new(true)
 	}
 	return ref, k, nil
 }
-
-// ownerKindOf is the [ownerKind] of an owner of kind gvk, as a reference
-// names it (the apiVersion gvk's group and version make), from ownerKinds.
-func ownerKindOf(gvk schema.GroupVersionKind) *ownerKind {
-	if k, ok := ownerKinds.Load(gvk); ok {
-		return k
-	}
-	k := new(newOwnerKind(gvk.GroupVersion().String(), gvk.Kind))
-	if ownerKinds.Len() < maxOwnerKinds {
-		ownerKinds.Store(gvk, k)
-	}
-	return k
-}
-
-// ownerKinds holds the [ownerKind] of each kind of owner seen, by its
-// group, version and kind, so that a reference and a record cost no
-// string building (an apiVersion, a kind label) nor label value check on
-// every call: a small set, the kinds of the operators' owners, bounded by
-// maxOwnerKinds (a kind beyond is computed on every call).
-var ownerKinds readmostly.Map[schema.GroupVersionKind, *ownerKind]
-
-const maxOwnerKinds = 1000
 
 // check refuses, from the objects alone, references that would not be
 // honoured: an owner without a UID (the API server rejects the reference)
