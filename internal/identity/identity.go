@@ -21,14 +21,23 @@ type Key = weak.Pointer[byte]
 
 // Of returns v's identity, and false for values that have none: a nil or
 // non-pointer value, or a pointer to a zero-sized type (all of which share
-// one address).
+// one address). A [Standin]'s identity is that of the value it names.
 func Of(v any) (Key, bool) {
+	if s, ok := v.(Standin); ok {
+		v = s.StandsFor()
+	}
 	rv := reflect.ValueOf(v)
 	if !rv.IsValid() || rv.Kind() != reflect.Pointer || rv.IsNil() || rv.Type().Elem().Size() == 0 {
 		return Key{}, false
 	}
 	return weak.Make((*byte)(rv.UnsafePointer())), true
 }
+
+// Standin is a value made anew on each call that stands for one value
+// remembered elsewhere (multicluster's field indexer of a manager, made per
+// call so that it does not keep the manager alive): its identity is that of
+// the value StandsFor returns.
+type Standin interface{ StandsFor() any }
 
 // Cluster is the identity of the cluster c talks to: its REST mapper's. Two
 // clients of one manager share it; a client whose mapper has no identity
