@@ -1,0 +1,174 @@
+package ownership
+
+import (
+	"encoding/json"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/steadyk8s/steady/internal/object"
+)
+
+// asApplied reports whether applying u as fieldManager would change
+// nothing on live, from live alone: live holds every value u sends, and
+// the fields fieldManager applied (live's managedFields) are exactly the
+// fields u sets, so the apply would neither release a field nor take a new
+// one. It decides without memory, so it holds after a restart and while
+// live's resourceVersion moves by other writers (its status, their
+// fields).
+//
+// It is the answer of the server's field sets, read without a schema: an
+// associative list is matched by the keys its "k:" entries name, a set by
+// its "v:" entries; a field owned whole (an atomic map or list, which the
+// field set shows with nothing under it) must equal live's exactly. Where
+// it cannot tell (a list keyed by position, a null sent, managedFields
+// stripped from the cache, a value the server would normalize), it says
+// false and the apply is sent, which is never wrong.
+func asApplied(live client.Object, u *unstructured.Unstructured, fieldManager string) bool {
+	owned, ok := appliedFields(live, fieldManager).(map[string]any)
+	if !ok {
+		return false
+	}
+	lm, err := object.ToMapWithoutManagedFields(live)
+	if err != nil {
+		return false
+	}
+	sent := withoutStatus(u.Object)
+	meta, _ := sent["metadata"].(map[string]any)
+	if meta != nil {
+		// Named, not owned: the field set holds neither.
+		m := make(map[string]any, len(meta))
+		for k, v := range meta {
+			if k != "name" && k != "namespace" {
+				m[k] = v
+			}
+		}
+		sent["metadata"] = m
+		if len(m) == 0 {
+			delete(sent, "metadata")
+		}
+	}
+	return sameFields(sent, owned, withoutStatus(lm))
+}
+
+// sameFields reports whether sent, a value an apply sends, sets exactly
+// the fields of fields (a node of a managedFields field set) and live
+// holds every value it sets.
+func sameFields(sent any, fields map[string]any, live any) bool {
+	children := 0
+	for k := range fields {
+		if k != "." {
+			children++
+		}
+	}
+	switch s := sent.(type) {
+	case nil:
+		return false // a null sent removes: let the server decide
+	case map[string]any:
+		if children == 0 {
+			// Owned whole (an atomic map), or an empty one.
+			return object.EqualJSON(s, live)
+		}
+		l, _ := live.(map[string]any)
+		if len(s) != children {
+			return false
+		}
+		for k, v := range s {
+			sub, ok := fields["f:"+k].(map[string]any)
+			if !ok || !sameFields(v, sub, l[k]) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		if children == 0 {
+			return object.EqualJSON(s, live) // an atomic list
+		}
+		l, _ := live.([]any)
+		if len(s) != children {
+			return false
+		}
+		return sameList(s, fields, l)
+	default:
+		return children == 0 && object.EqualJSON(s, live)
+	}
+}
+
+// sameList is sameFields for a list whose field set names its elements:
+// by their keys ("k:{...}", an associative list) or their values ("v:...",
+// a set). Every element sent has one entry, and one element in live.
+func sameList(sent []any, fields map[string]any, live []any) bool {
+	used := make(map[string]bool, len(sent))
+	for _, e := range sent {
+		matched := false
+		for k, sub := range fields {
+			if used[k] {
+				continue
+			}
+			switch {
+			case strings.HasPrefix(k, "k:"):
+				var key map[string]any
+				em, ok := e.(map[string]any)
+				if json.Unmarshal([]byte(k[2:]), &key) != nil || !ok || !hasKey(em, key) {
+					continue
+				}
+				sm, ok := sub.(map[string]any)
+				if !ok {
+					return false
+				}
+				le := elementWithKey(live, key)
+				if le == nil || !sameFields(em, sm, le) {
+					return false
+				}
+			case strings.HasPrefix(k, "v:"):
+				var v any
+				if json.Unmarshal([]byte(k[2:]), &v) != nil || !object.EqualJSON(e, v) || !containsValue(live, v) {
+					continue
+				}
+			default:
+				return false // keyed by position: not told apart here
+			}
+			used[k], matched = true, true
+			break
+		}
+		if !matched {
+			return false
+		}
+	}
+	return true
+}
+
+// hasKey reports whether element e has every key field of key, equal.
+func hasKey(e, key map[string]any) bool {
+	for k, v := range key {
+		if !object.EqualJSON(e[k], v) {
+			return false
+		}
+	}
+	return true
+}
+
+// elementWithKey returns the one element of list with key, or nil (none,
+// or more than one).
+func elementWithKey(list []any, key map[string]any) map[string]any {
+	var found map[string]any
+	for _, e := range list {
+		if em, ok := e.(map[string]any); ok && hasKey(em, key) {
+			if found != nil {
+				return nil
+			}
+			found = em
+		}
+	}
+	return found
+}
+
+func containsValue(list []any, v any) bool {
+	for _, e := range list {
+		if object.EqualJSON(e, v) {
+			return true
+		}
+	}
+	return false
+}
