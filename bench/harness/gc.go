@@ -21,7 +21,8 @@ import (
 )
 
 // StartGarbageCollector runs kube-controller-manager's garbage collector
-// and namespace controller on env (started without
+// and namespace controller (and its deployment and replicaset controllers,
+// idle but for the live children of MeasureLiveChildren) on env (started without
 // testenv.WithControllerManager) with a client rate limit of qps requests a
 // second (burst 2×qps). testenv's controller manager keeps the default, 20,
 // at which collecting the 3,000 children of 1,000 Teams takes about 150
@@ -56,7 +57,7 @@ func StartGarbageCollector(ctx context.Context, env *testenv.Environment, qps in
 	defer logFile.Close()
 	cmd := exec.Command(filepath.Join(assets, testenv.ControllerManagerBinary),
 		"--kubeconfig="+kubeconfigPath,
-		"--controllers=garbagecollector,namespace",
+		"--controllers=garbagecollector,namespace,deployment,replicaset", // the last two for the live children
 		"--leader-elect=false",
 		"--secure-port=0",
 		"--kube-api-qps="+strconv.Itoa(qps),

@@ -41,7 +41,10 @@ type Report struct {
 	// ConvergePhase is the converge phase measured in turns
 	// (MeasureConvergePhase).
 	ConvergePhase []PhaseCost `json:",omitempty"`
-	Weight        []weight.Row
+	// LiveChildren is what keeping Deployment children costs, per way
+	// (MeasureLiveChildren).
+	LiveChildren []LiveChildCost `json:",omitempty"`
+	Weight       []weight.Row
 	// WeightErr is why the weight was not measured, if it was not.
 	WeightErr string
 }
@@ -210,6 +213,7 @@ func (r Report) Write(w io.Writer) error {
 	r.writeNoop(p)
 	r.writeConverge(p)
 	r.writeConvergePhase(p)
+	r.writeLiveChildren(p)
 	r.writeLosses(p)
 	r.writeWeight(p)
 	p("%s", method)
@@ -579,6 +583,42 @@ func (r Report) writeConverge(p func(string, ...any)) {
 		{"allocations per Team", metric{format: f0}},
 		{"requests per Team", metric{format: f0}},
 	})
+}
+
+func (r Report) writeLiveChildren(p func(string, ...any)) {
+	if len(r.LiveChildren) == 0 {
+		return
+	}
+	p("## Children in a live cluster\n\n")
+	p("A child kind with server defaults and a live status: %d Deployments (replicas 0), each the child of a\n", r.LiveChildren[0].Children)
+	p("ConfigMap, under kube-controller-manager's deployment and replicaset controllers, which write their\n")
+	p("status and make their ReplicaSets. Each way keeps its own %d in a namespace of its own, called as a\n", r.LiveChildren[0].Children)
+	p("reconcile calls it, through a manager's cached client, over every owner in a pass (4 at once); the\n")
+	p("requests of the operator's client are counted per pass. Passes: the create; once the deployment\n")
+	p("controller has written every status and the cache shows it; once another field manager has set a label\n")
+	p("and `spec.minReadySeconds` on every child; once every child's status changed again (another\n")
+	p("writer's condition); and twice with a new manager (a restarted process: nothing remembered). The\n")
+	p("ways: steady's `ownership.CreateOrUpdate` with the fields set one by one on the child as read\n")
+	p("(replicas and selector on create only), steady's `ownership.Apply` with client-go's apply\n")
+	p("configuration, and the hand-written `controllerutil.CreateOrUpdate` with the same mutate.\n\n")
+	p("| way |")
+	for _, pass := range LivePasses {
+		p(" %s |", pass)
+	}
+	p(" another manager's fields lost | wall time |\n|---|")
+	for range LivePasses {
+		p("---|")
+	}
+	p("---|---|\n")
+	for _, c := range r.LiveChildren {
+		p("| %s |", c.Variant)
+		for _, pass := range LivePasses {
+			req, w := c.PerChild(pass)
+			p(" %.3f (%.3f) |", req, w)
+		}
+		p(" %d of %d | %s |\n", c.OthersLost, c.Children, c.Wall.Round(time.Second))
+	}
+	p("\nRequests per child (writes among them, in brackets).\n\n")
 }
 
 func (r Report) writeConvergePhase(p func(string, ...any)) {

@@ -15,6 +15,8 @@ import (
 
 var env = testenv.New(
 	testenv.WithControllerManager{},
+	testenv.WithControllers{"deployment", "replicaset"}, // the live children's
+
 	testenv.WithCRDFS(bench.CRDs, "config/crd"),
 	testenv.WithScheme{Scheme: NewScheme()},
 )

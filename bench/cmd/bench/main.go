@@ -66,6 +66,7 @@ func run() error {
 		lag           = flag.Duration("lag", 200*time.Millisecond, "how far the manager's cache lags in the -lag-n setup")
 		lagWorkers    = flag.Int("lag-workers", 2, "MaxConcurrentReconciles in the -lag-n setup")
 		gcQPS         = flag.Int("gc-qps", 1000, "client rate limit of the garbage collector's kube-controller-manager; 0: testenv's (20 a second)")
+		liveN         = flag.Int("live-n", 10000, "Deployment children per way in the live-children setup (under the deployment controller, with a restart); 0: don't")
 		fromJSON      = flag.String("from-json", "", "run nothing: write the report from an earlier run's -json results (after a change to the report's text)")
 	)
 	flag.Parse()
@@ -120,7 +121,7 @@ func run() error {
 		testenv.WithScheme{Scheme: harness.NewScheme()},
 	}
 	if *gcQPS == 0 {
-		opts = append(opts, testenv.WithControllerManager{})
+		opts = append(opts, testenv.WithControllerManager{}, testenv.WithControllers{"deployment", "replicaset"})
 	}
 	env := testenv.New(opts...)
 	logf("starting the control plane")
@@ -218,6 +219,14 @@ func run() error {
 			}
 			rep.ConvergePhase = append(rep.ConvergePhase, costs...)
 		}
+	}
+	if *liveN > 0 {
+		logf("live children: %d Deployments per way", *liveN)
+		costs, err := harness.MeasureLiveChildren(ctx, env.Config, env.Client, harness.LiveVariants, *liveN, 4, logf)
+		if err != nil {
+			return err
+		}
+		rep.LiveChildren = costs
 	}
 	if *doWeight {
 		logf("weighing the mains in weight/mains")
