@@ -16,7 +16,9 @@ import (
 // controller manager of [WithControllerManager]) running: until
 // [Environment.StartAPIServer], every client's requests fail with a refused
 // connection, as when the API server of a cluster restarts. It is a no-op
-// when the API server is already stopped.
+// when the API server is already stopped. While etcd is down
+// ([Environment.KillEtcd]) the API server cannot shut down gracefully (its
+// shutdown hooks write to etcd), so it is killed instead.
 func (e *Environment) StopAPIServer() error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -24,6 +26,13 @@ func (e *Environment) StopAPIServer() error {
 		return errors.New("testenv: StopAPIServer needs a started environment")
 	}
 	if e.apiServerDown {
+		return nil
+	}
+	if e.etcdDown {
+		if err := e.killAndWait(APIServerBinary, e.Envtest.ControlPlane.APIServer.Stop); err != nil {
+			return err
+		}
+		e.apiServerDown = true
 		return nil
 	}
 	// APIServer.Stop sends SIGTERM and waits for the process to exit; the
@@ -52,7 +61,8 @@ func (e *Environment) StopAPIServer() error {
 // children are never collected (the soak in examples/soak saw it; see
 // kubernetes/kubernetes#101740 and #60037). A new one builds its graph from a
 // full discovery, and collects what became garbage meanwhile. It is a no-op
-// when the API server runs.
+// when the API server runs, and fails while etcd is down
+// ([Environment.KillEtcd]): start etcd first.
 //
 // The address is reused, not reserved: in the seconds between stop and start
 // another process of the machine could take the port, and then StartAPIServer
@@ -66,6 +76,9 @@ func (e *Environment) StartAPIServer(ctx context.Context) error {
 	if !e.apiServerDown {
 		return nil
 	}
+	if e.etcdDown {
+		return errors.New("testenv: StartAPIServer needs etcd running: call StartEtcd first")
+	}
 	api := e.Envtest.ControlPlane.APIServer
 	// Start keeps SecureServing (address, port and CA), the certificate
 	// directory and the client-certificate authority of the first start, so
@@ -77,7 +90,7 @@ func (e *Environment) StartAPIServer(ctx context.Context) error {
 	if err := e.watchChildren(); err != nil {
 		return err
 	}
-	if err := waitReady(ctx, e.Config); err != nil {
+	if err := waitReady(ctx, e.Config, readyTimeout); err != nil {
 		return err
 	}
 	return e.restartControllerManager(ctx)
@@ -96,14 +109,15 @@ func (e *Environment) RestartAPIServer(ctx context.Context) error {
 	return e.StartAPIServer(ctx)
 }
 
-// waitReady polls /readyz with cfg until the API server answers ok: its
-// informers are synced and its post-start hooks (the CRDs' among them) done.
-func waitReady(ctx context.Context, cfg *rest.Config) error {
+// waitReady polls /readyz with cfg until the API server answers ok, for at
+// most timeout: its informers are synced, its post-start hooks (the CRDs'
+// among them) done and etcd reachable.
+func waitReady(ctx context.Context, cfg *rest.Config, timeout time.Duration) error {
 	hc, err := rest.HTTPClientFor(cfg)
 	if err != nil {
 		return fmt.Errorf("testenv: %w", err)
 	}
-	ctx, cancel := context.WithTimeout(ctx, readyTimeout)
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	url := strings.TrimRight(cfg.Host, "/") + "/readyz"
 	var last string
@@ -125,7 +139,7 @@ func waitReady(ctx context.Context, cfg *rest.Config) error {
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("testenv: waiting for the restarted kube-apiserver to be ready: %w (last answer: %s)", ctx.Err(), last)
+			return fmt.Errorf("testenv: waiting for the kube-apiserver to be ready: %w (last answer: %s)", ctx.Err(), last)
 		case <-time.After(100 * time.Millisecond):
 		}
 	}

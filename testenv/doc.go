@@ -48,6 +48,12 @@
 // restarted once the API server is ready, as its garbage collector may not
 // survive the restart (see StartAPIServer).
 //
+// [Environment.KillEtcd] kills etcd as a crash would, with the API server left
+// running and every request that needs etcd failing or hanging;
+// [Environment.StartEtcd] starts it again on the same data and returns once
+// the API server is ready: every object is still there, and the clients, the
+// managers and the controller manager carry on without a restart.
+//
 // # CRDs installed later
 //
 // [Environment.InstallCRDs] installs CRDs into a running environment and, with

@@ -54,6 +54,8 @@ type Environment struct {
 	kcm     *controllerManager
 	// apiServerDown is set between StopAPIServer and StartAPIServer.
 	apiServerDown bool
+	// etcdDown is set between KillEtcd and StartEtcd.
+	etcdDown bool
 }
 
 // New returns an Environment configured by opts. Nothing starts until
@@ -286,11 +288,39 @@ func (e *Environment) Kill() error {
 	return e.stop()
 }
 
+// killAndWait kills (SIGKILL) this environment's process of binary, if it
+// runs, and returns once stop, the Stop of its envtest component, has seen it
+// exit. e.mu is held.
+func (e *Environment) killAndWait(binary string, stop func() error) error {
+	pids, err := childProcesses(binary)
+	if err != nil {
+		return fmt.Errorf("testenv: %w", err)
+	}
+	for _, pid := range pids {
+		if namesDir(pid, e.root) { // not another environment's
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
+	// Once the process has died, envtest's Stop only waits for it to be
+	// reaped: its SIGTERM to the dead process's group changes nothing. When
+	// the process was reaped between Stop's check and its signal, the signal
+	// finds no process (ESRCH): it has exited all the same.
+	if err := stop(); err != nil && !errors.Is(err, syscall.ESRCH) {
+		return fmt.Errorf("testenv: waiting for the killed %s to exit: %w", binary, err)
+	}
+	return nil
+}
+
 func (e *Environment) stop() error {
 	var errs []error
 	if e.kcm != nil {
 		errs = append(errs, e.kcm.stop())
 		e.kcm = nil
+	}
+	if e.started && e.etcdDown && !e.apiServerDown {
+		// Without etcd, a kube-apiserver does not stop gracefully within
+		// envtest's 20 seconds: its shutdown hooks wait for etcd.
+		errs = append(errs, e.killAndWait(APIServerBinary, e.Envtest.ControlPlane.APIServer.Stop))
 	}
 	if e.started {
 		if err := e.Envtest.Stop(); err != nil {
@@ -298,6 +328,7 @@ func (e *Environment) stop() error {
 		}
 		e.started = false
 		e.apiServerDown = false
+		e.etcdDown = false
 	}
 	if e.root != "" {
 		errs = append(errs, os.RemoveAll(e.root))

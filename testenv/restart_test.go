@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -241,5 +242,137 @@ func TestLeaderKilledStandbyTakesOver(t *testing.T) {
 	}
 	if got := ptr.Deref(lease.Spec.HolderIdentity, ""); got == holder {
 		t.Errorf("the lease is still held by the killed replica %q", holder)
+	}
+}
+
+// TestEtcdKilledAndStarted kills the shared environment's etcd under a
+// running manager and starts it again on the same data: while etcd is down a
+// read fails; afterwards every object is still there, writes land, the
+// manager's watch resumes (a ConfigMap created after the restart reaches its
+// cache and its controller), and the controller manager, not restarted,
+// still collects garbage and deletes namespaces.
+func TestEtcdKilledAndStarted(t *testing.T) {
+	ns := env.Namespace(t)
+	ctx := context.Background()
+	var reconciles atomic.Int64
+	mgr := env.StartManager(t, labeler(ns, "manager", &reconciles), testenv.WithInformers{&corev1.ConfigMap{}})
+	before := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "before"}, Data: map[string]string{"written": "before the kill"}}
+	if err := env.Client.Create(ctx, before); err != nil {
+		t.Fatal(err)
+	}
+	labelledBy(t, client.ObjectKeyFromObject(before), "manager")
+	kcm, err := testenv.ChildProcesses(testenv.ControllerManagerBinary)
+	if err != nil || len(kcm) != 1 {
+		t.Fatalf("controller manager processes %v (err %v), want one", kcm, err)
+	}
+
+	if err := env.KillEtcd(); err != nil {
+		t.Fatal(err)
+	}
+	// The API server runs, but even a read needs etcd: it hangs until the
+	// deadline.
+	bounded, cancel := context.WithTimeout(ctx, 2*time.Second)
+	err = env.Client.Get(bounded, client.ObjectKeyFromObject(before), &corev1.ConfigMap{})
+	cancel()
+	if err == nil {
+		t.Fatal("the API server answered a read with etcd killed")
+	}
+	start := time.Now()
+	if err := env.StartEtcd(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("the API server was ready %v after etcd started again", time.Since(start).Round(time.Millisecond))
+
+	// What etcd had committed survives the kill: the object and the
+	// controller's label.
+	var got corev1.ConfigMap
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(before), &got); err != nil ||
+		got.Data["written"] != "before the kill" || got.Labels["by"] != "manager" {
+		t.Fatalf("after the restart the API server holds data %v, labels %v (err %v)", got.Data, got.Labels, err)
+	}
+	// A new write lands, and the manager's watch resumes: its cache sees the
+	// write, its controller reconciles it, and the controller's write lands.
+	after := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "after"}}
+	if err := env.Client.Create(ctx, after); err != nil {
+		t.Fatalf("a write after etcd's restart: %v", err)
+	}
+	testenv.Eventually(t, "the manager's cache sees the ConfigMap created after the restart", func() error {
+		return mgr.GetClient().Get(ctx, client.ObjectKeyFromObject(after), &corev1.ConfigMap{})
+	})
+	labelledBy(t, client.ObjectKeyFromObject(after), "manager")
+
+	// The controller manager was left running, and still works: its garbage
+	// collector sees an owner deleted now and collects the child.
+	if collected, nsGone := deletionWorks(t, env, 30*time.Second); !collected || !nsGone {
+		t.Fatalf("after etcd's restart, within 30s: child collected %v, namespace deleted %v", collected, nsGone)
+	}
+	if now, err := testenv.ChildProcesses(testenv.ControllerManagerBinary); err != nil || len(now) != 1 || now[0] != kcm[0] {
+		t.Errorf("controller manager processes %v (err %v), want %v, not restarted", now, err, kcm)
+	}
+}
+
+// TestEtcdKilledWithTheAPIServerStopped kills etcd of an environment of its
+// own and stops its API server meanwhile (killed, as it cannot shut down
+// gracefully without etcd): the API server does not start before etcd does,
+// both come back with the data, and Stop with etcd killed returns at once.
+func TestEtcdKilledWithTheAPIServerStopped(t *testing.T) {
+	env.Require(t) // needs the binaries, as the shared environment does
+	if testing.Short() {
+		t.Skip("starts a second control plane")
+	}
+	ctx := context.Background()
+	e := testenv.New(testenv.WithControllerManager{})
+	if err := e.Start(); err != nil {
+		t.Fatal(err)
+	}
+	stopped := false
+	t.Cleanup(func() {
+		if !stopped {
+			_ = e.Stop()
+		}
+	})
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "kept"}}
+	if err := e.Client.Create(ctx, cm); err != nil {
+		t.Fatal(err)
+	}
+
+	for range 2 { // the second is a no-op
+		if err := e.KillEtcd(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	start := time.Now()
+	if err := e.StopAPIServer(); err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Errorf("StopAPIServer with etcd killed took %v", d)
+	}
+	if err := e.StartAPIServer(ctx); err == nil || !strings.Contains(err.Error(), "StartEtcd") {
+		t.Fatalf("StartAPIServer with etcd killed: %v, want an error naming StartEtcd", err)
+	}
+	if err := e.StartEtcd(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.StartAPIServer(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Client.Get(ctx, client.ObjectKeyFromObject(cm), cm); err != nil {
+		t.Fatalf("after etcd and the API server started again: %v", err)
+	}
+
+	if err := e.KillEtcd(); err != nil {
+		t.Fatal(err)
+	}
+	start = time.Now()
+	stopped = true
+	if err := e.Stop(); err != nil {
+		t.Fatalf("Stop with etcd killed: %v", err)
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Errorf("Stop with etcd killed took %v", d)
+	}
+	if pids, err := testenv.ChildProcesses(testenv.EtcdBinary, testenv.APIServerBinary, testenv.ControllerManagerBinary); err != nil || len(pids) != 3 {
+		t.Errorf("after Stop, child processes %v (err %v), want only the shared environment's three", pids, err)
 	}
 }

@@ -109,7 +109,10 @@ func (s *state) waitCaughtUp(ctx context.Context, kinds []kind, rs *replicas, d 
 	for {
 		lag := "no leader"
 		if l := rs.leader(); l != nil {
-			lag = s.cacheLag(ctx, kinds, l.mgr.GetCache())
+			lag = "the leader has not said where its cache is yet"
+			if c := l.cache.Load(); c != nil {
+				lag = s.cacheLag(ctx, kinds, *c)
+			}
 		}
 		if lag == "" || time.Now().After(deadline) {
 			return lag

@@ -1,21 +1,26 @@
 package soak
 
 import (
+	"bufio"
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"os/exec"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 	"unicode"
 	"unicode/utf8"
 
-	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/config"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/steadyk8s/steady/examples/bucket"
 	"github.com/steadyk8s/steady/testenv"
 )
 
@@ -23,27 +28,20 @@ import (
 // with.
 const LeaseName = "steady-soak"
 
-// replica is one manager of the five operators, one pod of the operator's
-// Deployment as it were.
+// replica is one process of the five operators, one pod of the
+// operator's Deployment as it were: this binary started again with
+// [replicaEnv] set, reaching the API server through a [testenv.Proxy] of
+// its own (the faults, the watch delay, the request counter).
 type replica struct {
 	n       int
-	mgr     ctrl.Manager
-	cancel  context.CancelFunc
+	cmd     *exec.Cmd
+	proxy   *testenv.Proxy
 	stopped atomic.Bool // set when it is killed or stopped on purpose
-	cut     atomic.Bool // its transport refuses every request: the process is gone
 	elected atomic.Bool
-	done    chan struct{}
-}
-
-// transport fails every request once the replica is cut, as a process
-// that died sends nothing more.
-func (r *replica) transport(rt http.RoundTripper) http.RoundTripper {
-	return roundTripper(func(req *http.Request) (*http.Response, error) {
-		if r.cut.Load() {
-			return nil, fmt.Errorf("soak: replica %d is dead", r.n)
-		}
-		return rt.RoundTrip(req)
-	})
+	cache   atomic.Pointer[remoteCache] // once the process says where
+	stderr  *tail
+	done    chan struct{} // closed once the process has exited and its proxy is closed
+	exitErr error         // cmd.Wait's, once done is closed
 }
 
 // replicas runs the operator's replicas with leader election and
@@ -51,8 +49,12 @@ func (r *replica) transport(rt http.RoundTripper) http.RoundTripper {
 // whose container exited.
 type replicas struct {
 	env  *testenv.Environment
-	opts func(*replica) []testenv.ManagerOption
-	log  *eventLog
+	cfg  func(n int, proxy *testenv.Proxy) replicaConfig
+	wrap func(n int) testenv.WithTransport
+	// watchDelay holds back every watch event of the replicas.
+	watchDelay time.Duration
+	log        *eventLog
+	scheme     *k8sruntime.Scheme
 
 	mu       sync.Mutex
 	all      []*replica
@@ -65,37 +67,21 @@ type replicas struct {
 	elections, leasesLost int
 }
 
-func newReplicas(env *testenv.Environment, cfg Config, s *state, log *eventLog, setup func(ctrl.Manager) error) *replicas {
-	rs := &replicas{env: env, log: log}
-	rs.opts = func(r *replica) []testenv.ManagerOption {
-		return []testenv.ManagerOption{
-			// The request counter sees the operators' own requests, not the
-			// lease renewals that keep a leader elected.
-			testenv.WithTransport(func(rt http.RoundTripper) http.RoundTripper {
-				return s.counter.wrapExceptLeases(r.n, s.faults.wrap(r.transport(rt)))
-			}),
-			testenv.WithWatchDelay(cfg.WatchDelay),
-			testenv.WithManagerOptions{
-				// Three workers on the rate-limited queue: v0.24's priority
-				// queue can hang a replica's stop (docs/compatibility.md).
-				Controller:              config.Controller{SkipNameValidation: ptr.To(true), MaxConcurrentReconciles: 3, UsePriorityQueue: ptr.To(false)},
-				LeaderElection:          true,
-				LeaderElectionID:        LeaseName,
-				LeaderElectionNamespace: Namespace,
-				LeaseDuration:           ptr.To(cfg.LeaseDuration),
-				RenewDeadline:           ptr.To(cfg.RenewDeadline),
-				RetryPeriod:             ptr.To(cfg.RetryPeriod),
-				// Not released on cancel: a killed leader leaves its lease
-				// to expire, as a crashed process does.
-				LeaderElectionReleaseOnCancel: false,
-			},
-			testenv.WithSetup(setup),
-		}
+func newReplicas(env *testenv.Environment, cfg Config, s *state, log *eventLog, s3 bucket.S3Config) *replicas {
+	return &replicas{env: env, log: log, scheme: s.c.Scheme(), watchDelay: cfg.WatchDelay,
+		// The request counter sees the operators' own requests, not the
+		// lease renewals that keep a leader elected.
+		wrap: func(n int) testenv.WithTransport {
+			return func(rt http.RoundTripper) http.RoundTripper { return s.counter.wrapExceptLeases(n, s.faults.wrap(rt)) }
+		},
+		cfg: func(n int, proxy *testenv.Proxy) replicaConfig {
+			return replicaConfig{N: n, Host: proxy.Config.Host, QPS: proxy.Config.QPS, Burst: proxy.Config.Burst, S3: s3,
+				LeaseDuration: cfg.LeaseDuration, RenewDeadline: cfg.RenewDeadline, RetryPeriod: cfg.RetryPeriod}
+		},
 	}
-	return rs
 }
 
-// start starts one more replica; why is logged with it.
+// start starts one more replica process; why is logged with it.
 func (rs *replicas) start(why string) error {
 	rs.mu.Lock()
 	if rs.stopping {
@@ -103,50 +89,63 @@ func (rs *replicas) start(why string) error {
 		return nil
 	}
 	rs.next++
-	r := &replica{n: rs.next, done: make(chan struct{})}
+	r := &replica{n: rs.next, done: make(chan struct{}), stderr: &tail{}}
 	rs.mu.Unlock()
-	// Setting up talks to the API server (discovery, for the indexes)
-	// through the faults: a replica that fails to start is started again,
-	// as the kubelet restarts a container that exited.
-	var mgr ctrl.Manager
-	var err error
-	for try := 1; ; try++ {
-		if mgr, err = rs.env.NewManager(rs.opts(r)...); err == nil {
-			break
-		}
-		if try == 5 {
-			return fmt.Errorf("replica %d could not start in %d tries: %w", r.n, try, err)
-		}
-		rs.log.add("replica %d could not start (%v); trying again", r.n, err)
-		time.Sleep(time.Second)
+	self, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("replica %d: %w", r.n, err)
 	}
-	r.mgr = mgr
-	ctx, cancel := context.WithCancel(context.Background())
-	r.cancel = cancel
+	if r.proxy, err = rs.env.StartProxy(rs.wrap(r.n), testenv.WithWatchDelay(rs.watchDelay)); err != nil {
+		return fmt.Errorf("replica %d: %w", r.n, err)
+	}
+	cfg, err := json.Marshal(rs.cfg(r.n, r.proxy))
+	if err != nil {
+		return errors.Join(err, r.proxy.Close())
+	}
+	r.cmd = exec.Command(self)
+	r.cmd.Env = append(os.Environ(), replicaEnv+"="+string(cfg))
+	r.cmd.Stderr = r.stderr
+	// Killed with this process, should it die first.
+	r.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	stdout, err := r.cmd.StdoutPipe()
+	if err != nil {
+		return errors.Join(err, r.proxy.Close())
+	}
+	if err := r.cmd.Start(); err != nil {
+		return fmt.Errorf("replica %d: %w", r.n, errors.Join(err, r.proxy.Close()))
+	}
 	rs.mu.Lock()
 	rs.all = append(rs.all, r)
 	rs.mu.Unlock()
-	rs.log.add("replica %d started (%s)", r.n, why)
-	rs.wg.Go(func() {
-		select {
-		case <-mgr.Elected():
-			r.elected.Store(true)
-			rs.mu.Lock()
-			rs.elections++
-			rs.mu.Unlock()
-			rs.log.add("replica %d elected leader", r.n)
-		case <-ctx.Done():
-		}
-	})
+	rs.log.add("replica %d started, pid %d (%s)", r.n, r.cmd.Process.Pid, why)
 	rs.wg.Go(func() {
 		defer close(r.done)
-		err := mgr.Start(ctx)
-		r.cut.Store(true) // whatever it left running sends nothing more
+		lines := bufio.NewScanner(stdout)
+		for lines.Scan() {
+			word, rest, _ := strings.Cut(lines.Text(), " ")
+			switch word {
+			case lineCache:
+				r.cache.Store(&remoteCache{url: rest, scheme: rs.scheme})
+			case lineElected:
+				r.elected.Store(true)
+				rs.mu.Lock()
+				rs.elections++
+				rs.mu.Unlock()
+				rs.log.add("replica %d elected leader", r.n)
+			}
+		}
+		r.exitErr = r.cmd.Wait()
+		if err := r.proxy.Close(); err != nil {
+			rs.fail(fmt.Sprintf("replica %d: %v", r.n, err))
+		}
+		if strings.Contains(r.stderr.String(), "DATA RACE") {
+			rs.fail(fmt.Sprintf("replica %d: the race detector found a data race:\n%s", r.n, r.stderr))
+		}
 		if r.stopped.Load() {
 			return
 		}
-		cancel()
-		if err != nil && strings.Contains(err.Error(), "leader election lost") {
+		var exit *exec.ExitError
+		if errors.As(r.exitErr, &exit) && exit.ExitCode() == exitLeaseLost {
 			rs.mu.Lock()
 			rs.leasesLost++
 			rs.mu.Unlock()
@@ -156,7 +155,7 @@ func (rs *replicas) start(why string) error {
 			}
 			return
 		}
-		rs.fail(fmt.Sprintf("replica %d stopped by itself: %v", r.n, err))
+		rs.fail(fmt.Sprintf("replica %d exited by itself (%v): %s", r.n, r.exitErr, r.stderr))
 	})
 	return nil
 }
@@ -172,11 +171,20 @@ func (rs *replicas) leader() *replica {
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
 	for _, r := range rs.all {
-		if r.elected.Load() && !r.cut.Load() {
+		if r.elected.Load() && !r.stopped.Load() && !isDone(r.done) {
 			return r
 		}
 	}
 	return nil
+}
+
+func isDone(c chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
 }
 
 // waitLeader waits for a live leader, for at most d, and returns it, or
@@ -191,48 +199,113 @@ func (rs *replicas) waitLeader(d time.Duration) *replica {
 	}
 }
 
-// kill kills the leader: its transport is cut, as a process that died
-// sends nothing more, and its context cancelled without releasing the
-// lease.
+// kill kills the leader's process with SIGKILL: it releases nothing (its
+// lease stays until it expires), finishes no request and leaves whatever
+// it was doing half done.
 func (rs *replicas) kill(r *replica) {
 	r.stopped.Store(true)
-	r.cut.Store(true)
-	r.cancel()
+	_ = r.cmd.Process.Signal(syscall.SIGKILL)
 	<-r.done
-	rs.log.add("replica %d, the leader, killed", r.n)
+	rs.log.add("replica %d, the leader, killed (SIGKILL)", r.n)
 }
 
-// stop stops every replica and waits for them.
+// stopBound is how long a replica may take to exit after SIGTERM.
+const stopBound = 30 * time.Second
+
+// stop stops every replica with SIGTERM and waits for them: each must exit
+// cleanly (code 0) within stopBound, as a pod must within its grace period.
 func (rs *replicas) stop() {
 	rs.mu.Lock()
 	rs.stopping = true
 	all := rs.all
 	rs.mu.Unlock()
 	for _, r := range all {
-		r.stopped.Store(true)
-		r.cancel()
+		if r.stopped.Swap(true) || isDone(r.done) {
+			continue
+		}
+		_ = r.cmd.Process.Signal(syscall.SIGTERM)
+	}
+	for _, r := range all {
+		select {
+		case <-r.done:
+		case <-time.After(stopBound):
+			_ = r.cmd.Process.Signal(syscall.SIGKILL)
+			<-r.done
+			rs.fail(fmt.Sprintf("replica %d did not stop within %s of SIGTERM: %s", r.n, stopBound, r.stderr))
+			continue
+		}
+		if r.exitErr != nil && !killed(r.exitErr) {
+			rs.fail(fmt.Sprintf("replica %d stopped with %v: %s", r.n, r.exitErr, r.stderr))
+		}
 	}
 	rs.wg.Wait()
 }
 
-// disrupt kills the leader and restarts the API server, in turn, spread
-// over d: after a kill it starts a new standby and waits for another
-// replica to take the lease over.
-func (s *state) disrupt(ctx context.Context, env *testenv.Environment, rs *replicas, cfg Config, d time.Duration, report *Report) {
-	n := cfg.LeaderKills + cfg.APIServerRestarts
+// killed reports whether err is the exit of a process killed by SIGKILL
+// (a replica the soak killed).
+func killed(err error) bool {
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) {
+		return false
+	}
+	ws, ok := exit.Sys().(syscall.WaitStatus)
+	return ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL
+}
+
+// tail keeps the last 8 KiB written to it: a replica's standard error.
+type tail struct {
+	mu  sync.Mutex
+	buf []byte
+}
+
+func (t *tail) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.buf = append(t.buf, p...)
+	if over := len(t.buf) - 8<<10; over > 0 {
+		t.buf = t.buf[over:]
+	}
+	return len(p), nil
+}
+
+func (t *tail) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return strings.TrimSpace(string(t.buf))
+}
+
+// disrupt kills the leader, restarts the API server and kills etcd, in
+// turn, spread over d: after a kill it starts a new standby and waits for
+// another replica to take the lease over.
+func (s *state) disrupt(ctx context.Context, env *testenv.Environment, rs *replicas, kinds []kind, cfg Config, d time.Duration, report *Report) {
+	const kill, apiServer, etcd = "kill", "kube-apiserver", "etcd"
+	var order []string
+	left := map[string]int{kill: cfg.LeaderKills, apiServer: cfg.APIServerRestarts, etcd: cfg.EtcdRestarts}
+	for len(order) < cfg.LeaderKills+cfg.APIServerRestarts+cfg.EtcdRestarts {
+		for _, what := range []string{kill, apiServer, etcd} {
+			if left[what] > 0 {
+				left[what]--
+				order = append(order, what)
+			}
+		}
+	}
 	start := time.Now()
-	kills, restarts := 0, 0
-	for i := range n {
-		if wait := time.Until(start.Add(d * time.Duration(i+1) / time.Duration(n+1))); wait > 0 {
+	for i, what := range order {
+		if wait := time.Until(start.Add(d * time.Duration(i+1) / time.Duration(len(order)+1))); wait > 0 {
 			time.Sleep(wait)
 		}
-		if kills < cfg.LeaderKills && (i%2 == 0 || restarts >= cfg.APIServerRestarts) {
-			kills++
+		switch what {
+		case kill:
 			leader := rs.waitLeader(takeoverBound(cfg))
 			if leader == nil {
 				s.log.violation("no replica elected leader within %s, so none could be killed", takeoverBound(cfg))
 				continue
 			}
+			// Mid-churn: a burst of deletes the leader has just begun to
+			// handle (finalizers to run, children to clean up).
+			n := s.deleteBurst(ctx, kinds, cfg)
+			s.log.add("a burst of %d owner deletes", n)
+			time.Sleep(150 * time.Millisecond)
 			killed := time.Now()
 			rs.kill(leader)
 			if err := rs.start(fmt.Sprintf("standby in place of replica %d", leader.n)); err != nil {
@@ -243,22 +316,58 @@ func (s *state) disrupt(ctx context.Context, env *testenv.Environment, rs *repli
 				continue
 			}
 			report.Takeovers = append(report.Takeovers, time.Since(killed))
-			continue
+		case apiServer:
+			stopped := time.Now()
+			s.log.add("kube-apiserver stopped")
+			err := env.StopAPIServer()
+			if err == nil {
+				err = env.StartAPIServer(ctx)
+			}
+			if err != nil {
+				s.log.violation("restarting the kube-apiserver: %v", err)
+				continue
+			}
+			report.APIServerDowntime = append(report.APIServerDowntime, time.Since(stopped))
+			s.log.add("kube-apiserver ready again on the same etcd, address and certificates; a new kube-controller-manager ready")
+		case etcd:
+			killed := time.Now()
+			if err := env.KillEtcd(); err != nil {
+				s.log.violation("killing etcd: %v", err)
+				continue
+			}
+			s.log.add("etcd killed (SIGKILL)")
+			time.Sleep(cfg.EtcdDowntime)
+			if err := env.StartEtcd(ctx); err != nil {
+				s.log.violation("starting etcd again: %v", err)
+				continue
+			}
+			report.EtcdDowntime = append(report.EtcdDowntime, time.Since(killed))
+			s.log.add("etcd started again on its data; the kube-apiserver ready")
 		}
-		restarts++
-		stopped := time.Now()
-		s.log.add("kube-apiserver stopped")
-		err := env.StopAPIServer()
-		if err == nil {
-			err = env.StartAPIServer(ctx)
-		}
-		if err != nil {
-			s.log.violation("restarting the kube-apiserver: %v", err)
-			continue
-		}
-		report.APIServerDowntime = append(report.APIServerDowntime, time.Since(stopped))
-		s.log.add("kube-apiserver ready again on the same etcd, address and certificates; a new kube-controller-manager ready")
 	}
+}
+
+// deleteBurst deletes every owner of the soak at once, from as many
+// goroutines, and returns how many deletes the API server took.
+func (s *state) deleteBurst(ctx context.Context, kinds []kind, cfg Config) int {
+	var wg sync.WaitGroup
+	var n atomic.Int64
+	for _, k := range kinds {
+		for i := range cfg.Owners {
+			wg.Go(func() {
+				obj := k.newObject()
+				key := s.key(k, i)
+				obj.SetName(key.Name)
+				obj.SetNamespace(key.Namespace)
+				if s.c.Delete(ctx, obj) == nil {
+					n.Add(1)
+					s.count("burst delete")
+				}
+			})
+		}
+	}
+	wg.Wait()
+	return int(n.Load())
 }
 
 // takeoverBound is how long a standby may take to be elected: the lease

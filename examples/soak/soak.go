@@ -1,12 +1,16 @@
 // Package soak is the reliability soak of steady's example operators
 // (docs/reliability.md): the five examples (tenant, usernamespace, at,
-// bucket, bundle) in one controller-runtime manager on a control plane with
-// the garbage collector, under churn from several goroutines, faults on the
-// manager's transport, a cache held back, dropped watch connections,
-// another writer, two replicas with leader election whose leader is killed
-// mid-run, and the kube-apiserver restarted. Once churn and faults stop it
-// checks what the operators promise and reports every violation. TestSoakSmoke runs it briefly in make test; make soak runs
-// examples/cmd/soak.
+// bucket, bundle) in one controller-runtime manager per process, two such
+// processes with leader election, on a control plane with the garbage
+// collector, under churn from several goroutines, faults on each process's
+// requests (through a proxy), a cache held back, dropped watch
+// connections, another writer; the leader's process killed with SIGKILL
+// right after a burst of deletes starts, the kube-apiserver restarted, and
+// etcd killed with SIGKILL and started again. Once churn and faults stop it
+// checks what the operators promise and reports every violation.
+// TestSoakSmoke runs it briefly in make test; make soak runs
+// examples/cmd/soak. A binary that runs the soak calls [RunReplicaIfAsked]
+// first: the replicas are new processes of that binary.
 package soak
 
 import (
@@ -72,13 +76,18 @@ type Config struct {
 	// Replicas is how many managers run at once, with leader election on
 	// the Lease [LeaseName] in [Namespace]: one leader and standbys.
 	Replicas int
-	// LeaderKills is how often during churn the leader is killed (its
-	// requests cut, its context cancelled, its lease not released); a new
-	// standby replaces it, as a restarted pod would.
+	// LeaderKills is how often during churn the leader's process is killed
+	// with SIGKILL, right after a burst of owner deletes starts (its lease
+	// not released, its requests cut mid-flight); a new standby process
+	// replaces it, as a restarted pod would.
 	LeaderKills int
 	// APIServerRestarts is how often during churn the kube-apiserver is
 	// stopped and started again on the same etcd.
 	APIServerRestarts int
+	// EtcdRestarts is how often during churn etcd is killed with SIGKILL
+	// and started again on its data, EtcdDowntime later.
+	EtcdRestarts int
+	EtcdDowntime time.Duration
 	// LeaseDuration, RenewDeadline and RetryPeriod are the replicas' leader
 	// election timings.
 	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
@@ -100,13 +109,13 @@ type Config struct {
 
 // Smoke is the run make test does (under 60 s of soak).
 var Smoke = Config{Owners: 2, Churners: 2, Churn: 12 * time.Second, Quiet: 5 * time.Second,
-	Replicas: 2, LeaderKills: 1, APIServerRestarts: 1,
+	Replicas: 2, LeaderKills: 1, APIServerRestarts: 1, EtcdRestarts: 1, EtcdDowntime: 2 * time.Second,
 	LeaseDuration: 4 * time.Second, RenewDeadline: 3 * time.Second, RetryPeriod: 500 * time.Millisecond,
 	FaultRate: 0.03, WatchDropRate: 0.1, WatchDelay: 300 * time.Millisecond, Converge: 2 * time.Minute, Seed: 1}
 
 // Long is the run make soak does.
 var Long = Config{Owners: 6, Churners: 4, Churn: 90 * time.Second, Quiet: 30 * time.Second,
-	Replicas: 2, LeaderKills: 1, APIServerRestarts: 1,
+	Replicas: 2, LeaderKills: 4, APIServerRestarts: 1, EtcdRestarts: 2, EtcdDowntime: 5 * time.Second,
 	LeaseDuration: 4 * time.Second, RenewDeadline: 3 * time.Second, RetryPeriod: 500 * time.Millisecond,
 	FaultRate: 0.03, WatchDropRate: 0.1, WatchDelay: 300 * time.Millisecond, Converge: 3 * time.Minute, Seed: 1}
 
@@ -131,8 +140,9 @@ type Report struct {
 	// QuietWriteLines names each write in the quiet window: the replica,
 	// the request, its answer and the start of its body.
 	QuietWriteLines []string
-	// Goroutines and heap (bytes in use after a GC) before the first
-	// manager and after the last one stopped.
+	// Goroutines and heap (bytes in use after a GC) of the soak's own
+	// process (its churners, proxies and checks) before the first replica
+	// started and after the last one stopped.
 	GoroutinesBefore, GoroutinesAfter int
 	HeapBefore, HeapAfter             uint64
 	// Events lists what happened to the replicas and the kube-apiserver, in
@@ -143,9 +153,10 @@ type Report struct {
 	// long, say) and exited, each replaced by a new one.
 	Elections, LeasesLost int
 	// Takeovers is, for each killed leader, how long until another replica
-	// was elected; APIServerDowntime, for each restart of the
-	// kube-apiserver, how long until it was ready again.
-	Takeovers, APIServerDowntime []time.Duration
+	// was elected; APIServerDowntime and EtcdDowntime, for each restart of
+	// the kube-apiserver or etcd, how long until the API server was ready
+	// again.
+	Takeovers, APIServerDowntime, EtcdDowntime []time.Duration
 }
 
 // String prints the report.
@@ -154,6 +165,7 @@ func (r *Report) String() string {
 	fmt.Fprintf(&b, "operations: %s\n", formatCounts(r.Operations))
 	fmt.Fprintf(&b, "faults injected: %s\n", formatCounts(r.Faults))
 	fmt.Fprintf(&b, "kube-apiserver restarts: %d (ready again after %s)\n", len(r.APIServerDowntime), formatDurations(r.APIServerDowntime))
+	fmt.Fprintf(&b, "etcd kills: %d (the API server ready again after %s)\n", len(r.EtcdDowntime), formatDurations(r.EtcdDowntime))
 	fmt.Fprintf(&b, "leaders killed: %d (taken over after %s); elections: %d; leases lost: %d\n", len(r.Takeovers), formatDurations(r.Takeovers), r.Elections, r.LeasesLost)
 	fmt.Fprintf(&b, "events:\n")
 	for _, e := range r.Events {
@@ -195,18 +207,28 @@ func formatCounts(m map[string]int) string {
 // Namespace holds the soak's namespaced owners.
 const Namespace = "soak"
 
-// NewEnvironment returns the control plane the soak runs on: etcd,
-// kube-apiserver and kube-controller-manager (garbage collector), with the
-// five examples' CRDs and types.
-func NewEnvironment() (*testenv.Environment, error) {
+// Scheme is the soak's scheme: client-go's kinds, CRDs and the five
+// examples' types.
+func Scheme() (*k8sruntime.Scheme, error) {
 	scheme := k8sruntime.NewScheme()
-	crds := fstest.MapFS{}
 	for _, add := range []func(*k8sruntime.Scheme) error{clientgoscheme.AddToScheme, apiextensionsv1.AddToScheme,
 		tenant.AddToScheme, usernamespace.AddToScheme, at.AddToScheme, bucket.AddToScheme, bundle.AddToScheme} {
 		if err := add(scheme); err != nil {
 			return nil, err
 		}
 	}
+	return scheme, nil
+}
+
+// NewEnvironment returns the control plane the soak runs on: etcd,
+// kube-apiserver and kube-controller-manager (garbage collector), with the
+// five examples' CRDs and types.
+func NewEnvironment() (*testenv.Environment, error) {
+	scheme, err := Scheme()
+	if err != nil {
+		return nil, err
+	}
+	crds := fstest.MapFS{}
 	for name, fsys := range map[string]fs.FS{"tenant": tenant.CRDs, "usernamespace": usernamespace.CRDs, "at": at.CRDs, "bucket": bucket.CRDs, "bundle": bundle.CRDs} {
 		err := fs.WalkDir(fsys, ".", func(p string, d fs.DirEntry, err error) error {
 			if err != nil || d.IsDir() {
@@ -300,7 +322,7 @@ func Run(t *testing.T, env *testenv.Environment, cfg Config) *Report {
 
 	report := &Report{}
 	report.GoroutinesBefore, report.HeapBefore = goroutinesAndHeap()
-	rs := newReplicas(env, cfg, s, s.log, func(mgr ctrl.Manager) error { return setup(mgr, fake) })
+	rs := newReplicas(env, cfg, s, s.log, fake.S3)
 	s.faults.on.Store(true)
 	for range cfg.Replicas {
 		if err := rs.start("at the start"); err != nil {
@@ -310,7 +332,7 @@ func Run(t *testing.T, env *testenv.Environment, cfg Config) *Report {
 	disrupted := make(chan struct{})
 	go func() {
 		defer close(disrupted)
-		s.disrupt(ctx, env, rs, cfg, cfg.Churn, report)
+		s.disrupt(ctx, env, rs, kinds, cfg, cfg.Churn, report)
 	}()
 	s.churn(ctx, kinds, cfg, cfg.Churn, cfg.Seed)
 	<-disrupted
@@ -385,8 +407,9 @@ func goroutinesAndHeap() (int, uint64) {
 	return runtime.NumGoroutine(), ms.HeapInuse
 }
 
-// setup registers the five examples' controllers on mgr, as the demo does.
-func setup(mgr ctrl.Manager, fake *bucket.FakeS3) error {
+// setup registers the five examples' controllers on mgr, as the demo does,
+// the Bucket's with object storage at s3.
+func setup(mgr ctrl.Manager, s3 bucket.S3Config) error {
 	c := steady.NewClient(mgr) // one per manager, shared by its reconcilers
 	roles := &tenant.ClusterRoles{Client: c}
 	if err := mgr.Add(roles); err != nil {
@@ -396,7 +419,7 @@ func setup(mgr ctrl.Manager, fake *bucket.FakeS3) error {
 		&tenant.Reconciler{Client: c, APIReader: mgr.GetAPIReader(), ClusterRolesReady: roles.Ready()},
 		&usernamespace.Reconciler{Client: c, APIReader: mgr.GetAPIReader()},
 		&at.Reconciler{Client: c, APIReader: mgr.GetAPIReader()},
-		&bucket.Reconciler{Client: c, APIReader: mgr.GetAPIReader(), S3: fake.S3},
+		&bucket.Reconciler{Client: c, APIReader: mgr.GetAPIReader(), S3: s3},
 		&bundle.Reconciler{Client: c, APIReader: mgr.GetAPIReader()},
 	} {
 		if err := r.SetupWithManager(mgr); err != nil {

@@ -11,6 +11,7 @@ import (
 var env *testenv.Environment
 
 func TestMain(m *testing.M) {
+	RunReplicaIfAsked() // the replicas are processes of this test binary
 	var err error
 	if env, err = NewEnvironment(); err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -25,6 +25,7 @@ import (
 )
 
 func main() {
+	soak.RunReplicaIfAsked() // the replicas are processes of this binary
 	ctrl.SetLogger(logr.Discard())
 	klog.SetLogger(logr.Discard())
 	cfg := soak.Long
@@ -42,8 +43,8 @@ func main() {
 			*d = v
 		}
 	}
-	fmt.Printf("soak: %d owners of each of 5 kinds, %d churners, %s of churn, %d replicas with leader election (lease %s, renew deadline %s, retry %s), %d leader kills, %d kube-apiserver restarts, %.0f%% of requests failed, %.0f%% of watches dropped, watch events %s late, %s quiet window\n",
-		cfg.Owners, cfg.Churners, cfg.Churn, cfg.Replicas, cfg.LeaseDuration, cfg.RenewDeadline, cfg.RetryPeriod, cfg.LeaderKills, cfg.APIServerRestarts,
+	fmt.Printf("soak: %d owners of each of 5 kinds, %d churners, %s of churn, %d replicas with leader election (lease %s, renew deadline %s, retry %s), %d leader kills (SIGKILL), %d kube-apiserver restarts, %d etcd kills (down %s), %.0f%% of requests failed, %.0f%% of watches dropped, watch events %s late, %s quiet window\n",
+		cfg.Owners, cfg.Churners, cfg.Churn, cfg.Replicas, cfg.LeaseDuration, cfg.RenewDeadline, cfg.RetryPeriod, cfg.LeaderKills, cfg.APIServerRestarts, cfg.EtcdRestarts, cfg.EtcdDowntime,
 		cfg.FaultRate*100, cfg.WatchDropRate*100, cfg.WatchDelay, cfg.Quiet)
 	os.Args = append(os.Args[:1], "-test.v", "-test.timeout=30m")
 	testing.Main(func(pat, str string) (bool, error) { return regexp.MatchString(pat, str) },
