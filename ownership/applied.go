@@ -100,6 +100,7 @@ func sameFields(sent any, fields map[string]any, live any) bool {
 // a set). Every element sent has one entry, and one element in live.
 func sameList(sent []any, fields map[string]any, live []any) bool {
 	used := make(map[string]bool, len(sent))
+	last := -1 // the position in live of the element sent before: the apply orders them as sent
 	for _, e := range sent {
 		matched := false
 		for k, sub := range fields {
@@ -110,22 +111,28 @@ func sameList(sent []any, fields map[string]any, live []any) bool {
 			case strings.HasPrefix(k, "k:"):
 				var key map[string]any
 				em, ok := e.(map[string]any)
-				if json.Unmarshal([]byte(k[2:]), &key) != nil || !ok || !hasKey(em, key) {
+				if json.Unmarshal([]byte(k[2:]), &key) != nil || !ok {
 					continue
 				}
 				sm, ok := sub.(map[string]any)
-				if !ok {
-					return false
-				}
-				le := elementWithKey(live, key)
-				if le == nil || !sameFields(em, sm, le) {
-					return false
-				}
-			case strings.HasPrefix(k, "v:"):
-				var v any
-				if json.Unmarshal([]byte(k[2:]), &v) != nil || !object.EqualJSON(e, v) || !containsValue(live, v) {
+				if !ok || !hasKey(em, key, sm) {
 					continue
 				}
+				le, at := elementWithKey(live, key)
+				if le == nil || at < last || !sameFields(em, sm, le) {
+					return false
+				}
+				last = at
+			case strings.HasPrefix(k, "v:"):
+				var v any
+				if json.Unmarshal([]byte(k[2:]), &v) != nil || !object.EqualJSON(e, v) {
+					continue
+				}
+				at := indexOfValue(live, v)
+				if at < last {
+					return false // absent (-1), or before the element sent before it
+				}
+				last = at
 			default:
 				return false // keyed by position: not told apart here
 			}
@@ -140,8 +147,16 @@ func sameList(sent []any, fields map[string]any, live []any) bool {
 }
 
 // hasKey reports whether element e has every key field of key, equal.
-func hasKey(e, key map[string]any) bool {
+// A key field e does not send and fields (e's field set; nil: none) does
+// not own is the schema's default (a port's protocol): the server keys e
+// with it as before.
+func hasKey(e, key, fields map[string]any) bool {
 	for k, v := range key {
+		if _, sent := e[k]; !sent && fields != nil {
+			if _, owned := fields["f:"+k]; !owned {
+				continue
+			}
+		}
 		if !object.EqualJSON(e[k], v) {
 			return false
 		}
@@ -151,24 +166,25 @@ func hasKey(e, key map[string]any) bool {
 
 // elementWithKey returns the one element of list with key, or nil (none,
 // or more than one).
-func elementWithKey(list []any, key map[string]any) map[string]any {
+func elementWithKey(list []any, key map[string]any) (map[string]any, int) {
 	var found map[string]any
-	for _, e := range list {
-		if em, ok := e.(map[string]any); ok && hasKey(em, key) {
+	at := -1
+	for i, e := range list {
+		if em, ok := e.(map[string]any); ok && hasKey(em, key, nil) {
 			if found != nil {
-				return nil
+				return nil, -1
 			}
-			found = em
+			found, at = em, i
 		}
 	}
-	return found
+	return found, at
 }
 
-func containsValue(list []any, v any) bool {
-	for _, e := range list {
+func indexOfValue(list []any, v any) int {
+	for i, e := range list {
 		if object.EqualJSON(e, v) {
-			return true
+			return i
 		}
 	}
-	return false
+	return -1
 }

@@ -36,7 +36,7 @@ func TestSameFields(t *testing.T) {
 			`{"spec":{"containers":[{"name":"app","image":"i:1"},{"name":"b","image":"b"}]}}`, false},
 		{"keyed list, element gone live", `{"spec":{"containers":[{"name":"app","image":"i:1"}]}}`, containers,
 			`{"spec":{"containers":[]}}`, false},
-		{"set", `{"fin":["a","b"]}`, `{"f:fin":{"v:\"a\"":{},"v:\"b\"":{}}}`, `{"fin":["b","c","a"]}`, true},
+		{"set", `{"fin":["a","b"]}`, `{"f:fin":{"v:\"a\"":{},"v:\"b\"":{}}}`, `{"fin":["b","c","a"]}`, false}, // an apply orders them as sent: [c a b]
 		{"set, one owned no longer sent", `{"fin":["a"]}`, `{"f:fin":{"v:\"a\"":{},"v:\"b\"":{}}}`, `{"fin":["a","b"]}`, false},
 		{"set, one missing live", `{"fin":["a","b"]}`, `{"f:fin":{"v:\"a\"":{},"v:\"b\"":{}}}`, `{"fin":["a"]}`, false},
 		{"list keyed by position", `{"l":[1]}`, `{"f:l":{"i:0":{}}}`, `{"l":[1]}`, false},
@@ -52,6 +52,31 @@ func TestSameFields(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
+			if got := sameFields(sent, fields.(map[string]any), live); got != tc.want {
+				t.Errorf("sameFields = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestSameFieldsKeepsOrder(t *testing.T) {
+	const two = `{"f:l":{"k:{\"name\":\"a\"}":{".":{},"f:name":{}},"k:{\"name\":\"b\"}":{".":{},"f:name":{}}}}`
+	const set = `{"f:fin":{"v:\"a\"":{},"v:\"b\"":{}}}`
+	for _, tc := range []struct {
+		name               string
+		sent, fields, live string
+		want               bool
+	}{
+		{"keyed, same order", `{"l":[{"name":"a"},{"name":"b"}]}`, two, `{"l":[{"name":"a"},{"name":"x"},{"name":"b"}]}`, true},
+		{"keyed, swapped", `{"l":[{"name":"b"},{"name":"a"}]}`, two, `{"l":[{"name":"a"},{"name":"b"}]}`, false},
+		{"set, same order", `{"fin":["a","b"]}`, set, `{"fin":["c","a","b"]}`, true},
+		{"set, swapped", `{"fin":["b","a"]}`, set, `{"fin":["a","b"]}`, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var sent, fields, live any
+			_ = json.Unmarshal([]byte(tc.sent), &sent)
+			_ = json.Unmarshal([]byte(tc.fields), &fields)
+			_ = json.Unmarshal([]byte(tc.live), &live)
 			if got := sameFields(sent, fields.(map[string]any), live); got != tc.want {
 				t.Errorf("sameFields = %v, want %v", got, tc.want)
 			}

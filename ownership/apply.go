@@ -159,7 +159,7 @@ func apply(ctx context.Context, c client.Client, owner client.Object, config run
 	// and also in a new process. Not when this client's last answer is
 	// newer than the read: a cache behind our own write shows an older
 	// child.
-	if live != nil && metav1.IsControlledBy(live, owner) && !behindOwnAnswer(key, live) && asApplied(live, u, fieldManager) {
+	if live != nil && metav1.IsControlledBy(live, owner) && recordOf(live).current(r) && !behindOwnAnswer(key, live) && asApplied(live, u, fieldManager) {
 		if err := answerInto(config, live, gvk); err != nil {
 			return controllerutil.OperationResultNone, fmt.Errorf("ownership: %s is as applied, but reading it failed: %w", name, err)
 		}
