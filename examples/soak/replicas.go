@@ -219,13 +219,15 @@ func (rs *replicas) stop() {
 	rs.stopping = true
 	all := rs.all
 	rs.mu.Unlock()
+	var running []*replica // the ones this stop ends: the others were killed or exited on a lost lease
 	for _, r := range all {
 		if r.stopped.Swap(true) || isDone(r.done) {
 			continue
 		}
 		_ = r.cmd.Process.Signal(syscall.SIGTERM)
+		running = append(running, r)
 	}
-	for _, r := range all {
+	for _, r := range running {
 		select {
 		case <-r.done:
 		case <-time.After(stopBound):
