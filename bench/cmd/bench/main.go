@@ -224,7 +224,9 @@ func run() error {
 		logf("live children: %d Deployments per way", *liveN)
 		costs, err := harness.MeasureLiveChildren(ctx, env.Config, env.Client, harness.LiveVariants, *liveN, 4, logf)
 		if err != nil {
-			return err
+			// The report of everything else is kept; the ways measured
+			// before the failure are in it.
+			logf("live children: %v", err)
 		}
 		rep.LiveChildren = costs
 	}
