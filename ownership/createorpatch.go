@@ -166,6 +166,7 @@ func patchChild(ctx context.Context, c client.Client, live, child client.Object,
 
 	result := controllerutil.OperationResultNone
 	if diff != nil {
+		warnOthersRemoved(ctx, "patching", name, otherSets(live, child), liveMap, wantMap)
 		patch := client.RawPatch(types.MergePatchType, data)
 		if err := c.Patch(ctx, child, patch); err != nil {
 			return controllerutil.OperationResultNone, fmt.Errorf("ownership: patching %s: %w", name, immutable(recreated(c, child, err)))

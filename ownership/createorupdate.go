@@ -258,6 +258,11 @@ func updateChild(ctx context.Context, c client.Client, live, child client.Object
 	if err := beforeWrite(); err != nil {
 		return controllerutil.OperationResultNone, err
 	}
+	if sets := otherSets(live, child); len(sets) > 0 {
+		if err := maps(); err == nil {
+			warnOthersRemoved(ctx, "updating", name, sets, liveMap, wantMap)
+		}
+	}
 	if wantMap == nil {
 		// The update decodes its answer into child, in new maps and
 		// slices: a shallow copy keeps the desired object.

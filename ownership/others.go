@@ -1,0 +1,187 @@
+package ownership
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/steadyk8s/steady/internal/object"
+)
+
+// otherSets returns the field sets (managedFields, of the object itself,
+// not of its status) of live's field managers but this controller's, the
+// one that set the controller reference want carries. It returns none
+// where no manager set that reference, or live has no managedFields
+// (stripped by a cache transform): others cannot be told from ours.
+func otherSets(live, want client.Object) []managerSet {
+	ref := metav1.GetControllerOf(want)
+	if ref == nil {
+		return nil
+	}
+	entries := live.GetManagedFields()
+	ours := ""
+	for _, f := range entries {
+		if f.Subresource == "" && f.FieldsV1 != nil && strings.Contains(string(f.FieldsV1.Raw), fmt.Sprintf(`k:{\"uid\":\"%s\"}`, ref.UID)) {
+			ours = f.Manager
+			break
+		}
+	}
+	if ours == "" {
+		return nil
+	}
+	var sets []managerSet
+	for _, f := range entries {
+		if f.Subresource != "" || f.Manager == ours || f.FieldsV1 == nil {
+			continue
+		}
+		var set map[string]any
+		if json.Unmarshal(f.FieldsV1.Raw, &set) == nil {
+			sets = append(sets, managerSet{f.Manager, set})
+		}
+	}
+	return sets
+}
+
+// othersRemoved names the fields of liveMap that the managers of sets
+// (see otherSets) set and that a write of wantMap would remove, each with
+// those managers: "spec.template.metadata.annotations[kubectl.kubernetes.io/restartedAt]
+// (kubectl-rollout)". A field wantMap changes but keeps (drift put back,
+// a replica count set again) is not named: only removals; nor the status.
+func othersRemoved(sets []managerSet, liveMap, wantMap map[string]any) []string {
+	if len(sets) == 0 {
+		return nil
+	}
+	found := map[string]map[string]bool{}
+	removedIn(withoutStatus(liveMap), withoutStatus(wantMap), "", sets, found)
+	out := make([]string, 0, len(found))
+	for path, managers := range found {
+		names := make([]string, 0, len(managers))
+		for m := range managers {
+			names = append(names, m)
+		}
+		sort.Strings(names)
+		out = append(out, fmt.Sprintf("%s (%s)", path, strings.Join(names, ", ")))
+	}
+	sort.Strings(out)
+	return out
+}
+
+// managerSet is one field manager's field set (a fieldsV1 tree), or a
+// node of it.
+type managerSet struct {
+	manager string
+	set     map[string]any
+}
+
+// removedIn records in found, by path, the managers of sets that own a
+// field of live (a map) that want does not have, under path.
+func removedIn(live, want map[string]any, path string, sets []managerSet, found map[string]map[string]bool) {
+	for k, lv := range live {
+		var under []managerSet
+		for _, s := range sets {
+			if sub, ok := s.set["f:"+k].(map[string]any); ok {
+				under = append(under, managerSet{s.manager, sub})
+			}
+		}
+		if len(under) == 0 {
+			continue // no other manager owns anything here
+		}
+		p := fieldPath(path, k)
+		wv, kept := want[k]
+		if !kept || object.IsNull(wv) {
+			// Named down to what each manager owns: the annotation, not
+			// the annotations.
+			before := len(found)
+			switch l := lv.(type) {
+			case map[string]any:
+				removedIn(l, nil, p, under, found)
+			case []any:
+				removedElements(l, nil, p, under, found)
+			}
+			if len(found) == before && !object.IsNull(lv) {
+				mark(found, p, under)
+			}
+			continue
+		}
+		switch l := lv.(type) {
+		case map[string]any:
+			if w, ok := wv.(map[string]any); ok {
+				removedIn(l, w, p, under, found)
+			}
+		case []any:
+			if w, ok := wv.([]any); ok {
+				removedElements(l, w, p, under, found)
+			}
+		}
+	}
+}
+
+// removedElements is removedIn for a list: an element another manager
+// owns (by its key, "k:{...}", or its value, "v:...") that live has and
+// want has not.
+func removedElements(live, want []any, path string, sets []managerSet, found map[string]map[string]bool) {
+	for _, s := range sets {
+		for k := range s.set {
+			var in func([]any) bool
+			switch {
+			case strings.HasPrefix(k, "k:"):
+				var key map[string]any
+				if json.Unmarshal([]byte(k[2:]), &key) != nil {
+					continue
+				}
+				in = func(list []any) bool { _, at := elementWithKey(list, key); return at >= 0 }
+			case strings.HasPrefix(k, "v:"):
+				var v any
+				if json.Unmarshal([]byte(k[2:]), &v) != nil {
+					continue
+				}
+				in = func(list []any) bool { return indexOfValue(list, v) >= 0 }
+			default:
+				continue
+			}
+			if in(live) && !in(want) {
+				mark(found, path+"["+k[2:]+"]", []managerSet{s})
+			}
+		}
+	}
+}
+
+func mark(found map[string]map[string]bool, path string, sets []managerSet) {
+	if found[path] == nil {
+		found[path] = map[string]bool{}
+	}
+	for _, s := range sets {
+		found[path][s.manager] = true
+	}
+}
+
+// fieldPath is path's field k: "a.b", or "a[k]" for a key that is not a
+// plain name (a label, an annotation).
+func fieldPath(path, k string) string {
+	if strings.ContainsAny(k, "./") {
+		return path + "[" + k + "]"
+	}
+	if path == "" {
+		return k
+	}
+	return path + "." + k
+}
+
+// warnOthersRemoved logs, on ctx's logger, what of other field managers'
+// (sets) a write of wantMap over liveMap removes (see othersRemoved): a
+// shared child written whole, which Apply, or a mutate that sets fields one
+// by one, would keep.
+func warnOthersRemoved(ctx context.Context, verb string, name fmt.Stringer, sets []managerSet, liveMap, wantMap map[string]any) {
+	removed := othersRemoved(sets, liveMap, wantMap)
+	if len(removed) == 0 {
+		return
+	}
+	log.FromContext(ctx).Info(fmt.Sprintf("ownership: %s %s removes what other field managers set: %s; "+
+		"set the child's fields one by one on the child as read, or use ownership.Apply, to keep them", verb, name, strings.Join(removed, "; ")))
+}

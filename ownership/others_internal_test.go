@@ -1,0 +1,47 @@
+package ownership
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+// TestOthersRemoved: what another manager owns and a write removes is
+// named down to the owned field (a label, a keyed element, a set value);
+// what it owns and the write keeps, changes or never had is not.
+func TestOthersRemoved(t *testing.T) {
+	const sidecar = `{"f:spec":{"f:containers":{"k:{\"name\":\"side\"}":{".":{},"f:image":{}}}}}`
+	for _, tc := range []struct {
+		name, set, live, want, named string
+	}{
+		{"a label removed", `{"f:metadata":{"f:labels":{"f:team":{}}}}`,
+			`{"metadata":{"labels":{"team":"a","app":"x"}}}`, `{"metadata":{"labels":{"app":"x"}}}`, "metadata.labels.team (other)"},
+		{"the labels removed whole", `{"metadata":{}, "f:metadata":{"f:labels":{"f:example.com/team":{}}}}`,
+			`{"metadata":{"labels":{"example.com/team":"a"}}}`, `{"metadata":{}}`, "metadata.labels[example.com/team] (other)"},
+		{"a value set again", `{"f:spec":{"f:replicas":{}}}`, `{"spec":{"replicas":5}}`, `{"spec":{"replicas":2}}`, ""},
+		{"a field kept", `{"f:spec":{"f:paused":{}}}`, `{"spec":{"paused":true}}`, `{"spec":{"paused":true}}`, ""},
+		{"a keyed element removed", sidecar, `{"spec":{"containers":[{"name":"app"},{"name":"side","image":"s"}]}}`,
+			`{"spec":{"containers":[{"name":"app"}]}}`, `spec.containers[{"name":"side"}] (other)`},
+		{"a keyed element kept", sidecar, `{"spec":{"containers":[{"name":"app"},{"name":"side","image":"s"}]}}`,
+			`{"spec":{"containers":[{"name":"side","image":"t"},{"name":"app"}]}}`, ""},
+		{"a set value removed", `{"f:metadata":{"f:finalizers":{"v:\"x/y\"":{}}}}`,
+			`{"metadata":{"finalizers":["x/y","a/b"]}}`, `{"metadata":{"finalizers":["a/b"]}}`, `metadata.finalizers["x/y"] (other)`},
+		{"a field the other owns but live lacks", `{"f:spec":{"f:paused":{}}}`, `{"spec":{}}`, `{"spec":{}}`, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var set, live, want map[string]any
+			for _, p := range []struct {
+				s  string
+				to *map[string]any
+			}{{tc.set, &set}, {tc.live, &live}, {tc.want, &want}} {
+				if err := json.Unmarshal([]byte(p.s), p.to); err != nil {
+					t.Fatal(err)
+				}
+			}
+			got := strings.Join(othersRemoved([]managerSet{{"other", set}}, live, want), "; ")
+			if got != tc.named {
+				t.Errorf("named %q, want %q", got, tc.named)
+			}
+		})
+	}
+}
