@@ -149,7 +149,7 @@ func TestLedgerForgetsNoUnseenWrite(t *testing.T) {
 // our write of the one that replaced it.
 func TestMemosFollowTheInformer(t *testing.T) {
 	s, inf := newState(t)
-	const n = 20_000 // beyond the 8,192 the old memory held
+	const n = 100_000 // beyond the 8,192 the old memory held
 	for i := range n {
 		name := fmt.Sprint("c-", i)
 		s.Remember(key(name), cm(name, "u", "1"), "update", i)
