@@ -27,7 +27,9 @@ import (
 // false and the apply is sent, which is never wrong.
 func asApplied(live client.Object, u *unstructured.Unstructured, fieldManager string) bool {
 	owned, ok := appliedFields(live, fieldManager).(map[string]any)
-	if !ok {
+	if !ok || appliedVersion(live, fieldManager) != u.GetAPIVersion() {
+		// An entry of another version is rewritten in u's by the apply;
+		// kept, it fails every apply once its version leaves the kind.
 		return false
 	}
 	lm, err := object.ToMapWithoutManagedFields(live)
@@ -49,13 +51,55 @@ func asApplied(live client.Object, u *unstructured.Unstructured, fieldManager st
 			delete(sent, "metadata")
 		}
 	}
-	return sameFields(sent, owned, withoutStatus(lm))
+	return sameFields(sent, owned, withoutStatus(lm), otherFields(live, fieldManager)...)
+}
+
+// otherFields are the field sets of live's other managers (every entry but
+// fieldManager's applied one), decoded.
+func otherFields(live client.Object, fieldManager string) []map[string]any {
+	var out []map[string]any
+	for _, f := range live.GetManagedFields() {
+		if f.FieldsV1 == nil || f.Manager == fieldManager && f.Operation == "Apply" && f.Subresource == "" {
+			continue
+		}
+		var m map[string]any
+		if json.Unmarshal(f.FieldsV1.GetRawBytes(), &m) == nil {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// descend is the nodes of others under k.
+func descend(others []map[string]any, k string) []map[string]any {
+	var out []map[string]any
+	for _, o := range others {
+		if sub, ok := o[k].(map[string]any); ok {
+			out = append(out, sub)
+		}
+	}
+	return out
+}
+
+// granular reports whether another manager owns a field under a node:
+// an atomic map or list is owned whole, never field by field, so the node
+// this manager owns with nothing under it is a granular map or list entry
+// whose fields it lost (another manager took them), or sent empty.
+func granular(others []map[string]any) bool {
+	for _, o := range others {
+		for k := range o {
+			if k != "." {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // sameFields reports whether sent, a value an apply sends, sets exactly
 // the fields of fields (a node of a managedFields field set) and live
 // holds every value it sets.
-func sameFields(sent any, fields map[string]any, live any) bool {
+func sameFields(sent any, fields map[string]any, live any, others ...map[string]any) bool {
 	children := 0
 	for k := range fields {
 		if k != "." {
@@ -68,7 +112,7 @@ func sameFields(sent any, fields map[string]any, live any) bool {
 	case map[string]any:
 		if children == 0 {
 			// Owned whole (an atomic map), or an empty one.
-			return object.EqualJSON(s, live)
+			return !granular(others) && object.EqualJSON(s, live)
 		}
 		l, _ := live.(map[string]any)
 		if len(s) != children {
@@ -76,20 +120,20 @@ func sameFields(sent any, fields map[string]any, live any) bool {
 		}
 		for k, v := range s {
 			sub, ok := fields["f:"+k].(map[string]any)
-			if !ok || !sameFields(v, sub, l[k]) {
+			if !ok || !sameFields(v, sub, l[k], descend(others, "f:"+k)...) {
 				return false
 			}
 		}
 		return true
 	case []any:
 		if children == 0 {
-			return object.EqualJSON(s, live) // an atomic list
+			return !granular(others) && object.EqualJSON(s, live) // an atomic list
 		}
 		l, _ := live.([]any)
 		if len(s) != children {
 			return false
 		}
-		return sameList(s, fields, l)
+		return sameList(s, fields, l, others)
 	default:
 		return children == 0 && object.EqualJSON(s, live)
 	}
@@ -98,7 +142,7 @@ func sameFields(sent any, fields map[string]any, live any) bool {
 // sameList is sameFields for a list whose field set names its elements:
 // by their keys ("k:{...}", an associative list) or their values ("v:...",
 // a set). Every element sent has one entry, and one element in live.
-func sameList(sent []any, fields map[string]any, live []any) bool {
+func sameList(sent []any, fields map[string]any, live []any, others []map[string]any) bool {
 	used := make(map[string]bool, len(sent))
 	last := -1 // the position in live of the element sent before: the apply orders them as sent
 	for _, e := range sent {
@@ -119,7 +163,7 @@ func sameList(sent []any, fields map[string]any, live []any) bool {
 					continue
 				}
 				le, at := elementWithKey(live, key)
-				if le == nil || at < last || !sameFields(em, sm, le) {
+				if le == nil || at < last || !sameFields(em, sm, le, descend(others, k)...) {
 					return false
 				}
 				last = at
@@ -187,4 +231,15 @@ func indexOfValue(list []any, v any) int {
 		}
 	}
 	return -1
+}
+
+// appliedVersion is the apiVersion of fieldManager's applied entry in obj
+// ("": none); its field set is in that version.
+func appliedVersion(obj client.Object, fieldManager string) string {
+	for _, f := range obj.GetManagedFields() {
+		if f.Manager == fieldManager && f.Operation == "Apply" && f.Subresource == "" {
+			return f.APIVersion
+		}
+	}
+	return ""
 }

@@ -83,3 +83,19 @@ func TestSameFieldsKeepsOrder(t *testing.T) {
 		})
 	}
 }
+
+// TestSameFieldsMemberWithoutChildren: a node this manager owns with nothing
+// under it is atomic only where no other manager owns a field under it.
+func TestSameFieldsMemberWithoutChildren(t *testing.T) {
+	var sent, fields, live, other any
+	_ = json.Unmarshal([]byte(`{"m":{"a":1}}`), &sent)
+	_ = json.Unmarshal([]byte(`{"f:m":{}}`), &fields)
+	_ = json.Unmarshal([]byte(`{"m":{"a":1}}`), &live)
+	_ = json.Unmarshal([]byte(`{"f:m":{"f:a":{}}}`), &other)
+	if !sameFields(sent, fields.(map[string]any), live) {
+		t.Error("an atomic map, equal: want true")
+	}
+	if sameFields(sent, fields.(map[string]any), live, other.(map[string]any)) {
+		t.Error("a granular map whose field another manager owns: want false (the apply owns it too)")
+	}
+}

@@ -216,8 +216,10 @@ func apply(ctx context.Context, c client.Client, owner client.Object, config run
 				lock = known
 			}
 			// This client's last answer, newer than a cache behind it.
-			if m, ok := recall(key); ok && m.uid == known.uid && scope.OlderRV(known.rv, m.rv) {
-				known.rv = m.rv
+			// Also of a child the read does not show yet (created after the
+			// read one was deleted).
+			if m, ok := recall(key); ok && scope.OlderRV(known.rv, m.rv) {
+				known = memo{uid: m.uid, rv: m.rv}
 			}
 		} else if m, ok := recall(key); ok {
 			// Not shown yet: the child this client's last answer showed.
@@ -256,13 +258,16 @@ func apply(ctx context.Context, c client.Client, owner client.Object, config run
 }
 
 // behindOwnAnswer reports whether live, as read, is older than this
-// client's last answer for the child at key (false for no live).
+// client's last answer for the child at key (false for no live), also
+// when that answer is of another child of the name (one the apply created
+// after the read one was deleted): resourceVersions are the cluster's,
+// they compare across objects.
 func behindOwnAnswer(key memKey, live client.Object) bool {
 	if live == nil {
 		return false
 	}
 	m, ok := recall(key)
-	return ok && m.uid == live.GetUID() && scope.OlderRV(live.GetResourceVersion(), m.rv)
+	return ok && scope.OlderRV(live.GetResourceVersion(), m.rv)
 }
 
 // applyFailed is the result and error of an apply that failed with err,
@@ -392,7 +397,7 @@ func movedByAnother(live client.Object, answer *unstructured.Unstructured, u *un
 		return false
 	}
 	before, after := appliedFields(live, fieldManager), appliedFields(answer, fieldManager)
-	if before == nil || after == nil || !object.EqualJSON(before, after) {
+	if before == nil || after == nil || !object.EqualJSON(before, after) || appliedVersion(live, fieldManager) != appliedVersion(answer, fieldManager) {
 		return false
 	}
 	lm, err := object.ToMapWithoutManagedFields(live)
