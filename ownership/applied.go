@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"strings"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -26,8 +27,9 @@ import (
 // stripped from the cache, a value the server would normalize), it says
 // false and the apply is sent, which is never wrong.
 func asApplied(live client.Object, u *unstructured.Unstructured, fieldManager string) bool {
-	owned, ok := appliedFields(live, fieldManager).(map[string]any)
-	if !ok || appliedVersion(live, fieldManager) != u.GetAPIVersion() {
+	fields, version := appliedFields(live, fieldManager)
+	owned, ok := fields.(map[string]any)
+	if !ok || version != u.GetAPIVersion() {
 		// An entry of another version is rewritten in u's by the apply;
 		// kept, it fails every apply once its version leaves the kind.
 		return false
@@ -56,26 +58,16 @@ func asApplied(live client.Object, u *unstructured.Unstructured, fieldManager st
 
 // otherFields are the field sets of live's other managers (every entry but
 // fieldManager's applied one), decoded.
-func otherFields(live client.Object, fieldManager string) []map[string]any {
-	var out []map[string]any
-	for _, f := range live.GetManagedFields() {
-		if f.FieldsV1 == nil || f.Manager == fieldManager && f.Operation == "Apply" && f.Subresource == "" {
-			continue
-		}
-		var m map[string]any
-		if json.Unmarshal(f.FieldsV1.GetRawBytes(), &m) == nil {
-			out = append(out, m)
-		}
-	}
-	return out
+func otherFields(live client.Object, fieldManager string) []managerSet {
+	return fieldSets(live, func(f metav1.ManagedFieldsEntry) bool { return isApplied(f, fieldManager) })
 }
 
 // descend is the nodes of others under k.
-func descend(others []map[string]any, k string) []map[string]any {
-	var out []map[string]any
+func descend(others []managerSet, k string) []managerSet {
+	var out []managerSet
 	for _, o := range others {
-		if sub, ok := o[k].(map[string]any); ok {
-			out = append(out, sub)
+		if sub, ok := o.set[k].(map[string]any); ok {
+			out = append(out, managerSet{o.manager, sub})
 		}
 	}
 	return out
@@ -85,9 +77,9 @@ func descend(others []map[string]any, k string) []map[string]any {
 // an atomic map or list is owned whole, never field by field, so the node
 // this manager owns with nothing under it is a granular map or list entry
 // whose fields it lost (another manager took them), or sent empty.
-func granular(others []map[string]any) bool {
+func granular(others []managerSet) bool {
 	for _, o := range others {
-		for k := range o {
+		for k := range o.set {
 			if k != "." {
 				return true
 			}
@@ -99,7 +91,7 @@ func granular(others []map[string]any) bool {
 // sameFields reports whether sent, a value an apply sends, sets exactly
 // the fields of fields (a node of a managedFields field set) and live
 // holds every value it sets.
-func sameFields(sent any, fields map[string]any, live any, others ...map[string]any) bool {
+func sameFields(sent any, fields map[string]any, live any, others ...managerSet) bool {
 	children := 0
 	for k := range fields {
 		if k != "." {
@@ -142,7 +134,7 @@ func sameFields(sent any, fields map[string]any, live any, others ...map[string]
 // sameList is sameFields for a list whose field set names its elements:
 // by their keys ("k:{...}", an associative list) or their values ("v:...",
 // a set). Every element sent has one entry, and one element in live.
-func sameList(sent []any, fields map[string]any, live []any, others []map[string]any) bool {
+func sameList(sent []any, fields map[string]any, live []any, others []managerSet) bool {
 	used := make(map[string]bool, len(sent))
 	last := -1 // the position in live of the element sent before: the apply orders them as sent
 	for _, e := range sent {
@@ -231,15 +223,4 @@ func indexOfValue(list []any, v any) int {
 		}
 	}
 	return -1
-}
-
-// appliedVersion is the apiVersion of fieldManager's applied entry in obj
-// ("": none); its field set is in that version.
-func appliedVersion(obj client.Object, fieldManager string) string {
-	for _, f := range obj.GetManagedFields() {
-		if f.Manager == fieldManager && f.Operation == "Apply" && f.Subresource == "" {
-			return f.APIVersion
-		}
-	}
-	return ""
 }

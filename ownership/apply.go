@@ -396,8 +396,9 @@ func movedByAnother(live client.Object, answer *unstructured.Unstructured, u *un
 	if live == nil || live.GetUID() != answer.GetUID() {
 		return false
 	}
-	before, after := appliedFields(live, fieldManager), appliedFields(answer, fieldManager)
-	if before == nil || after == nil || !object.EqualJSON(before, after) || appliedVersion(live, fieldManager) != appliedVersion(answer, fieldManager) {
+	before, beforeVersion := appliedFields(live, fieldManager)
+	after, afterVersion := appliedFields(answer, fieldManager)
+	if before == nil || after == nil || !object.EqualJSON(before, after) || beforeVersion != afterVersion {
 		return false
 	}
 	lm, err := object.ToMapWithoutManagedFields(live)
@@ -523,16 +524,23 @@ func release(ctx context.Context, c client.Client, live client.Object, uid types
 
 // appliedFields are the fields fieldManager owns by its applies of the
 // object itself (not a subresource) in obj, as its managedFields say,
-// decoded (nil: none, or no managedFields).
-func appliedFields(obj metav1.Object, fieldManager string) any {
+// decoded (nil: none, or no managedFields), and the apiVersion their
+// entry is in.
+func appliedFields(obj metav1.Object, fieldManager string) (any, string) {
 	for _, f := range obj.GetManagedFields() {
-		if f.Manager == fieldManager && f.Operation == metav1.ManagedFieldsOperationApply && f.Subresource == "" && f.FieldsV1 != nil {
+		if isApplied(f, fieldManager) && f.FieldsV1 != nil {
 			var v any
 			if err := json.Unmarshal(f.FieldsV1.GetRawBytes(), &v); err != nil {
-				return nil
+				return nil, f.APIVersion
 			}
-			return v
+			return v, f.APIVersion
 		}
 	}
-	return nil
+	return nil, ""
+}
+
+// isApplied reports whether f is fieldManager's entry of its applies of
+// the object itself.
+func isApplied(f metav1.ManagedFieldsEntry, fieldManager string) bool {
+	return f.Manager == fieldManager && f.Operation == metav1.ManagedFieldsOperationApply && f.Subresource == ""
 }

@@ -24,10 +24,10 @@ func otherSets(live, want client.Object) []managerSet {
 	if ref == nil {
 		return nil
 	}
-	entries := live.GetManagedFields()
+	reference := fmt.Sprintf(`k:{\"uid\":\"%s\"}`, ref.UID) // as the field set names the reference
 	ours := ""
-	for _, f := range entries {
-		if f.Subresource == "" && f.FieldsV1 != nil && strings.Contains(string(f.FieldsV1.Raw), fmt.Sprintf(`k:{\"uid\":\"%s\"}`, ref.UID)) {
+	for _, f := range live.GetManagedFields() {
+		if f.Subresource == "" && f.FieldsV1 != nil && strings.Contains(string(f.FieldsV1.Raw), reference) {
 			ours = f.Manager
 			break
 		}
@@ -35,13 +35,19 @@ func otherSets(live, want client.Object) []managerSet {
 	if ours == "" {
 		return nil
 	}
+	return fieldSets(live, func(f metav1.ManagedFieldsEntry) bool { return f.Subresource != "" || f.Manager == ours })
+}
+
+// fieldSets decodes the field sets of obj's managedFields entries but
+// those skip names.
+func fieldSets(obj metav1.Object, skip func(metav1.ManagedFieldsEntry) bool) []managerSet {
 	var sets []managerSet
-	for _, f := range entries {
-		if f.Subresource != "" || f.Manager == ours || f.FieldsV1 == nil {
+	for _, f := range obj.GetManagedFields() {
+		if f.FieldsV1 == nil || skip(f) {
 			continue
 		}
 		var set map[string]any
-		if json.Unmarshal(f.FieldsV1.Raw, &set) == nil {
+		if json.Unmarshal(f.FieldsV1.GetRawBytes(), &set) == nil {
 			sets = append(sets, managerSet{f.Manager, set})
 		}
 	}
