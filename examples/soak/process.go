@@ -126,6 +126,16 @@ func runReplica(cfg replicaConfig) int {
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
 	defer stop()
+	// Gone with the soak, should it die first (killed, or a test binary
+	// that timed out): its child is then handed to another parent.
+	go func(parent int) {
+		for range time.Tick(time.Second) {
+			if os.Getppid() != parent {
+				fmt.Fprintf(os.Stderr, "soak replica %d: the soak is gone\n", cfg.N)
+				os.Exit(exitFailed)
+			}
+		}
+	}(os.Getppid())
 	go func() {
 		select {
 		case <-mgr.Elected():

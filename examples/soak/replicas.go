@@ -105,8 +105,6 @@ func (rs *replicas) start(why string) error {
 	r.cmd = exec.Command(self)
 	r.cmd.Env = append(os.Environ(), replicaEnv+"="+string(cfg))
 	r.cmd.Stderr = r.stderr
-	// Killed with this process, should it die first.
-	r.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	stdout, err := r.cmd.StdoutPipe()
 	if err != nil {
 		return errors.Join(err, r.proxy.Close())
