@@ -4,15 +4,12 @@ import (
 	"context"
 	"io"
 	"strings"
-	"sync"
 	"testing"
 
-	"github.com/go-logr/logr/funcr"
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
-	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/steadyk8s/steady/ownership"
 )
@@ -74,13 +71,7 @@ func TestRealRolloutRestartIsKept(t *testing.T) {
 		}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var mu sync.Mutex
-			var logged []string
-			ctx := log.IntoContext(context.Background(), funcr.New(func(_, args string) {
-				mu.Lock()
-				logged = append(logged, args)
-				mu.Unlock()
-			}, funcr.Options{}))
+			ctx, logged := loggedContext()
 			ns := env.Namespace(t)
 			o := owner(t, ns, "o")
 			c, n := counting(t)
@@ -98,9 +89,7 @@ func TestRealRolloutRestartIsKept(t *testing.T) {
 				t.Fatal(err)
 			}
 			got := annotation(t, ns)
-			mu.Lock()
-			lines := strings.Join(logged, "\n")
-			mu.Unlock()
+			lines := logged()
 			if tc.kept {
 				if got != restartedAt || op != controllerutil.OperationResultNone || n.Writes() != 0 {
 					t.Errorf("after the restart: %s with %d writes (%s), annotation %q; want it kept (%q), unchanged, no write", op, n.Writes(), n, got, restartedAt)

@@ -17,6 +17,25 @@ import (
 	"github.com/steadyk8s/steady/ownership"
 )
 
+// loggedContext is a context whose logger keeps what it is given; logged
+// returns the lines kept since its last call.
+func loggedContext() (ctx context.Context, logged func() string) {
+	var mu sync.Mutex
+	var lines []string
+	ctx = log.IntoContext(context.Background(), funcr.New(func(_, args string) {
+		mu.Lock()
+		lines = append(lines, args)
+		mu.Unlock()
+	}, funcr.Options{}))
+	return ctx, func() string {
+		mu.Lock()
+		defer mu.Unlock()
+		out := strings.Join(lines, "\n")
+		lines = nil
+		return out
+	}
+}
+
 // TestWholeWriteOfASharedChildIsLogged: CreateOrUpdate and CreateOrPatch
 // of a child built whole, which removes what another field manager set
 // (kubectl rollout restart's pod-template annotation), say so on the
@@ -28,20 +47,7 @@ func TestWholeWriteOfASharedChildIsLogged(t *testing.T) {
 	env.Require(t)
 	for _, tc := range fns {
 		t.Run(tc.name, func(t *testing.T) {
-			var mu sync.Mutex
-			var lines []string
-			ctx := log.IntoContext(context.Background(), funcr.New(func(prefix, args string) {
-				mu.Lock()
-				lines = append(lines, args)
-				mu.Unlock()
-			}, funcr.Options{}))
-			logged := func() string {
-				mu.Lock()
-				defer mu.Unlock()
-				out := strings.Join(lines, "\n")
-				lines = nil
-				return out
-			}
+			ctx, logged := loggedContext()
 			ns := env.Namespace(t)
 			o := owner(t, ns, "o")
 			c, _ := counting(t)
