@@ -14,14 +14,15 @@ import (
 )
 
 // The ledger: the resourceVersion of this process's last write of each
-// object, until the informer shows that write (or a later one), or the
-// object deleted; in a State without informers (reconcile.For's own),
-// until a read of For shows it, or finds the object gone.
-// A read older than the entry is a cache that does not hold our own write
-// yet: reconciling from it would compute from the past. An entry lives as
-// long as that write is unseen, whatever the number of objects or the time
-// it takes: there is no bound that forgets a write early, and the entries
-// are at most the objects written and not yet shown again.
+// object, until the informer shows the object deleted (or replaced by
+// another of the name); in a State without informers (reconcile.For's
+// own), until a read of For shows the write, or finds the object gone.
+// A read older than the entry is a copy that does not hold our own write:
+// a cache behind, or a snapshot read before the write and held across it
+// (which is why the informer showing the write does not end the entry).
+// Reconciling from it would compute from the past. There is no count or
+// time bound that forgets a write early: the entries are at most the
+// objects this process wrote that the informer holds.
 
 // RecordWrite remembers that this process wrote obj, the API server's
 // answer, at its resourceVersion; k names it.
@@ -156,10 +157,15 @@ func (s *State) hook(gvk schema.GroupVersionKind, obj client.Object) bool {
 	return err == nil
 }
 
-// shown ends the ledger's entry of o when o, as its informer shows it, is
-// no older than the write recorded. That holds for another UID under the
-// name too (the object written was replaced since); an older event, of
-// the object or of one it replaced, ends nothing.
+// shown ends the ledger's entry of o when the informer shows another
+// object under the name, no older than the write recorded: the object
+// written was replaced since. The informer showing the write itself, or a
+// later one, ends nothing: a copy read before our write (a Patcher's
+// snapshot held across it) is older than it however far the cache has
+// moved, and must still be refused. The entry ends with the object
+// (deleted), so the ledger holds at most one entry per object the
+// informer holds. An older event, of the object or of one it replaced,
+// ends nothing.
 func (s *State) shown(gvk schema.GroupVersionKind, o any) {
 	k, m, ok := eventKey(gvk, o)
 	if !ok {
@@ -167,7 +173,7 @@ func (s *State) shown(gvk schema.GroupVersionKind, o any) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if e, ok := s.objects[k]; ok && e.rv != "" && !OlderRV(m.GetResourceVersion(), e.rv) {
+	if e, ok := s.objects[k]; ok && e.rv != "" && e.uid != m.GetUID() && !OlderRV(m.GetResourceVersion(), e.rv) {
 		e.uid, e.rv = "", ""
 		s.dropIfEmpty(k, e)
 	}

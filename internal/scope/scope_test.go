@@ -90,11 +90,13 @@ func TestLedger(t *testing.T) {
 }
 
 // TestLedgerForgetsNoUnseenWrite: the ledger forgets a write when the
-// informer shows it, never because of how many other writes came after
-// (the old ledger dropped the older half beyond 65,536 entries, and then
-// let a stale copy overwrite our newer write). Here 100,000 writes the
-// informer has not shown are all still known; the informer showing them
-// empties the ledger.
+// informer shows the object gone (deleted, or replaced by another of the
+// name), never because of how many other writes came after (the old
+// ledger dropped the older half beyond 65,536 entries, and then let a
+// stale copy overwrite our newer write), nor because the cache has shown
+// the write: a copy read before it is still older. Here 100,000 writes are
+// all still known after the informer showed them and later ones; the
+// informer showing them deleted empties the ledger.
 func TestLedgerForgetsNoUnseenWrite(t *testing.T) {
 	s, inf := newState(t)
 	const n = 100_000
@@ -125,8 +127,25 @@ func TestLedgerForgetsNoUnseenWrite(t *testing.T) {
 			fi.Add(cm(name, "u-"+name, "9")) // a later write, someone else's
 		}
 	}
+	// Shown, and moved on: a copy read before the write is still behind it.
+	for _, i := range []int{0, 1, n - 1} {
+		name := fmt.Sprint("w-", i)
+		if _, behind := s.OwnWriteAhead(key(name), cm(name, "u-"+name, "6")); !behind {
+			t.Fatalf("write %d forgotten once the informer showed it: a snapshot read before it would overwrite it", i)
+		}
+		if _, behind := s.OwnWriteAhead(key(name), cm(name, "u-"+name, "9")); behind {
+			t.Fatalf("write %d: a copy no older than the write taken for stale", i)
+		}
+	}
+	if s.Len() != n {
+		t.Errorf("%d entries after the informer showed the writes, want %d (one per object it holds)", s.Len(), n)
+	}
+	for i := range n {
+		name := fmt.Sprint("w-", i)
+		fi.Delete(cm(name, "u-"+name, "9"))
+	}
 	if s.Len() != 0 {
-		t.Errorf("%d entries left after the informer showed every write", s.Len())
+		t.Errorf("%d entries left after the informer showed every object deleted", s.Len())
 	}
 	// Recreated: our write of the new object (u-new, at 30) is not ended
 	// by a late event of the one it replaced (older), and is by a later
