@@ -142,28 +142,23 @@ func apply(ctx context.Context, c client.Client, owner client.Object, config run
 	if err != nil {
 		return controllerutil.OperationResultNone, err
 	}
-	// Nothing changed since the last apply of this configuration, neither
-	// the child (its resourceVersion is the answer's) nor what is applied:
-	// the apply would change nothing.
+	// The apply would change nothing: the child is as this client's last
+	// apply of this configuration left it (the answer's resourceVersion),
+	// or, judged from the child itself, it holds what the apply sends and
+	// this field manager applied exactly these fields, whatever else moved
+	// it (its status, another writer's fields), also in a new process. Not
+	// judged from a read older than this client's last answer: a cache
+	// behind our own write shows an older child.
 	sent, sumErr := sum(fieldManager, o.Force, u.Object)
-	if m, ok := recall(key); ok && sumErr == nil && live != nil && m.sum == sent &&
-		m.uid == live.GetUID() && m.rv == live.GetResourceVersion() && metav1.IsControlledBy(live, owner) {
-		if err := answerInto(config, live, gvk); err != nil {
-			return controllerutil.OperationResultNone, fmt.Errorf("ownership: %s is as applied, but reading it failed: %w", name, err)
+	if live != nil && metav1.IsControlledBy(live, owner) {
+		m, remembered := recall(key)
+		unmoved := remembered && sumErr == nil && m.sum == sent && m.uid == live.GetUID() && m.rv == live.GetResourceVersion()
+		if unmoved || recordOf(live).current(r) && !behindOwnAnswer(key, live) && asApplied(live, u, fieldManager) {
+			if err := answerInto(config, live, gvk); err != nil {
+				return controllerutil.OperationResultNone, fmt.Errorf("ownership: %s is as applied, but reading it failed: %w", name, err)
+			}
+			return controllerutil.OperationResultNone, nil
 		}
-		return controllerutil.OperationResultNone, nil
-	}
-	// The child as read holds what the apply sends, and this field manager
-	// applied exactly these fields: the apply would change nothing,
-	// whatever else moved the child (its status, another writer's fields),
-	// and also in a new process. Not when this client's last answer is
-	// newer than the read: a cache behind our own write shows an older
-	// child.
-	if live != nil && metav1.IsControlledBy(live, owner) && recordOf(live).current(r) && !behindOwnAnswer(key, live) && asApplied(live, u, fieldManager) {
-		if err := answerInto(config, live, gvk); err != nil {
-			return controllerutil.OperationResultNone, fmt.Errorf("ownership: %s is as applied, but reading it failed: %w", name, err)
-		}
-		return controllerutil.OperationResultNone, nil
 	}
 	released := ""
 	for attempt := 1; ; attempt++ {
