@@ -8,13 +8,13 @@ import (
 	"github.com/steadyk8s/steady/internal/object"
 )
 
-// jsonCopy copies u, whose values an operator may have written in Go (int,
+// toJSONTypes copies u, whose values an operator may have written in Go (int,
 // int32, uint, float32, []string in a map literal), into the JSON types that
 // the API machinery takes (int64, float64, []any): unstructured's DeepCopy
 // panics on the others. A value of no JSON type is refused, by its field
 // path.
-func jsonCopy(u *unstructured.Unstructured) (*unstructured.Unstructured, *fieldError) {
-	m, err := object.JSONCopy(u.Object)
+func toJSONTypes(u *unstructured.Unstructured) (*unstructured.Unstructured, *fieldError) {
+	m, err := object.ToJSONTypes(u.Object)
 	if pe := (*object.PathError)(nil); errors.As(err, &pe) {
 		return nil, &fieldError{pe.Path, pe.Err}
 	} else if err != nil {

@@ -51,7 +51,7 @@ func (s *Set) prepare(objs []*unstructured.Unstructured) ([]*member, sets.Set[sc
 			refuse(i, idOf(in), fe.field, fe.err)
 			continue
 		}
-		o, fe := jsonCopy(in)
+		o, fe := toJSONTypes(in)
 		if fe != nil {
 			refuse(i, idOf(in), fe.field, fe.err)
 			continue

@@ -2,6 +2,7 @@ package ownership
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -241,7 +242,7 @@ func encodePatch(p map[string]any, pre ...precondition) ([]byte, error) {
 			}
 		}
 	}
-	return object.MarshalJSON(p)
+	return json.Marshal(p)
 }
 
 // setMetadata sets metadata.<field> of the merge patch p to value, in
@@ -288,7 +289,7 @@ func recreated(c client.Client, child client.Object, err error) error {
 // empty one. A Go nil map or list is null, as the JSON encoder has it. The
 // result is a new map: it shares no map or list with base or set.
 func overlay(base any, set map[string]any) map[string]any {
-	out, _ := jsonCopy(base, false).(map[string]any)
+	out, _ := object.CopyValue(base, false).(map[string]any)
 	if out == nil {
 		out = map[string]any{}
 	}
@@ -310,37 +311,9 @@ func mergeInto(doc, p map[string]any) {
 		case curIsMap && pIsMap:
 			mergeInto(cur, pm) // cur is doc's own copy
 		case curIsMap:
-			doc[k] = jsonCopy(v, false)
+			doc[k] = object.CopyValue(v, false)
 		default:
-			doc[k] = jsonCopy(v, true)
+			doc[k] = object.CopyValue(v, true)
 		}
 	}
-}
-
-// jsonCopy copies the maps and lists of a JSON value (a Go nil map or list
-// is null: [object.IsNull]); with dropNulls it leaves out the null fields
-// of its objects, at any depth, in lists too (a null element of a list
-// stays).
-func jsonCopy(v any, dropNulls bool) any {
-	if object.IsNull(v) {
-		return nil
-	}
-	switch v := v.(type) {
-	case map[string]any:
-		out := make(map[string]any, len(v))
-		for k, e := range v {
-			if dropNulls && object.IsNull(e) {
-				continue
-			}
-			out[k] = jsonCopy(e, dropNulls)
-		}
-		return out
-	case []any:
-		out := make([]any, len(v))
-		for i, e := range v {
-			out[i] = jsonCopy(e, dropNulls)
-		}
-		return out
-	}
-	return v
 }

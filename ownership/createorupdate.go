@@ -128,7 +128,7 @@ func rememberCreated(key memKey, desired, child client.Object, asked, a map[stri
 		rememberWritten(key, child)
 		return
 	}
-	m := object.CopyJSON(asked) // withoutServerMetadata changes it
+	m := object.DeepCopyJSON(asked) // withoutServerMetadata changes it
 	if asked == nil {
 		var err error
 		if m, err = object.ToMapWithoutManagedFields(desired); err != nil {

@@ -4,13 +4,13 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
+	"encoding/json"
 	"hash/maphash"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/steadyk8s/steady/internal/object"
 	"github.com/steadyk8s/steady/internal/scope"
 )
 
@@ -143,7 +143,7 @@ func drop(k memKey) { k.s.Forget(k.obj, k.slot) }
 func sum(parts ...any) ([sha256.Size]byte, error) {
 	h := sha256.New()
 	for _, p := range parts {
-		b, err := object.MarshalJSON(p)
+		b, err := json.Marshal(p)
 		if err != nil {
 			return [sha256.Size]byte{}, err
 		}

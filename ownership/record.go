@@ -282,22 +282,22 @@ func setRecord(child client.Object, r ownerRecord) bool {
 func writeRecord(child client.Object, r ownerRecord) {
 	l, a := child.GetLabels(), child.GetAnnotations()
 	if r.labeled {
-		l = object.CopyLabels(l, 2)
+		l = object.CopyMap(l, 2)
 		l[OwnerKindLabel], l[OwnerNameLabel] = r.kindLabel, r.name
 		child.SetLabels(l)
 		if _, ok := a[OwnerAnnotation]; ok {
-			a = object.CopyLabels(a, 2)
+			a = object.CopyMap(a, 2)
 			delete(a, OwnerAnnotation)
 			child.SetAnnotations(nilIfEmpty(a))
 		}
 		return
 	}
-	a = object.CopyLabels(a, 2)
+	a = object.CopyMap(a, 2)
 	a[OwnerAnnotation] = r.annotation()
 	child.SetAnnotations(a)
 	_, hasKind := l[OwnerKindLabel]
 	if _, hasName := l[OwnerNameLabel]; hasKind || hasName {
-		l = object.CopyLabels(l, 2)
+		l = object.CopyMap(l, 2)
 		delete(l, OwnerKindLabel)
 		delete(l, OwnerNameLabel)
 		child.SetLabels(nilIfEmpty(l))
@@ -320,13 +320,13 @@ func nilIfEmpty(m map[string]string) map[string]string {
 func removeRecord(child client.Object, r ownerRecord) {
 	o := recordOf(child)
 	if o.labels() && (o.kind == "" || o.kind == r.kindLabel) && (o.name == "" || o.name == r.name) {
-		l := object.CopyLabels(child.GetLabels(), 2)
+		l := object.CopyMap(child.GetLabels(), 2)
 		delete(l, OwnerKindLabel)
 		delete(l, OwnerNameLabel)
 		child.SetLabels(l)
 	}
 	if o.annotation != "" && o.annotationRecords(r) {
-		a := object.CopyLabels(child.GetAnnotations(), 2)
+		a := object.CopyMap(child.GetAnnotations(), 2)
 		delete(a, OwnerAnnotation)
 		child.SetAnnotations(a)
 	}
@@ -370,7 +370,7 @@ func withKeysOf(m, from map[string]string, keys ...string) map[string]string {
 	if same {
 		return m
 	}
-	out := object.CopyLabels(m, 2)
+	out := object.CopyMap(m, 2)
 	for _, k := range keys {
 		if v, ok := from[k]; ok {
 			out[k] = v

@@ -32,7 +32,7 @@ func mergeDiff(before, after map[string]any) map[string]any {
 	for k, av := range after {
 		bv, ok := before[k]
 		if !ok {
-			set(k, copyJSON(av))
+			set(k, CopyValue(av, false))
 			continue
 		}
 		am, aIsMap := av.(map[string]any)
@@ -44,7 +44,7 @@ func mergeDiff(before, after map[string]any) map[string]any {
 			continue
 		}
 		if !SameJSON(bv, av) {
-			set(k, copyJSON(av))
+			set(k, CopyValue(av, false))
 		}
 	}
 	for k := range before {
@@ -55,9 +55,12 @@ func mergeDiff(before, after map[string]any) map[string]any {
 	return diff
 }
 
-// copyJSON copies the maps and lists of a JSON value (a nil map or list is
-// null); other values (strings, numbers, bools) are immutable and shared.
-func copyJSON(v any) any {
+// CopyValue copies the maps and lists of a JSON value, a Go nil map or
+// list as null ([IsNull]), as the merge patch it goes into has it; with
+// dropNulls it leaves out the null fields of its objects, at any depth, in
+// lists too (a null element of a list stays), as a merge patch sets a value
+// where there was none. Strings, numbers and bools are shared.
+func CopyValue(v any, dropNulls bool) any {
 	if IsNull(v) {
 		return nil
 	}
@@ -65,13 +68,16 @@ func copyJSON(v any) any {
 	case map[string]any:
 		out := make(map[string]any, len(v))
 		for k, e := range v {
-			out[k] = copyJSON(e)
+			if dropNulls && IsNull(e) {
+				continue
+			}
+			out[k] = CopyValue(e, dropNulls)
 		}
 		return out
 	case []any:
 		out := make([]any, len(v))
 		for i, e := range v {
-			out[i] = copyJSON(e)
+			out[i] = CopyValue(e, dropNulls)
 		}
 		return out
 	}

@@ -150,7 +150,7 @@ func decodeInts(t *testing.T, s string) map[string]any {
 	if err := d.Decode(&m); err != nil {
 		t.Fatal(err)
 	}
-	c, err := JSONCopy(m)
+	c, err := ToJSONTypes(m)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -306,7 +306,7 @@ func TestMergeDiffMakesMapsOnlyForDifferences(t *testing.T) {
 	}
 }
 
-// TestCopyJSON: CopyJSON is runtime.DeepCopyJSON (maps and lists copied,
+// TestCopyJSON: DeepCopyJSON is runtime.DeepCopyJSON (maps and lists copied,
 // nil ones kept as the nil of their type) on a JSON tree, and takes the
 // uint64 a typed object's unsigned field converts to, where
 // runtime.DeepCopyJSON panics.
@@ -315,16 +315,16 @@ func TestCopyJSON(t *testing.T) {
 		"a": map[string]any{"list": []any{int64(1), map[string]any{"b": "c"}}, "nilMap": map[string]any(nil)},
 		"n": []any(nil), "f": 1.5, "s": "x", "t": true, "z": nil,
 	}
-	got := CopyJSON(m)
+	got := DeepCopyJSON(m)
 	if !reflect.DeepEqual(got, runtime.DeepCopyJSON(m)) {
-		t.Fatalf("CopyJSON %v, DeepCopyJSON %v", got, runtime.DeepCopyJSON(m))
+		t.Fatalf("DeepCopyJSON %v, DeepCopyJSON %v", got, runtime.DeepCopyJSON(m))
 	}
 	got["a"].(map[string]any)["list"].([]any)[1].(map[string]any)["b"] = "changed"
 	if m["a"].(map[string]any)["list"].([]any)[1].(map[string]any)["b"] != "c" {
 		t.Fatal("the copy shares a map with the original")
 	}
 	u := map[string]any{"status": map[string]any{"count": uint64(3), "ports": []any{uint64(80)}}}
-	c := CopyJSON(u)
+	c := DeepCopyJSON(u)
 	if !reflect.DeepEqual(c, u) {
 		t.Fatalf("got %v, want %v", c, u)
 	}
@@ -332,7 +332,7 @@ func TestCopyJSON(t *testing.T) {
 	if u["status"].(map[string]any)["count"] != uint64(3) {
 		t.Fatal("the copy shares a map with the original")
 	}
-	if CopyJSON(nil) != nil {
-		t.Fatal("CopyJSON(nil) is not nil")
+	if DeepCopyJSON(nil) != nil {
+		t.Fatal("DeepCopyJSON(nil) is not nil")
 	}
 }

@@ -3,15 +3,12 @@ package object
 import (
 	"encoding/json"
 	"fmt"
-	"maps"
 	"math"
 	"reflect"
 	"slices"
 	"strconv"
-	"sync"
 	"unicode/utf8"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 )
@@ -42,7 +39,7 @@ func NormalizeJSON(obj runtime.Object) error {
 	if !ok || isJSON(u.UnstructuredContent()) {
 		return nil
 	}
-	m, err := JSONCopy(u.UnstructuredContent())
+	m, err := ToJSONTypes(u.UnstructuredContent())
 	if err != nil {
 		return err
 	}
@@ -50,12 +47,12 @@ func NormalizeJSON(obj runtime.Object) error {
 	return nil
 }
 
-// JSONCopy copies m into JSON types: Go integers become int64, float32
+// ToJSONTypes copies m into JSON types: Go integers become int64, float32
 // float64, typed slices and string-keyed maps ([]string,
 // map[string]string) []any and map[string]any. A value that is none of
 // these (a struct, a pointer, a NaN, a uint64 past int64) is a [*PathError]
 // naming its field.
-func JSONCopy(m map[string]any) (map[string]any, error) {
+func ToJSONTypes(m map[string]any) (map[string]any, error) {
 	v, err := jsonValue(m, "")
 	if err != nil {
 		return nil, err
@@ -217,7 +214,7 @@ func CheckJSON(m map[string]any) error {
 	if jsonTyped(m, true) {
 		return nil
 	}
-	_, err := JSONCopy(m)
+	_, err := ToJSONTypes(m)
 	return err
 }
 
@@ -235,147 +232,8 @@ func Equal(a, b runtime.Object) bool {
 		}
 		return EqualJSON(au.Object, bu.Object)
 	}
-	if reflect.TypeOf(a) != reflect.TypeOf(b) {
-		return false
-	}
-	av, bv := reflect.ValueOf(a), reflect.ValueOf(b)
-	if av.Kind() != reflect.Pointer || av.IsNil() || bv.IsNil() || av.Pointer() == bv.Pointer() ||
-		av.Elem().Kind() != reflect.Struct || !fieldsExported(av.Elem().Type()) {
-		return reflect.DeepEqual(a, b)
-	}
-	return equalStruct(av.Elem(), bv.Elem())
+	return reflect.DeepEqual(a, b)
 }
-
-// equalStruct is reflect.DeepEqual of two addressable values of one
-// struct type whose fields are all exported (an API object), comparing the
-// parts a write changes first and the managedFields (the largest part)
-// last: the metadata but for its managedFields (a label, a finalizer, the
-// resourceVersion: small, told apart at once), then the fields beside it
-// (spec, status, data; a second ObjectMeta field, a template's, among
-// them), then the managedFields. Equal objects cost about what DeepEqual
-// costs; one that differs is told apart without walking its managedFields
-// (BenchmarkEqual).
-func equalStruct(a, b reflect.Value) bool {
-	meta := -1
-	for i := range a.NumField() {
-		if a.Type().Field(i).Type == objectMetaType {
-			meta = i
-			break
-		}
-	}
-	var am, bm *metav1.ObjectMeta
-	if meta >= 0 {
-		am = a.Field(meta).Addr().Interface().(*metav1.ObjectMeta)
-		bm = b.Field(meta).Addr().Interface().(*metav1.ObjectMeta)
-		if metaFieldsKnown && !equalMetaButManagedFields(am, bm) ||
-			!metaFieldsKnown && !reflect.DeepEqual(am, bm) {
-			return false
-		}
-	}
-	for i := range a.NumField() {
-		if i != meta && !reflect.DeepEqual(a.Field(i).Addr().Interface(), b.Field(i).Addr().Interface()) {
-			return false
-		}
-	}
-	return meta < 0 || reflect.DeepEqual(&am.ManagedFields, &bm.ManagedFields)
-}
-
-// equalMetaButManagedFields is reflect.DeepEqual of every field of a and
-// b but ManagedFields, without reflection where the type allows (strings,
-// string maps and slices, nil apart from empty as DeepEqual has it).
-// TestObjectMetaFieldsAreCompared fails when ObjectMeta gains a field.
-func equalMetaButManagedFields(a, b *metav1.ObjectMeta) bool {
-	return equalSlice(a.Finalizers, b.Finalizers) && equalMetaButLists(a, b)
-}
-
-// MetaDiff reports how the metadata a and b differ, by reflect.DeepEqual
-// and with their managedFields aside: finalizers whether the finalizers
-// do, rest whether any other field does (always true with a
-// k8s.io/apimachinery whose ObjectMeta has fields this package does not
-// know: see metaFieldsKnown).
-func MetaDiff(a, b *metav1.ObjectMeta) (finalizers, rest bool) {
-	return !equalSlice(a.Finalizers, b.Finalizers), !metaFieldsKnown || !equalMetaButLists(a, b)
-}
-
-// equalMetaButLists is equalMetaButManagedFields without the finalizers.
-// Times are compared as Go values (==): stricter than reflect.DeepEqual
-// only for two equal Locations held at different addresses, which a copy
-// never makes.
-func equalMetaButLists(a, b *metav1.ObjectMeta) bool {
-	return a.ResourceVersion == b.ResourceVersion && a.Name == b.Name && a.Namespace == b.Namespace &&
-		a.GenerateName == b.GenerateName && a.SelfLink == b.SelfLink && a.UID == b.UID &&
-		a.Generation == b.Generation && equalStrings(a.Labels, b.Labels) && equalStrings(a.Annotations, b.Annotations) &&
-		a.CreationTimestamp == b.CreationTimestamp &&
-		equalPtr(a.DeletionTimestamp, b.DeletionTimestamp) &&
-		equalPtr(a.DeletionGracePeriodSeconds, b.DeletionGracePeriodSeconds) &&
-		equalOwners(a.OwnerReferences, b.OwnerReferences)
-}
-
-// equalPtr is reflect.DeepEqual of two pointers to comparable values
-// (times: see equalMetaButLists).
-func equalPtr[T comparable](a, b *T) bool {
-	return a == b || a != nil && b != nil && *a == *b
-}
-
-// equalOwners is reflect.DeepEqual of two owner reference lists.
-func equalOwners(a, b []metav1.OwnerReference) bool {
-	if !ownerFieldsKnown {
-		return reflect.DeepEqual(a, b)
-	}
-	if (a == nil) != (b == nil) || len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		x, y := &a[i], &b[i]
-		if x.APIVersion != y.APIVersion || x.Kind != y.Kind || x.Name != y.Name || x.UID != y.UID ||
-			!equalPtr(x.Controller, y.Controller) || !equalPtr(x.BlockOwnerDeletion, y.BlockOwnerDeletion) {
-			return false
-		}
-	}
-	return true
-}
-
-// ownerFieldsKnown says that OwnerReference has the 6 fields equalOwners
-// compares (else it uses reflect.DeepEqual; TestObjectMetaFieldsAreCompared
-// fails until equalOwners knows the new one).
-var ownerFieldsKnown = reflect.TypeFor[metav1.OwnerReference]().NumField() == 6
-
-// equalStrings is reflect.DeepEqual of two string maps.
-func equalStrings(a, b map[string]string) bool {
-	return (a == nil) == (b == nil) && maps.Equal(a, b)
-}
-
-// equalSlice is reflect.DeepEqual of two string slices.
-func equalSlice(a, b []string) bool {
-	return (a == nil) == (b == nil) && slices.Equal(a, b)
-}
-
-var objectMetaType = reflect.TypeFor[metav1.ObjectMeta]()
-
-// metaFieldsKnown says that ObjectMeta has the 15 fields
-// equalMetaButManagedFields knows: with a k8s.io/apimachinery whose
-// ObjectMeta has more, equalStruct compares the metadata with
-// reflect.DeepEqual instead, slower and never wrong
-// (TestObjectMetaFieldsAreCompared fails until the new field is added).
-var metaFieldsKnown = objectMetaType.NumField() == 15
-
-// fieldsExported reports whether every field of the struct type t is
-// exported (cached per type).
-func fieldsExported(t reflect.Type) bool {
-	if v, ok := exportedTypes.Load(t); ok {
-		return v.(bool)
-	}
-	ok := true
-	for i := range t.NumField() {
-		if !t.Field(i).IsExported() {
-			ok = false
-		}
-	}
-	exportedTypes.Store(t, ok)
-	return ok
-}
-
-var exportedTypes sync.Map // reflect.Type -> bool
 
 // EqualJSON is reflect.DeepEqual for JSON values (maps, lists, strings,
 // numbers, bools, nil; an int64 and a float64 of the same value are the
@@ -460,12 +318,12 @@ func sameEncoded(a, b string) bool {
 	return slices.Equal(ar, br)
 }
 
-// CopyJSON is runtime.DeepCopyJSON of m, a map as [ToMap] makes it, that
+// DeepCopyJSON is runtime.DeepCopyJSON of m, a map as [ToMap] makes it, that
 // takes any scalar: the maps and lists are copied (a nil one stays the nil
 // of its type), every other value is shared (immutable). runtime.DeepCopyJSON
 // panics on what is no JSON type, such as the uint64 the converter of
 // k8s.io/apimachinery v0.36 gives for an unsigned struct field.
-func CopyJSON(m map[string]any) map[string]any {
+func DeepCopyJSON(m map[string]any) map[string]any {
 	if m == nil {
 		return nil
 	}
@@ -479,7 +337,7 @@ func CopyJSON(m map[string]any) map[string]any {
 func copyTree(v any) any {
 	switch v := v.(type) {
 	case map[string]any:
-		return CopyJSON(v)
+		return DeepCopyJSON(v)
 	case []any:
 		if v == nil {
 			return v

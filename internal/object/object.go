@@ -104,11 +104,11 @@ func ToMap(obj runtime.Object) (map[string]any, error) {
 		if !isJSON(c) {
 			// Go values the JSON encoder takes (an int, a []string) but
 			// runtime.DeepCopyJSON panics on.
-			return JSONCopy(c)
+			return ToJSONTypes(c)
 		}
 		return runtime.DeepCopyJSON(c), nil
 	}
-	m, err := ToUnstructured(obj)
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
 	if err != nil {
 		return nil, fmt.Errorf("converting %T to a map: %w", obj, err)
 	}
@@ -187,23 +187,6 @@ func CopyMap[V any](m map[string]V, extra int) map[string]V {
 	}
 	return out
 }
-
-// CopyLabels is [CopyMap] for a labels or annotations map, which a
-// decoder or a caller sizes to its entries: one that fits, with extra
-// more, in one group of the runtime's map (smallMap entries) is cloned,
-// which copies that group without hashing each key again (a third less
-// time for the usual few labels); a larger one is CopyMap's copy. Never
-// nil.
-func CopyLabels(m map[string]string, extra int) map[string]string {
-	if n := len(m); n > 0 && n+extra <= smallMap {
-		return maps.Clone(m)
-	}
-	return CopyMap(m, extra)
-}
-
-// smallMap is the number of entries the runtime's map holds in one group,
-// without a table: a clone of a map of as many has room for them all.
-const smallMap = 8
 
 // Move sets dst, an object of the same Go type as src, to src's value
 // without a deep copy: they share their maps and slices after, so neither

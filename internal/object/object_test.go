@@ -3,19 +3,15 @@ package object
 import (
 	"errors"
 	"fmt"
-	"maps"
 	"math"
 	"reflect"
-	"slices"
 	"testing"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/utils/ptr"
 )
 
 func TestDescribe(t *testing.T) {
@@ -110,7 +106,7 @@ func TestToMapOfGoValues(t *testing.T) {
 }
 
 func TestJSONCopy(t *testing.T) {
-	m, err := JSONCopy(map[string]any{
+	m, err := ToJSONTypes(map[string]any{
 		"a": 1, "b": int32(2), "c": uint(3), "d": float32(1.5), "e": []string{"x"},
 		"f": map[string]string{"k": "v"}, "g": []any{map[string]any{"h": int8(4)}},
 	})
@@ -120,26 +116,26 @@ func TestJSONCopy(t *testing.T) {
 	want := map[string]any{"a": int64(1), "b": int64(2), "c": int64(3), "d": float64(1.5), "e": []any{"x"},
 		"f": map[string]any{"k": "v"}, "g": []any{map[string]any{"h": int64(4)}}}
 	if !reflect.DeepEqual(m, want) {
-		t.Fatalf("JSONCopy = %#v", m)
+		t.Fatalf("ToJSONTypes = %#v", m)
 	}
-	_, err = JSONCopy(map[string]any{"spec": map[string]any{"ports": []any{map[string]any{"port": struct{}{}}}}})
+	_, err = ToJSONTypes(map[string]any{"spec": map[string]any{"ports": []any{map[string]any{"port": struct{}{}}}}})
 	var pe *PathError
 	if !errors.As(err, &pe) || pe.Path != "spec.ports[0].port" {
-		t.Fatalf("JSONCopy of a struct: %v, want a PathError at spec.ports[0].port", err)
+		t.Fatalf("ToJSONTypes of a struct: %v, want a PathError at spec.ports[0].port", err)
 	}
-	if _, err := JSONCopy(map[string]any{"n": uint64(math.MaxUint64)}); err == nil {
+	if _, err := ToJSONTypes(map[string]any{"n": uint64(math.MaxUint64)}); err == nil {
 		t.Error("a uint64 past int64 was accepted")
 	}
 	// A nil list or map is JSON null (what the encoder writes), not empty:
 	// a patch made from the copy removes it.
-	m, err = JSONCopy(map[string]any{"n": 1, "l": []any(nil), "s": []string(nil), "m": map[string]any(nil), "t": map[string]string(nil),
+	m, err = ToJSONTypes(map[string]any{"n": 1, "l": []any(nil), "s": []string(nil), "m": map[string]any(nil), "t": map[string]string(nil),
 		"e": []string{}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	want = map[string]any{"n": int64(1), "l": nil, "s": nil, "m": nil, "t": nil, "e": []any{}}
 	if !reflect.DeepEqual(m, want) {
-		t.Fatalf("JSONCopy of nil lists and maps = %#v, want %#v", m, want)
+		t.Fatalf("ToJSONTypes of nil lists and maps = %#v, want %#v", m, want)
 	}
 }
 
@@ -222,94 +218,7 @@ func TestCopyMap(t *testing.T) {
 	if c["inner"].(map[string]any)["k"] != "v" || len(c) != 2 {
 		t.Errorf("copy = %v", c)
 	}
-}
-
-// CopyLabels copies the entries of maps of every size, small (cloned) and
-// not, with room for extra more: the copy is not m, nor nil, and adding
-// to it leaves m as it was.
-func TestCopyLabels(t *testing.T) {
-	for n := range 12 {
-		for extra := range 3 {
-			m := map[string]string{}
-			for i := range n {
-				m[fmt.Sprint("key-", i)] = fmt.Sprint("value-", i)
-			}
-			want := maps.Clone(m)
-			c := CopyLabels(m, extra)
-			if c == nil || !maps.Equal(c, m) {
-				t.Fatalf("%d entries, extra %d: copy %v", n, extra, c)
-			}
-			for i := range extra {
-				c[fmt.Sprint("extra-", i)] = "x"
-			}
-			delete(c, "key-0")
-			if !maps.Equal(m, want) || len(c) != max(n-1, 0)+extra {
-				t.Fatalf("%d entries, extra %d: m = %v, copy %v after changing the copy", n, extra, m, c)
-			}
-		}
-	}
-	if CopyLabels(nil, 2) == nil {
+	if CopyMap[string](nil, 2) == nil {
 		t.Error("a copy of nil is nil")
-	}
-}
-
-// TestEqualAgreesWithDeepEqual: Equal of typed objects, which compares
-// field by field with the managedFields last, says what reflect.DeepEqual
-// says, for every one and every pair of a set of changes to a Deployment
-// (metadata, managedFields, spec, status, nil against empty).
-func TestEqualAgreesWithDeepEqual(t *testing.T) {
-	base := &appsv1.Deployment{
-		TypeMeta: metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
-		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "d", UID: "u1", ResourceVersion: "7", Generation: 2,
-			Labels: map[string]string{"app": "d"}, Finalizers: []string{"example.com/f"},
-			OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: "o", UID: "u0", Controller: ptr.To(true)}},
-			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "m", Operation: metav1.ManagedFieldsOperationUpdate,
-				FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:spec":{}}`)}}}},
-		Spec:   appsv1.DeploymentSpec{Replicas: ptr.To[int32](2), Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "d"}}},
-		Status: appsv1.DeploymentStatus{ObservedGeneration: 2, Conditions: []appsv1.DeploymentCondition{{Type: "Available", Status: "True"}}},
-	}
-	changes := map[string]func(*appsv1.Deployment){
-		"none":              func(*appsv1.Deployment) {},
-		"kind":              func(d *appsv1.Deployment) { d.Kind = "" },
-		"label":             func(d *appsv1.Deployment) { d.Labels = map[string]string{"app": "e"} },
-		"labels nil":        func(d *appsv1.Deployment) { d.Labels = nil },
-		"annotations empty": func(d *appsv1.Deployment) { d.Annotations = map[string]string{} },
-		"finalizer":         func(d *appsv1.Deployment) { d.Finalizers = append(d.Finalizers, "example.com/g") },
-		"finalizers empty":  func(d *appsv1.Deployment) { d.Finalizers = []string{} },
-		"resourceVersion":   func(d *appsv1.Deployment) { d.ResourceVersion = "8" },
-		"creationTimestamp": func(d *appsv1.Deployment) { d.CreationTimestamp = metav1.Unix(1, 0) },
-		"deletionTimestamp": func(d *appsv1.Deployment) { d.DeletionTimestamp = ptr.To(metav1.Unix(2, 0)) },
-		"owner controller":  func(d *appsv1.Deployment) { d.OwnerReferences[0].Controller = ptr.To(false) },
-		"managedFields raw": func(d *appsv1.Deployment) {
-			d.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "m", Operation: metav1.ManagedFieldsOperationUpdate,
-				FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:status":{}}`)}}}
-		},
-		"managedFields nil": func(d *appsv1.Deployment) { d.ManagedFields = nil },
-		"replicas":          func(d *appsv1.Deployment) { d.Spec.Replicas = ptr.To[int32](3) },
-		"replicas nil":      func(d *appsv1.Deployment) { d.Spec.Replicas = nil },
-		"selector":          func(d *appsv1.Deployment) { d.Spec.Selector.MatchLabels["app"] = "e" },
-		"status condition": func(d *appsv1.Deployment) {
-			d.Status.Conditions = []appsv1.DeploymentCondition{{Type: "Available", Status: "False"}}
-		},
-		"observedGeneration":    func(d *appsv1.Deployment) { d.Status.ObservedGeneration = 3 },
-		"status conditions nil": func(d *appsv1.Deployment) { d.Status.Conditions = nil },
-	}
-	names := slices.Sorted(maps.Keys(changes))
-	for _, x := range names {
-		for _, y := range names {
-			a, b := base.DeepCopy(), base.DeepCopy()
-			changes[x](a)
-			changes[y](b)
-			if got, want := Equal(a, b), reflect.DeepEqual(a, b); got != want {
-				t.Errorf("%s against %s: Equal = %v, reflect.DeepEqual = %v", x, y, got, want)
-			}
-			changes[y](a) // both changes on a
-			if got, want := Equal(a, b), reflect.DeepEqual(a, b); got != want {
-				t.Errorf("%s and %s against %s: Equal = %v, reflect.DeepEqual = %v", x, y, y, got, want)
-			}
-		}
-	}
-	if !Equal(base, base) {
-		t.Error("an object is not Equal to itself")
 	}
 }

@@ -4,11 +4,8 @@ import (
 	"encoding/json"
 	"testing"
 
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 
 	"github.com/steadyk8s/steady/internal/testapi"
@@ -60,66 +57,5 @@ func BenchmarkToMapWithoutManagedFields(b *testing.B) {
 		if _, err := ToMapWithoutManagedFields(w); err != nil {
 			b.Fatal(err)
 		}
-	}
-}
-
-func benchPod() *corev1.Pod {
-	w := benchWidget()
-	c := corev1.Container{
-		Name: "app", Image: "registry.example/app:v1.2.3", Args: []string{"--port=8080", "--verbose"},
-		Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: 8080, Protocol: corev1.ProtocolTCP}},
-		Env:   []corev1.EnvVar{{Name: "A", Value: "1"}, {Name: "POD", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}}},
-		Resources: corev1.ResourceRequirements{
-			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("128Mi")},
-			Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("256Mi")},
-		},
-		ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/healthz", Port: intstr.FromString("http")}}, PeriodSeconds: 5},
-		VolumeMounts:   []corev1.VolumeMount{{Name: "data", MountPath: "/data"}},
-	}
-	sidecar := c
-	sidecar.Name = "sidecar"
-	return &corev1.Pod{
-		ObjectMeta: w.ObjectMeta,
-		Spec: corev1.PodSpec{
-			Containers: []corev1.Container{c, sidecar}, ServiceAccountName: "app", NodeName: "node-1",
-			Volumes:     []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}},
-			Tolerations: []corev1.Toleration{{Key: "k", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}},
-		},
-		Status: corev1.PodStatus{
-			Phase: corev1.PodRunning, PodIP: "10.0.0.1", StartTime: &w.CreationTimestamp,
-			Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: w.CreationTimestamp}},
-		},
-	}
-}
-
-// BenchmarkToUnstructured compares ToUnstructured's compiled plans with
-// apimachinery's converter on the objects steady converts most.
-func BenchmarkToUnstructured(b *testing.B) {
-	w := benchWidget()
-	for _, c := range []struct {
-		name string
-		obj  any
-	}{
-		{"WidgetStatus", &w.Status},
-		{"ObjectMeta", &w.ObjectMeta},
-		{"Widget", w},
-		{"Pod", benchPod()},
-	} {
-		b.Run(c.name+"/apimachinery", func(b *testing.B) {
-			b.ReportAllocs()
-			for b.Loop() {
-				if _, err := runtime.DefaultUnstructuredConverter.ToUnstructured(c.obj); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
-		b.Run(c.name+"/plan", func(b *testing.B) {
-			b.ReportAllocs()
-			for b.Loop() {
-				if _, err := ToUnstructured(c.obj); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
 	}
 }

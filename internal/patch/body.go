@@ -25,7 +25,7 @@ func (p *part) body(latest map[string]any, o Options) (body map[string]any, lock
 			return nil, false, fmt.Sprintf("status was computed from generation %d; the live status has observed generation %d", p.gen, live), nil
 		}
 	}
-	body = object.CopyJSON(p.diff)
+	body = object.DeepCopyJSON(p.diff)
 	for _, d := range p.drops {
 		v, keep, exact := d.removal(nested(latest, d.path))
 		if !keep {
@@ -187,7 +187,7 @@ func (p *part) collectDrops(diff, before map[string]any, path []string) {
 			if m, ok := before[k].(map[string]any); ok {
 				here := append(slices.Clone(path), k)
 				meta := len(here) == 2 && here[0] == "metadata" && (k == "labels" || k == "annotations")
-				p.drops = append(p.drops, mapDrop{path: here, read: object.CopyJSON(m), keyByKey: meta})
+				p.drops = append(p.drops, mapDrop{path: here, read: object.DeepCopyJSON(m), keyByKey: meta})
 			}
 		case map[string]any:
 			if b, ok := before[k].(map[string]any); ok {

@@ -39,17 +39,6 @@
 //     repeated with backoff until the reader catches up. Through a cache, a
 //     NotFound or an older object under the name is never taken for gone.
 //
-// # Direct writes
-//
-// The two writes that take a new object to its steady state, a finalizer
-// added and a first status, are planned from the Go values (direct.go):
-// their first attempt sends the body the maps would give, without
-// converting the snapshot (a first status converts the object's status
-// alone); any later attempt (a conflict, a kind without a status
-// subresource) is planned from maps as every other write is.
-// TestDirectWritesAsThePlan and TestDirectPatchesAsTheEngine hold the two
-// to the same bodies, requests and results.
-//
 // # When ours is older than live
 //
 // At scale a reconcile often starts from a snapshot older than the live

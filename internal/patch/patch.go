@@ -47,9 +47,6 @@ type Writer struct {
 	Key   scope.Key
 	// Sleep pauses between stale re-reads; nil: a timer that respects ctx.
 	Sleep func(ctx context.Context, d time.Duration) error
-	// engineOnly plans every write from maps, without direct writes (for
-	// the tests that compare the two).
-	engineOnly bool
 }
 
 // Result says what [Writer.Patch] did.
@@ -66,11 +63,8 @@ type Result struct {
 	// caller should read the object again and reconcile anew.
 	Stale string
 	// StatusBase is the latest object, as a map, that the status write was
-	// rebased on, and StatusAnswer the API server's answer to it (both set
-	// when status was written). Where that is the snapshot, StatusBase
-	// holds only what the write reads of it (its status, what changed,
-	// metadata.generation); for a first status written directly it is
-	// {"status":{}} (the status was empty, without conditions).
+	// rebased on (the snapshot, or a later read), and StatusAnswer the API
+	// server's answer to it (both set when status was written).
 	// StatusAnswer may share its maps and slices with the object Patch
 	// wrote the last answer into: read it before that object changes.
 	StatusBase   map[string]any
@@ -109,10 +103,6 @@ func Written(wrote []string, unsure bool) string {
 	return s
 }
 
-// errDirectPlan is a direct write that the plan from maps does not
-// confirm: a defect (TestDirectWritesAsThePlan).
-var errDirectPlan = errors.New("internal error: a direct write is not the write planned from maps")
-
 // unsureError is a write's error that did not come from the API server.
 type unsureError struct{ error }
 
@@ -134,26 +124,19 @@ func (w *Writer) Patch(ctx context.Context, before, obj client.Object, o Options
 				before.GetResourceVersion(), rv)}, nil
 		}
 	}
-	p, compared, same := w.planDirect(before, obj, o)
-	if same || !compared && unchanged(before, obj, o) {
+	if unchanged(before, obj, o) {
 		return Result{}, nil // no JSON work for the common reconcile
 	}
-	st := &state{rv: before.GetResourceVersion(), uid: string(before.GetUID())}
-	var parts []*part
-	if p != nil {
-		// The first attempt needs no maps; a later one plans them.
-		parts = []*part{p}
-	} else {
-		bm, am, err := toMaps(before, obj, o)
-		if err != nil {
-			return Result{}, err
-		}
-		// plan takes a copy of the maps it deletes from apart; the state
-		// keeps the snapshot whole.
-		st.m = bm
-		if parts, err = plan(bm, am, obj, o); err != nil {
-			return Result{}, err
-		}
+	bm, am, err := toMaps(before, obj)
+	if err != nil {
+		return Result{}, err
+	}
+	// plan takes a copy of the maps it deletes from apart; the state keeps
+	// the snapshot whole.
+	st := &state{m: bm, rv: before.GetResourceVersion(), uid: string(before.GetUID())}
+	parts, err := plan(bm, am, obj, o)
+	if err != nil {
+		return Result{}, err
 	}
 	var res Result
 	var answer client.Object
@@ -161,7 +144,7 @@ func (w *Writer) Patch(ctx context.Context, before, obj client.Object, o Options
 		if p.merged {
 			continue
 		}
-		ans, gone, err := w.write(ctx, before, obj, st, p, o, &res)
+		ans, gone, err := w.write(ctx, obj, st, p, o, &res)
 		if err != nil {
 			se := &StepError{Step: p.step(), Wrote: res.Wrote, Err: err}
 			var u unsureError
@@ -185,6 +168,19 @@ func (w *Writer) Patch(ctx context.Context, before, obj client.Object, o Options
 		object.Move(obj, answer)
 	}
 	return res, nil
+}
+
+// toMaps converts the snapshot before and the changed obj to maps, without
+// metadata.managedFields (which the API server owns and no write sends),
+// for plan.
+func toMaps(before, obj client.Object) (bm, am map[string]any, err error) {
+	if bm, err = object.ToMapWithoutManagedFields(before); err != nil {
+		return nil, nil, err
+	}
+	if am, err = object.ToMapWithoutManagedFields(obj); err != nil {
+		return nil, nil, err
+	}
+	return bm, am, nil
 }
 
 // state is the latest known state of the object.

@@ -349,7 +349,7 @@ func jsInts(s string) map[string]any {
 	if err := d.Decode(&m); err != nil {
 		panic(err)
 	}
-	out, err := object.JSONCopy(m)
+	out, err := object.ToJSONTypes(m)
 	if err != nil {
 		panic(err)
 	}

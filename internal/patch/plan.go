@@ -26,14 +26,6 @@ type part struct {
 	drops []mapDrop
 	// gen is the generation the change was computed from (the snapshot's).
 	gen int64
-	// A direct write (direct.go): first is set until its first attempt,
-	// which sends the finalizers (the main part) or the status (the status
-	// part) planned from the Go values, locked on the resourceVersion with
-	// firstLock; diff, lists and drops are planned from maps only when a
-	// later attempt needs them (fillDirect).
-	direct, first, firstLock bool
-	finalizers               any // a list, or nil: null
-	statusBody               map[string]any
 }
 
 func (p *part) step() string {

@@ -27,55 +27,52 @@ type unsignedLimits struct {
 }
 
 // TestPatchUnsignedFields: a Go type with unsigned integer fields (a
-// CRD's uint32, say) is patched as any other, by the engine and by a
-// direct write, through a conflict (a body computed again) and a removal
-// of a map holding one: no panic (runtime.DeepCopyJSON panics on a
-// uint64), the same bodies.
+// CRD's uint32, say) is patched as any other, through a conflict (a body
+// computed again) and a removal of a map holding one: no panic
+// (runtime.DeepCopyJSON panics on a uint64), the bodies expected.
 func TestPatchUnsignedFields(t *testing.T) {
 	for _, conflicts := range []int{0, 1} {
-		for _, engineOnly := range []bool{true, false} {
-			for _, change := range []string{"first status", "limits removed"} {
-				name := fmt.Sprintf("%s conflicts=%d engineOnly=%v", change, conflicts, engineOnly)
-				before := &shapeObj[unsignedStatus]{TypeMeta: metav1.TypeMeta{APIVersion: "test.steady.dev/v1", Kind: "Shape"},
-					ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "w", ResourceVersion: "7", UID: "u1"}}
-				if change == "limits removed" {
-					before.Status.Count = 1
-					before.Status.Limits = &unsignedLimits{Max: 3}
-				}
-				after := before.DeepCopyObject().(*shapeObj[unsignedStatus])
-				switch change {
-				case "first status":
-					after.Status.Count = 3
-					after.Status.Ports = map[string]uint16{"http": 80}
-					after.Status.Shards.Total = 2
-				case "limits removed":
-					after.Status.Limits = nil
-				}
-				s := &mapServer{stored: storedOf(t, before), rv: 7, conflicts: conflicts}
-				s.other = func(m map[string]any) { m["metadata"].(map[string]any)["labels"] = map[string]any{"other": "writer"} }
-				w := Writer{Client: s.client(), Sleep: func(context.Context, time.Duration) error { return nil }, engineOnly: engineOnly}
-				func() {
-					defer func() {
-						if r := recover(); r != nil {
-							t.Errorf("%s: panic: %v", name, r)
-						}
-					}()
-					res, err := w.Patch(context.Background(), before, after, Options{})
-					if err != nil || len(res.Wrote) != 1 {
-						t.Errorf("%s: wrote %v, %v", name, res.Wrote, err)
+		for _, change := range []string{"first status", "limits removed"} {
+			name := fmt.Sprintf("%s conflicts=%d", change, conflicts)
+			before := &shapeObj[unsignedStatus]{TypeMeta: metav1.TypeMeta{APIVersion: "test.steady.dev/v1", Kind: "Shape"},
+				ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "w", ResourceVersion: "7", UID: "u1"}}
+			if change == "limits removed" {
+				before.Status.Count = 1
+				before.Status.Limits = &unsignedLimits{Max: 3}
+			}
+			after := before.DeepCopyObject().(*shapeObj[unsignedStatus])
+			switch change {
+			case "first status":
+				after.Status.Count = 3
+				after.Status.Ports = map[string]uint16{"http": 80}
+				after.Status.Shards.Total = 2
+			case "limits removed":
+				after.Status.Limits = nil
+			}
+			s := &mapServer{stored: storedOf(t, before), rv: 7, conflicts: conflicts}
+			s.other = func(m map[string]any) { m["metadata"].(map[string]any)["labels"] = map[string]any{"other": "writer"} }
+			w := Writer{Client: s.client(), Sleep: func(context.Context, time.Duration) error { return nil }}
+			func() {
+				defer func() {
+					if r := recover(); r != nil {
+						t.Errorf("%s: panic: %v", name, r)
 					}
 				}()
-				if t.Failed() {
-					continue
+				res, err := w.Patch(context.Background(), before, after, Options{})
+				if err != nil || len(res.Wrote) != 1 {
+					t.Errorf("%s: wrote %v, %v", name, res.Wrote, err)
 				}
-				want := map[string]string{
-					"first status":   `{"metadata":{"resourceVersion":"%d","uid":"u1"},"status":{"count":3,"ports":{"http":80},"shards":{"total":2}}}`,
-					"limits removed": `{"metadata":{"resourceVersion":"%d","uid":"u1"},"status":{"limits":null}}`,
-				}[change]
-				last := s.bodies[len(s.bodies)-1]
-				if !jsonEqualString(last, fmt.Sprintf(want, 7+conflicts)) {
-					t.Errorf("%s: sent %s", name, last)
-				}
+			}()
+			if t.Failed() {
+				continue
+			}
+			want := map[string]string{
+				"first status":   `{"metadata":{"resourceVersion":"%d","uid":"u1"},"status":{"count":3,"ports":{"http":80},"shards":{"total":2}}}`,
+				"limits removed": `{"metadata":{"resourceVersion":"%d","uid":"u1"},"status":{"limits":null}}`,
+			}[change]
+			last := s.bodies[len(s.bodies)-1]
+			if !jsonEqualString(last, fmt.Sprintf(want, 7+conflicts)) {
+				t.Errorf("%s: sent %s", name, last)
 			}
 		}
 	}

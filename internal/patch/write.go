@@ -2,6 +2,7 @@ package patch
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -32,60 +33,38 @@ func pauseBefore(i int) time.Duration {
 
 // write sends p, retrying on conflicts, and returns the API server's
 // answer (nil when there was nothing left to send), or gone.
-// A direct part (direct.go) sends its first body as planned, and is
-// planned from maps (fillDirect, from before and obj) before any later
-// attempt.
-func (w *Writer) write(ctx context.Context, before, obj client.Object, st *state, p *part, o Options, res *Result) (client.Object, bool, error) {
+func (w *Writer) write(ctx context.Context, obj client.Object, st *state, p *part, o Options, res *Result) (client.Object, bool, error) {
 	for attempt := 1; ; attempt++ {
-		var data []byte
-		var base map[string]any
-		if p.first {
-			// The status subresource takes metadata from the stored
-			// object, so a uid in its patch is never compared: only a
-			// resourceVersion lock keeps a status write off an object
-			// recreated under the name.
-			var err error
-			if data, err = p.encodeFirst(st.uid, st.rv, p.firstLock || o.OptimisticLock || (p.status && st.uid != "")); err != nil {
-				return nil, false, err
-			}
-			base, p.first = emptyStatusBase, false
-		} else {
-			if p.direct {
-				if err := fillDirect(p, before, obj, st, o); err != nil {
-					return nil, false, err
-				}
-				p.direct = false
-			}
-			latest, err := st.latest()
-			if err != nil {
-				return nil, false, err
-			}
-			body, lists, stale, err := p.body(latest, o)
-			if err != nil {
-				return nil, false, err
-			}
-			if stale != "" {
-				res.Stale = stale
-				return nil, false, nil
-			}
-			if len(body) == 0 {
-				return nil, false, nil
-			}
-			base = latest
-			if st.uid != "" {
-				setPrecondition(body, "uid", st.uid)
-			}
-			// As above.
-			if lists || o.OptimisticLock || (p.status && st.uid != "") {
-				setPrecondition(body, "resourceVersion", st.rv)
-			}
-			if data, err = object.MarshalJSON(body); err != nil {
-				return nil, false, err
-			}
+		latest, err := st.latest()
+		if err != nil {
+			return nil, false, err
+		}
+		body, lists, stale, err := p.body(latest, o)
+		if err != nil {
+			return nil, false, err
+		}
+		if stale != "" {
+			res.Stale = stale
+			return nil, false, nil
+		}
+		if len(body) == 0 {
+			return nil, false, nil
+		}
+		if st.uid != "" {
+			setPrecondition(body, "uid", st.uid)
+		}
+		// The status subresource takes metadata from the stored object, so
+		// a uid in its patch is never compared: only a resourceVersion lock
+		// keeps a status write off an object recreated under the name.
+		if lists || o.OptimisticLock || (p.status && st.uid != "") {
+			setPrecondition(body, "resourceVersion", st.rv)
+		}
+		data, err := json.Marshal(body)
+		if err != nil {
+			return nil, false, err
 		}
 		target := object.EmptyLike(obj)
 		patch := client.RawPatch(types.MergePatchType, data)
-		var err error
 		if p.status {
 			err = w.Client.Status().Patch(ctx, target, patch)
 		} else {
@@ -94,7 +73,7 @@ func (w *Writer) write(ctx context.Context, before, obj client.Object, st *state
 		if err == nil {
 			w.State.RecordWrite(w.Key, target)
 			if p.status || p.fallback {
-				res.StatusBase, res.StatusAnswer = base, target
+				res.StatusBase, res.StatusAnswer = latest, target
 			}
 			st.set(target)
 			return target, false, nil

@@ -2,12 +2,9 @@ package ownership_test
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
@@ -102,47 +99,6 @@ func TestCreateOrPatchStaleReadWhereOurPatchLandsIsUpdated(t *testing.T) {
 	}
 	if got.Data["k"] != "v2" || got.Data["theirs"] != "x" {
 		t.Errorf("stored %v: our change or theirs is lost", got.Data)
-	}
-}
-
-// TestExistingClusterScopedChildGivenANamespaceIsAnInvalidOwnerError: the
-// scope check now runs only before a write; a cluster-scoped child that
-// exists, given the owner's namespace, reads back without one. The call
-// must still answer *InvalidOwnerError (as it did before the scope check
-// moved), not a complaint that mutate changed the namespace, and write
-// nothing.
-func TestExistingClusterScopedChildGivenANamespaceIsAnInvalidOwnerError(t *testing.T) {
-	env.Require(t)
-	ctx := context.Background()
-	c, n := counting(t)
-	ns := env.Namespace(t)
-	o := owner(t, ns, "o")
-	cr := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "steady-test-exists-" + ns}}
-	if err := env.Client.Create(ctx, cr); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), cr) })
-	for _, fn := range fns {
-		// mutate leaves the namespace as read (none), or sets the owner's
-		// again (the scope check before the write refuses it then).
-		for _, setsNamespace := range []bool{false, true} {
-			t.Run(fmt.Sprintf("%s, mutate sets the namespace: %t", fn.name, setsNamespace), func(t *testing.T) {
-				n.Reset()
-				child := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: cr.Name}}
-				var mutate ownership.MutateFn
-				if setsNamespace {
-					mutate = func() error { child.Namespace = ns; child.Labels = map[string]string{"a": "b"}; return nil }
-				}
-				_, err := fn.fn(ctx, c, o, child, mutate)
-				var ioe *ownership.InvalidOwnerError
-				if !errors.As(err, &ioe) {
-					t.Errorf("error = %v, want *InvalidOwnerError", err)
-				}
-				if n.Writes() != 0 {
-					t.Errorf("requests %s, want no write", n)
-				}
-			})
-		}
 	}
 }
 
