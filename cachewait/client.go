@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
 
 	"github.com/steadyk8s/steady/internal/backoff"
 	"github.com/steadyk8s/steady/internal/object"
@@ -31,7 +32,7 @@ func (NoWait) ApplyToList(*client.ListOptions) {}
 var (
 	_ client.GetOption         = NoWait{}
 	_ client.ListOption        = NoWait{}
-	_ client.Client            = &Client{}
+	_ client.Client            = &waitingClient{}
 	_ client.SubResourceClient = &subResourceClient{}
 )
 
@@ -83,7 +84,7 @@ var (
 //
 // Expectations are dropped after [DefaultTTL], so that writes never read
 // back through the Client do not pile up.
-type Client struct {
+type waitingClient struct {
 	client.Client
 	opts    WaitOptions
 	mu      sync.Mutex
@@ -92,32 +93,21 @@ type Client struct {
 	pruned  time.Time
 }
 
-// Cluster is what [NewClient] and [NewTracker] use of the manager;
-// ctrl.Manager and cluster.Cluster have it.
-type Cluster interface {
-	// GetClient returns the client that reads from the informer cache and
-	// writes to the API server.
-	GetClient() client.Client
-	// GetAPIReader returns a reader of the API server, which tells an
-	// object that is gone from one the cache has not seen yet (see
-	// [WithAPIReader]); nil means none.
-	GetAPIReader() client.Reader
-}
-
 // NewClient wraps cl's client (the manager's: NewClient(mgr)); opts apply
 // to every wait. The waits ask cl's API reader where the cache alone
-// cannot tell (see [WithAPIReader], which replaces it or sets After).
-func NewClient(cl Cluster, opts ...WaitOption) *Client {
-	o := (&WaitOptions{}).ApplyOptions(opts)
+// cannot tell (see [WithAPIReader], which replaces it or sets After). See
+// the package documentation for what the returned client waits for.
+func NewClient(cl cluster.Cluster, opts ...WaitOption) client.Client {
+	o := applyOptions(opts)
 	if o.APIReader == nil {
 		o.APIReader = observe.Reader(cl.GetAPIReader(), "cachewait")
 	}
-	return &Client{Client: cl.GetClient(), opts: o.withDefaults(),
+	return &waitingClient{Client: cl.GetClient(), opts: o,
 		pending: map[schema.GroupVersionKind]*kindPending{}, views: map[schema.GroupVersionKind]client.Object{}}
 }
 
 // Get waits for this client's writes of the object, then reads the cache.
-func (c *Client) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+func (c *waitingClient) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
 	if hasNoWait(opts) {
 		return c.Client.Get(ctx, key, obj, opts...)
 	}
@@ -128,7 +118,7 @@ func (c *Client) Get(ctx context.Context, key client.ObjectKey, obj client.Objec
 	c.noteView(gvk, obj)
 	rs := readScope{namespace: key.Namespace, name: key.Name}
 	start := time.Now()
-	deadline, pause := start.Add(c.opts.Timeout), c.opts.InitialBackoff
+	deadline, pause := start.Add(c.opts.Timeout), c.opts.initialBackoff
 	for {
 		ok, err := c.await(ctx, gvk, obj, rs, deadline)
 		if err != nil {
@@ -149,14 +139,14 @@ func (c *Client) Get(ctx context.Context, key client.ObjectKey, obj client.Objec
 		case time.Now().After(deadline) || backoff.Sleep(ctx, pause) != nil:
 			return staleRead(ctx, e, old, start)
 		}
-		pause = min(pause*2, c.opts.MaxBackoff)
+		pause = min(pause*2, c.opts.maxBackoff)
 	}
 }
 
 // List waits for this client's writes of the list's kind that the list
 // can select (in the listed namespace, matching its label selector as
 // written or as the cache holds them), then reads the cache.
-func (c *Client) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+func (c *waitingClient) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
 	if hasNoWait(opts) {
 		return c.Client.List(ctx, list, opts...)
 	}
@@ -170,7 +160,7 @@ func (c *Client) List(ctx context.Context, list client.ObjectList, opts ...clien
 	item := c.itemOf(list, gvk)
 	c.noteView(gvk, item)
 	start := time.Now()
-	deadline, pause := start.Add(c.opts.Timeout), c.opts.InitialBackoff
+	deadline, pause := start.Add(c.opts.Timeout), c.opts.initialBackoff
 	for {
 		ok, err := c.await(ctx, gvk, item, rs, deadline)
 		if err != nil {
@@ -186,7 +176,7 @@ func (c *Client) List(ctx context.Context, list client.ObjectList, opts ...clien
 		case time.Now().After(deadline) || backoff.Sleep(ctx, pause) != nil:
 			return staleRead(ctx, e, old, start)
 		}
-		pause = min(pause*2, c.opts.MaxBackoff)
+		pause = min(pause*2, c.opts.maxBackoff)
 	}
 }
 
@@ -205,7 +195,7 @@ func byKey(list client.ObjectList) func(client.ObjectKey) client.Object {
 // noteView remembers that this Client reads gvk in proto's representation
 // (nil: unknown): its informer runs, so a Delete by name can look the
 // object up in it without starting another.
-func (c *Client) noteView(gvk schema.GroupVersionKind, proto client.Object) {
+func (c *waitingClient) noteView(gvk schema.GroupVersionKind, proto client.Object) {
 	if proto == nil {
 		return
 	}
@@ -216,7 +206,7 @@ func (c *Client) noteView(gvk schema.GroupVersionKind, proto client.Object) {
 
 // readView returns an empty object of gvk in the representation this
 // Client last read it in, or nil where it has not read gvk.
-func (c *Client) readView(gvk schema.GroupVersionKind) client.Object {
+func (c *waitingClient) readView(gvk schema.GroupVersionKind) client.Object {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if proto := c.views[gvk]; proto != nil {
@@ -238,7 +228,7 @@ func hasNoWait[O any](opts []O) bool {
 
 // view is the representation of proto (the read's object, nil: unknown),
 // of kind gvk, for waits; nil (each write's own) where it is unknown.
-func (c *Client) view(proto client.Object, gvk schema.GroupVersionKind) *view {
+func (c *waitingClient) view(proto client.Object, gvk schema.GroupVersionKind) *view {
 	if proto == nil {
 		return nil
 	}
@@ -255,7 +245,7 @@ func (c *Client) view(proto client.Object, gvk schema.GroupVersionKind) *view {
 
 // itemOf returns an empty object of list's representation, of kind gvk,
 // or nil where the scheme does not know it.
-func (c *Client) itemOf(list client.ObjectList, gvk schema.GroupVersionKind) client.Object {
+func (c *waitingClient) itemOf(list client.ObjectList, gvk schema.GroupVersionKind) client.Object {
 	switch list.(type) {
 	case *unstructured.UnstructuredList:
 		return &unstructured.Unstructured{}
@@ -272,7 +262,7 @@ func (c *Client) itemOf(list client.ObjectList, gvk schema.GroupVersionKind) cli
 
 // listFor returns a constructor of empty lists of obj's kind, in obj's
 // representation.
-func (c *Client) listFor(obj client.Object, gvk schema.GroupVersionKind) (func() client.ObjectList, error) {
+func (c *waitingClient) listFor(obj client.Object, gvk schema.GroupVersionKind) (func() client.ObjectList, error) {
 	lgvk := gvk.GroupVersion().WithKind(gvk.Kind + "List")
 	switch obj.(type) {
 	case *unstructured.Unstructured:

@@ -2,6 +2,7 @@ package cachewait_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -84,7 +85,7 @@ func TestTimedOutExpectationDoesNotPoison(t *testing.T) {
 	must(t, c.Create(ctx, cm))
 	deletedBehindOurBack(t, cc.Client, cm)
 	before := waitCount(t, "timeout")
-	if err := c.Get(ctx, client.ObjectKeyFromObject(cm), &corev1.ConfigMap{}); !cachewait.IsTimeout(err) {
+	if err := c.Get(ctx, client.ObjectKeyFromObject(cm), &corev1.ConfigMap{}); !errors.As(err, new(*cachewait.TimeoutError)) {
 		t.Fatalf("first Get: %v, want a TimeoutError", err)
 	}
 	for i := 0; i < 3; i++ {

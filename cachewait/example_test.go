@@ -2,6 +2,7 @@ package cachewait_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -32,7 +33,7 @@ func ExampleForWrite() {
 	newer := cm.DeepCopy()
 	newer.ResourceVersion = "1000000"
 	err := cachewait.ForWrite(ctx, cache, newer, cachewait.WithTimeout(20*time.Millisecond))
-	fmt.Println("requeue:", cachewait.IsTimeout(err))
+	fmt.Println("requeue:", errors.As(err, new(*cachewait.TimeoutError)))
 	// Output:
 	// caught up: <nil>
 	// requeue: true
@@ -48,7 +49,7 @@ func (r *childReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 	var children corev1.ConfigMapList
 	// Waits for this client's earlier writes of ConfigMaps in the namespace.
 	if err := r.List(ctx, &children, client.InNamespace(req.Namespace), client.MatchingLabels{"parent": req.Name}); err != nil {
-		if cachewait.IsTimeout(err) {
+		if errors.As(err, new(*cachewait.TimeoutError)) {
 			return ctrl.Result{RequeueAfter: time.Second}, nil
 		}
 		return ctrl.Result{}, err

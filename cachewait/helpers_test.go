@@ -8,6 +8,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/steadyk8s/steady/cachewait"
@@ -104,14 +105,18 @@ func caughtUp(t testing.TB, tr *cachewait.Tracker, owner client.Object) {
 	}
 }
 
-// clusterOf is a cachewait.Cluster of a client (an interceptor around the
-// manager's, say) and an API reader (nil: none).
-func clusterOf(c client.Client, api client.Reader) cachewait.Cluster { return cluster{c, api} }
+// clusterOf is a cluster.Cluster of a client (an interceptor around the
+// manager's, say) and an API reader (nil: none): all NewClient and
+// NewTracker use of one.
+func clusterOf(c client.Client, api client.Reader) cluster.Cluster {
+	return fakeCluster{c: c, api: api}
+}
 
-type cluster struct {
+type fakeCluster struct {
+	cluster.Cluster
 	c   client.Client
 	api client.Reader
 }
 
-func (c cluster) GetClient() client.Client    { return c.c }
-func (c cluster) GetAPIReader() client.Reader { return c.api }
+func (c fakeCluster) GetClient() client.Client    { return c.c }
+func (c fakeCluster) GetAPIReader() client.Reader { return c.api }

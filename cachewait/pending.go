@@ -21,7 +21,7 @@ type kindPending struct {
 	all     []*expectation // DeleteAllOf, by namespace
 }
 
-func (c *Client) kind(gvk schema.GroupVersionKind) *kindPending {
+func (c *waitingClient) kind(gvk schema.GroupVersionKind) *kindPending {
 	p := c.pending[gvk]
 	if p == nil {
 		p = &kindPending{objects: map[client.ObjectKey]*expectation{}}
@@ -31,7 +31,7 @@ func (c *Client) kind(gvk schema.GroupVersionKind) *kindPending {
 }
 
 // record remembers e, the latest expectation for obj's name.
-func (c *Client) record(obj client.Object, e *expectation) {
+func (c *waitingClient) record(obj client.Object, e *expectation) {
 	gvk, err := object.GVK(obj, c.Scheme())
 	if err != nil {
 		return
@@ -70,21 +70,21 @@ func olderWrite(e, prev *expectation) bool {
 	return err == nil && c < 0
 }
 
-// prune drops, at most once per DefaultTTL, the expectations older than
+// prune drops, at most once per c.opts.ttl, the expectations older than
 // it. c.mu is held.
-func (c *Client) prune() {
+func (c *waitingClient) prune() {
 	now := time.Now()
-	if now.Sub(c.pruned) < DefaultTTL {
+	if now.Sub(c.pruned) < c.opts.ttl {
 		return
 	}
 	c.pruned = now
 	for gvk, p := range c.pending {
 		for k, e := range p.objects {
-			if now.Sub(e.at) > DefaultTTL {
+			if now.Sub(e.at) > c.opts.ttl {
 				delete(p.objects, k)
 			}
 		}
-		p.all = slices.DeleteFunc(p.all, func(e *expectation) bool { return now.Sub(e.at) > DefaultTTL })
+		p.all = slices.DeleteFunc(p.all, func(e *expectation) bool { return now.Sub(e.at) > c.opts.ttl })
 		if len(p.objects) == 0 && len(p.all) == 0 {
 			delete(c.pending, gvk)
 		}
@@ -97,7 +97,7 @@ func (c *Client) prune() {
 // cache in the representation of proto, the read's object. It returns the
 // expectations the read may go on with but whose object it must not find
 // in an older state (see [Client.stale]).
-func (c *Client) await(ctx context.Context, gvk schema.GroupVersionKind, proto client.Object, rs readScope, deadline time.Time) ([]*expectation, error) {
+func (c *waitingClient) await(ctx context.Context, gvk schema.GroupVersionKind, proto client.Object, rs readScope, deadline time.Time) ([]*expectation, error) {
 	for {
 		todo := c.selected(gvk, rs)
 		if len(todo) == 0 {
@@ -108,7 +108,7 @@ func (c *Client) await(ctx context.Context, gvk schema.GroupVersionKind, proto c
 		switch {
 		case err == nil:
 			return ok, nil
-		case !IsTimeout(err):
+		case !errors.As(err, new(*TimeoutError)):
 			if !unservable(err) {
 				return nil, err // keep them: the cache could not be read
 			}
@@ -129,7 +129,7 @@ func (c *Client) await(ctx context.Context, gvk schema.GroupVersionKind, proto c
 }
 
 // selected returns the pending expectations of gvk a read of rs selects.
-func (c *Client) selected(gvk schema.GroupVersionKind, rs readScope) []*expectation {
+func (c *waitingClient) selected(gvk schema.GroupVersionKind, rs readScope) []*expectation {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	p := c.pending[gvk]
@@ -155,7 +155,7 @@ func (c *Client) selected(gvk schema.GroupVersionKind, rs readScope) []*expectat
 // its write, nil where there is none: the cache moved between the wait and
 // the read (it got to an older state of an object it had not seen). found
 // returns the result's object of a name, nil where it has none.
-func (c *Client) stale(ctx context.Context, exps []*expectation, rs readScope, found func(client.ObjectKey) client.Object) (*expectation, client.Object) {
+func (c *waitingClient) stale(ctx context.Context, exps []*expectation, rs readScope, found func(client.ObjectKey) client.Object) (*expectation, client.Object) {
 	for _, e := range exps {
 		if e.mode == modeDeleteAll {
 			continue
@@ -199,7 +199,7 @@ func unservable(err error) bool {
 
 // forget drops exps from the pending expectations of gvk, unless a newer
 // one replaced them.
-func (c *Client) forget(gvk schema.GroupVersionKind, exps []*expectation) {
+func (c *waitingClient) forget(gvk schema.GroupVersionKind, exps []*expectation) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	p := c.pending[gvk]
@@ -220,7 +220,7 @@ func (c *Client) forget(gvk schema.GroupVersionKind, exps []*expectation) {
 
 // pendingWrite is this Client's pending write expectation for obj's name,
 // or nil.
-func (c *Client) pendingWrite(obj client.Object) *expectation {
+func (c *waitingClient) pendingWrite(obj client.Object) *expectation {
 	gvk, err := object.GVK(obj, c.Scheme())
 	if err != nil {
 		return nil

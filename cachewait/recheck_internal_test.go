@@ -43,7 +43,7 @@ func TestReadIsCheckedAgainstItsResult(t *testing.T) {
 	gone := readerFunc(func(key client.ObjectKey) error {
 		return apierrors.NewNotFound(corev1.Resource("configmaps"), key.Name)
 	})
-	c := NewClient(fakeCluster{cache}, WithAPIReader{Reader: gone, After: time.Nanosecond}, WithTimeout(time.Second))
+	c := NewClient(fakeCluster{c: cache}, WithAPIReader{Reader: gone, After: time.Nanosecond}, WithTimeout(time.Second))
 	if err := c.Create(ctx, cm); err != nil {
 		t.Fatal(err)
 	}

@@ -36,16 +36,7 @@ func (w WithCacheOptions) ApplyToWait(o *WaitOptions) {
 	o.CacheOptions = &c
 }
 
-// ApplyToTracker implements [TrackerOption].
-func (w WithCacheOptions) ApplyToTracker(o *TrackerOptions) {
-	c := cache.Options(w)
-	o.CacheOptions = &c
-}
-
-var (
-	_ WaitOption    = WithCacheOptions{}
-	_ TrackerOption = WithCacheOptions{}
-)
+var _ WaitOption = WithCacheOptions{}
 
 // excludes reports whether a cache made with o certainly does not hold obj
 // as it is (its namespace, name and labels). scheme maps the ByObject keys

@@ -11,7 +11,7 @@ import (
 
 // Status returns a writer for the status subresource that remembers its
 // writes too.
-func (c *Client) Status() client.SubResourceWriter {
+func (c *waitingClient) Status() client.SubResourceWriter {
 	return &subResourceClient{c: c, w: c.Client.Status()}
 }
 
@@ -19,13 +19,13 @@ func (c *Client) Status() client.SubResourceWriter {
 // "scale", ...) that remembers its updates and patches too: of obj, at the
 // resourceVersion of the answer (decoded into the subresource body where
 // one is given, a Scale say, which carries the object's version).
-func (c *Client) SubResource(name string) client.SubResourceClient {
+func (c *waitingClient) SubResource(name string) client.SubResourceClient {
 	sc := c.Client.SubResource(name)
 	return &subResourceClient{c: c, w: sc, r: sc}
 }
 
 type subResourceClient struct {
-	c *Client
+	c *waitingClient
 	w client.SubResourceWriter
 	r client.SubResourceReader // nil for Status()
 }

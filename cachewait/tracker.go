@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
 )
 
 // Tracker remembers, per owner, the children written and not yet seen in the
@@ -26,7 +27,7 @@ import (
 type Tracker struct {
 	r       client.Reader
 	scheme  *runtime.Scheme
-	opts    TrackerOptions
+	opts    WaitOptions
 	mu      sync.Mutex
 	pending map[types.UID][]*expectation
 	pruned  time.Time
@@ -36,17 +37,8 @@ type Tracker struct {
 // client, which reads the informer cache (the manager's: NewTracker(mgr)),
 // asking cl's API reader where the cache alone cannot tell (see
 // [WithAPIReader], which replaces it or sets After).
-func NewTracker(cl Cluster, opts ...TrackerOption) *Tracker {
-	o := *(&TrackerOptions{}).ApplyOptions(opts)
-	if o.Requeue <= 0 {
-		o.Requeue = DefaultRequeue
-	}
-	if o.TTL <= 0 {
-		o.TTL = DefaultTTL
-	}
-	if o.APIReaderAfter <= 0 {
-		o.APIReaderAfter = DefaultAPIReaderAfter
-	}
+func NewTracker(cl cluster.Cluster, opts ...WaitOption) *Tracker {
+	o := applyOptions(opts)
 	if o.APIReader == nil {
 		o.APIReader = observe.Reader(cl.GetAPIReader(), "cachewait")
 	}
@@ -89,7 +81,7 @@ func (t *Tracker) add(owner client.Object, e *expectation) {
 // Forget) do not pile up. t.mu is held.
 func (t *Tracker) prune() {
 	now := time.Now()
-	if now.Sub(t.pruned) < t.opts.TTL {
+	if now.Sub(t.pruned) < t.opts.ttl {
 		return
 	}
 	t.pruned = now
@@ -97,7 +89,7 @@ func (t *Tracker) prune() {
 		// A new slice: CaughtUp may be reading the old one unlocked.
 		var keep []*expectation
 		for _, e := range exps {
-			if now.Sub(e.at) <= t.opts.TTL {
+			if now.Sub(e.at) <= t.opts.ttl {
 				keep = append(keep, e)
 			}
 		}
@@ -121,7 +113,7 @@ func (t *Tracker) CaughtUp(ctx context.Context, owner client.Object) (time.Durat
 	wo := WaitOptions{APIReader: t.opts.APIReader, APIReaderAfter: t.opts.APIReaderAfter}
 	states := map[*expectation]state{}
 	for _, e := range exps {
-		if time.Since(e.at) > t.opts.TTL {
+		if time.Since(e.at) > t.opts.ttl {
 			states[e] = caughtUp
 			continue
 		}

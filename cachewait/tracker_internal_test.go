@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
 )
 
 // TestTrackerForgetsOwnersNeverAskedAgain: an owner deleted without Forget
@@ -21,7 +22,7 @@ import (
 // CaughtUp of that owner).
 func TestTrackerForgetsOwnersNeverAskedAgain(t *testing.T) {
 	const ttl = 10 * time.Millisecond
-	tr := NewTracker(emptyCluster(), WithTTL(ttl))
+	tr := NewTracker(emptyCluster(), withTTL(ttl))
 	child := func(i int) *corev1.ConfigMap {
 		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: fmt.Sprint("c", i),
 			UID: types.UID(fmt.Sprint("c", i)), ResourceVersion: "5"}}
@@ -45,7 +46,7 @@ func TestTrackerForgetsOwnersNeverAskedAgain(t *testing.T) {
 // goroutines, with a TTL short enough that expired expectations are pruned
 // meanwhile, lose nothing recorded and race on nothing (-race).
 func TestTrackerConcurrentUse(t *testing.T) {
-	tr := NewTracker(emptyCluster(), WithTTL(time.Millisecond))
+	tr := NewTracker(emptyCluster(), withTTL(time.Millisecond))
 	var wg sync.WaitGroup
 	for g := range 8 {
 		wg.Go(func() {
@@ -91,9 +92,19 @@ func TestWantNamesWhatIsKnown(t *testing.T) {
 
 // emptyCluster is a Cluster whose cache holds nothing, without an API
 // reader.
-func emptyCluster() Cluster { return fakeCluster{fake.NewClientBuilder().Build()} }
+func emptyCluster() cluster.Cluster { return fakeCluster{c: fake.NewClientBuilder().Build()} }
 
-type fakeCluster struct{ client.Client }
+// fakeCluster is a cluster.Cluster of only a client, without an API
+// reader: NewClient and NewTracker use nothing else.
+type fakeCluster struct {
+	cluster.Cluster
+	c client.Client
+}
 
-func (c fakeCluster) GetClient() client.Client  { return c.Client }
+func (c fakeCluster) GetClient() client.Client  { return c.c }
 func (fakeCluster) GetAPIReader() client.Reader { return nil }
+
+// withTTL sets a Tracker's TTL.
+type withTTL time.Duration
+
+func (w withTTL) ApplyToWait(o *WaitOptions) { o.ttl = time.Duration(w) }

@@ -1,7 +1,6 @@
 package cachewait
 
 import (
-	"errors"
 	"fmt"
 	"time"
 
@@ -38,70 +37,74 @@ func (e *TimeoutError) Error() string {
 // Unwrap returns the underlying error.
 func (e *TimeoutError) Unwrap() error { return e.Err }
 
-// IsTimeout reports whether err is or wraps a [*TimeoutError].
-func IsTimeout(err error) bool {
-	var te *TimeoutError
-	return errors.As(err, &te)
-}
-
-// Defaults of [WaitOptions] and [TrackerOptions].
+// The defaults of [WaitOptions].
 const (
-	DefaultTimeout        = 10 * time.Second
-	DefaultInitialBackoff = 10 * time.Microsecond
-	DefaultMaxBackoff     = 100 * time.Millisecond
-	DefaultAPIReaderAfter = time.Second
-	DefaultRequeue        = 50 * time.Millisecond
-	DefaultTTL            = time.Minute
+	defaultTimeout        = 10 * time.Second
+	defaultInitialBackoff = 10 * time.Microsecond
+	defaultMaxBackoff     = 100 * time.Millisecond
+	defaultAPIReaderAfter = time.Second
+	defaultRequeue        = 50 * time.Millisecond
+	defaultTTL            = time.Minute
 )
 
-// WaitOptions configures a wait ([ForWrite], [ForDelete], the reads of a
-// [Client]). Its zero value means the defaults.
+// WaitOptions configures the waits of [ForWrite], [ForDelete], a client of
+// [NewClient] and a [Tracker]. Its zero value means the defaults.
 type WaitOptions struct {
 	// Timeout bounds a wait when the context has no earlier deadline; zero
-	// means [DefaultTimeout].
+	// means 10s. A Tracker never waits: it ignores it.
 	Timeout time.Duration
-	// InitialBackoff is the first pause between reads of the cache; zero
-	// means [DefaultInitialBackoff].
-	InitialBackoff time.Duration
-	// MaxBackoff caps the pause; zero means [DefaultMaxBackoff].
-	MaxBackoff time.Duration
 	// APIReader, when set, tells "gone" from "not yet seen" (see
-	// [WithAPIReader]); nil means the cache alone is read.
+	// [WithAPIReader]); nil means the cache alone is read (NewClient and
+	// NewTracker default it to the cluster's API reader).
 	APIReader client.Reader
 	// APIReaderAfter is how long the cache must have lagged before the
 	// APIReader is asked, and how long between two such reads of one
-	// object; zero means [DefaultAPIReaderAfter].
+	// object; zero means 1s.
 	APIReaderAfter time.Duration
 	// CacheOptions, when set, are the options the cache was made with (see
 	// [WithCacheOptions]); nil means every write is taken to be one the
 	// cache can hold.
 	CacheOptions *cache.Options
+	// Requeue is the delay [Tracker.CaughtUp] suggests when the cache has
+	// not caught up; zero means 50ms. Only a Tracker reads it.
+	Requeue time.Duration
+
+	// Set by the package's own tests only.
+	initialBackoff, maxBackoff time.Duration
+	ttl                        time.Duration // a Tracker's; zero means a minute
 }
 
 // WaitOption configures a wait.
 type WaitOption interface{ ApplyToWait(*WaitOptions) }
 
-// ApplyOptions applies opts to o and returns it.
-func (o *WaitOptions) ApplyOptions(opts []WaitOption) *WaitOptions {
+// applyOptions returns the options of opts, with the defaults.
+func applyOptions(opts []WaitOption) WaitOptions {
+	o := WaitOptions{}
 	for _, opt := range opts {
-		opt.ApplyToWait(o)
+		opt.ApplyToWait(&o)
 	}
-	return o
+	return o.withDefaults()
 }
 
 // withDefaults returns o with its zero fields set to the defaults.
 func (o WaitOptions) withDefaults() WaitOptions {
 	if o.Timeout <= 0 {
-		o.Timeout = DefaultTimeout
+		o.Timeout = defaultTimeout
 	}
-	if o.InitialBackoff <= 0 {
-		o.InitialBackoff = DefaultInitialBackoff
+	if o.initialBackoff <= 0 {
+		o.initialBackoff = defaultInitialBackoff
 	}
-	if o.MaxBackoff <= 0 {
-		o.MaxBackoff = DefaultMaxBackoff
+	if o.maxBackoff <= 0 {
+		o.maxBackoff = defaultMaxBackoff
 	}
 	if o.APIReaderAfter <= 0 {
-		o.APIReaderAfter = DefaultAPIReaderAfter
+		o.APIReaderAfter = defaultAPIReaderAfter
+	}
+	if o.Requeue <= 0 {
+		o.Requeue = defaultRequeue
+	}
+	if o.ttl <= 0 {
+		o.ttl = defaultTTL
 	}
 	return o
 }
@@ -112,34 +115,17 @@ type WithTimeout time.Duration
 // ApplyToWait implements [WaitOption].
 func (w WithTimeout) ApplyToWait(o *WaitOptions) { o.Timeout = time.Duration(w) }
 
-// WithBackoff sets the first and the largest pause between reads of the
-// cache; a zero field keeps the default.
-type WithBackoff struct {
-	Initial, Max time.Duration
-}
-
-// ApplyToWait implements [WaitOption].
-func (w WithBackoff) ApplyToWait(o *WaitOptions) {
-	if w.Initial > 0 {
-		o.InitialBackoff = w.Initial
-	}
-	if w.Max > 0 {
-		o.MaxBackoff = w.Max
-	}
-}
-
 // WithAPIReader lets a wait tell an object that is gone from one the cache
 // has not seen yet, which the cache alone cannot: when the cache has lacked
-// the written object (or held only an older one) for After (zero:
-// [DefaultAPIReaderAfter]), one live GET through Reader (the manager's
-// GetAPIReader()) decides: NotFound, or another UID, means the written
-// object is gone and the write is caught up; the same UID means it exists
-// and the cache lags, and the wait goes on (asking again at most once per
-// After). A cache that catches up within After costs no request.
+// the written object (or held only an older one) for After (zero: 1s), one
+// live GET through Reader (the manager's GetAPIReader(), never its cached
+// client) decides: NotFound, or another UID, means the written object is
+// gone and the write is caught up; the same UID means it exists and the
+// cache lags, and the wait goes on (asking again at most once per After).
+// A cache that catches up within After costs no request.
 //
-// It applies to waits ([ForWrite], [ForDelete], [NewClient]) and to a
-// [Tracker]. [NewClient] and [NewTracker] take the manager's API reader
-// without it: give it to set After, or another reader.
+// [NewClient] and [NewTracker] take the cluster's API reader without it:
+// give it to set After, or another reader.
 type WithAPIReader struct {
 	Reader client.Reader
 	After  time.Duration
@@ -153,58 +139,15 @@ func (w WithAPIReader) ApplyToWait(o *WaitOptions) {
 	}
 }
 
-// ApplyToTracker implements [TrackerOption].
-func (w WithAPIReader) ApplyToTracker(o *TrackerOptions) {
-	o.APIReader = observe.Reader(w.Reader, "cachewait")
-	if w.After > 0 {
-		o.APIReaderAfter = w.After
-	}
-}
-
-// TrackerOptions configures a [Tracker]. Its zero value means the defaults.
-type TrackerOptions struct {
-	// Requeue is the delay CaughtUp suggests when the cache has not caught
-	// up; zero means [DefaultRequeue].
-	Requeue time.Duration
-	// TTL drops expectations older than it, so that a lost event cannot
-	// stall an owner for ever, nor owners never asked about again (deleted
-	// without Forget) pile up; zero means [DefaultTTL].
-	TTL time.Duration
-	// APIReader, APIReaderAfter and CacheOptions are as in [WaitOptions].
-	APIReader      client.Reader
-	APIReaderAfter time.Duration
-	CacheOptions   *cache.Options
-}
-
-// TrackerOption configures a [Tracker].
-type TrackerOption interface{ ApplyToTracker(*TrackerOptions) }
-
-// ApplyOptions applies opts to o and returns it.
-func (o *TrackerOptions) ApplyOptions(opts []TrackerOption) *TrackerOptions {
-	for _, opt := range opts {
-		opt.ApplyToTracker(o)
-	}
-	return o
-}
-
 // WithRequeue sets the delay [Tracker.CaughtUp] suggests when the cache has
 // not caught up.
 type WithRequeue time.Duration
 
-// ApplyToTracker implements [TrackerOption].
-func (w WithRequeue) ApplyToTracker(o *TrackerOptions) { o.Requeue = time.Duration(w) }
-
-// WithTTL sets how long a [Tracker] keeps an expectation at most.
-type WithTTL time.Duration
-
-// ApplyToTracker implements [TrackerOption].
-func (w WithTTL) ApplyToTracker(o *TrackerOptions) { o.TTL = time.Duration(w) }
+// ApplyToWait implements [WaitOption].
+func (w WithRequeue) ApplyToWait(o *WaitOptions) { o.Requeue = time.Duration(w) }
 
 var (
-	_ WaitOption    = WithTimeout(0)
-	_ WaitOption    = WithBackoff{}
-	_ WaitOption    = WithAPIReader{}
-	_ TrackerOption = WithAPIReader{}
-	_ TrackerOption = WithRequeue(0)
-	_ TrackerOption = WithTTL(0)
+	_ WaitOption = WithTimeout(0)
+	_ WaitOption = WithAPIReader{}
+	_ WaitOption = WithRequeue(0)
 )

@@ -60,7 +60,7 @@ func ForWrite(ctx context.Context, r client.Reader, obj client.Object, opts ...W
 	if obj.GetResourceVersion() == "" {
 		return fmt.Errorf("cachewait: %s has no resourceVersion; pass the object the write returned", object.Describe(obj, nil))
 	}
-	o := (&WaitOptions{}).ApplyOptions(opts).withDefaults()
+	o := applyOptions(opts)
 	e := newWrite(obj, nil)
 	e.outOfScope = e.mode == modeWrite && excludes(o.CacheOptions, obj, nil)
 	_, _, _, err := waitAll(ctx, r, o, nil, readScope{}, time.Now().Add(o.Timeout), []*expectation{e})
@@ -74,7 +74,7 @@ func ForWrite(ctx context.Context, r client.Reader, obj client.Object, opts ...W
 // the mark as caught up instead. It returns a [*TimeoutError] like
 // [ForWrite].
 func ForDelete(ctx context.Context, r client.Reader, obj client.Object, opts ...WaitOption) error {
-	o := (&WaitOptions{}).ApplyOptions(opts).withDefaults()
+	o := applyOptions(opts)
 	_, _, _, err := waitAll(ctx, r, o, nil, readScope{}, time.Now().Add(o.Timeout), []*expectation{newDelete(obj, nil, modeGone)})
 	return err
 }
@@ -482,7 +482,7 @@ func waitAll(ctx context.Context, r client.Reader, o WaitOptions, v *view, rs re
 	defer cancel()
 	kind := exps[0].kind
 	start := time.Now()
-	pause := o.InitialBackoff
+	pause := o.initialBackoff
 	exps = slices.Clone(exps)
 	for {
 		ok, left = nil, nil
@@ -517,6 +517,6 @@ func waitAll(ctx context.Context, r client.Reader, o WaitOptions, v *view, rs re
 			waitSeconds.WithLabelValues(kind, "timeout").Observe(waited.Seconds())
 			return done, ok, left, &TimeoutError{Object: left[0].name, Want: left[0].wantString(), Have: have, Waited: waited, Err: ctx.Err()}
 		}
-		pause = min(pause*2, o.MaxBackoff)
+		pause = min(pause*2, o.maxBackoff)
 	}
 }

@@ -19,7 +19,7 @@ import (
 func dryRun(d []string) bool { return slices.Contains(d, metav1.DryRunAll) }
 
 // Create creates obj and remembers the write.
-func (c *Client) Create(ctx context.Context, obj client.Object, opts ...client.CreateOption) error {
+func (c *waitingClient) Create(ctx context.Context, obj client.Object, opts ...client.CreateOption) error {
 	if err := c.Client.Create(ctx, obj, opts...); err != nil {
 		return err
 	}
@@ -32,7 +32,7 @@ func (c *Client) Create(ctx context.Context, obj client.Object, opts ...client.C
 }
 
 // Update updates obj and remembers the write.
-func (c *Client) Update(ctx context.Context, obj client.Object, opts ...client.UpdateOption) error {
+func (c *waitingClient) Update(ctx context.Context, obj client.Object, opts ...client.UpdateOption) error {
 	if err := c.Client.Update(ctx, obj, opts...); err != nil {
 		return err
 	}
@@ -43,7 +43,7 @@ func (c *Client) Update(ctx context.Context, obj client.Object, opts ...client.U
 }
 
 // Patch patches obj and remembers the write.
-func (c *Client) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+func (c *waitingClient) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
 	if err := c.Client.Patch(ctx, obj, patch, opts...); err != nil {
 		return err
 	}
@@ -55,7 +55,7 @@ func (c *Client) Patch(ctx context.Context, obj client.Object, patch client.Patc
 
 // Apply applies obj (server-side) and remembers the write, read from the
 // answer the client decoded into obj.
-func (c *Client) Apply(ctx context.Context, obj runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
+func (c *waitingClient) Apply(ctx context.Context, obj runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
 	if err := c.Client.Apply(ctx, obj, opts...); err != nil {
 		return err
 	}
@@ -68,7 +68,7 @@ func (c *Client) Apply(ctx context.Context, obj runtime.ApplyConfiguration, opts
 // recordApplied remembers an Apply, whose answer is in the apply
 // configuration: in the typed representation where the scheme knows the
 // kind, unstructured otherwise.
-func (c *Client) recordApplied(ac runtime.ApplyConfiguration) {
+func (c *waitingClient) recordApplied(ac runtime.ApplyConfiguration) {
 	data, err := json.Marshal(ac)
 	if err != nil {
 		return
@@ -103,7 +103,7 @@ func (c *Client) recordApplied(ac runtime.ApplyConfiguration) {
 // name, and reads wait until the cache lacks the name, holds it marked, or
 // holds an object the API reader shows alive after the delete (one created
 // since).
-func (c *Client) Delete(ctx context.Context, obj client.Object, opts ...client.DeleteOption) error {
+func (c *waitingClient) Delete(ctx context.Context, obj client.Object, opts ...client.DeleteOption) error {
 	o := (&client.DeleteOptions{}).ApplyOptions(opts)
 	if obj.GetUID() == "" && o.Preconditions == nil && !dryRun(o.DryRun) {
 		return c.deleteNamed(ctx, obj, opts)
@@ -130,7 +130,7 @@ func (c *Client) Delete(ctx context.Context, obj client.Object, opts ...client.D
 }
 
 // deleteNamed deletes the object obj names (see [Client.Delete]).
-func (c *Client) deleteNamed(ctx context.Context, obj client.Object, opts []client.DeleteOption) error {
+func (c *waitingClient) deleteNamed(ctx context.Context, obj client.Object, opts []client.DeleteOption) error {
 	target, seen := c.target(ctx, obj)
 	for attempt := 0; target != nil && attempt < 3; attempt++ {
 		uid := target.GetUID()
@@ -163,7 +163,7 @@ func (c *Client) deleteNamed(ctx context.Context, obj client.Object, opts []clie
 // of the name, read in the representation of this Client's last read of
 // the kind; and whether the cache was seen holding it. It returns nil
 // where neither knows it.
-func (c *Client) target(ctx context.Context, obj client.Object) (client.Object, bool) {
+func (c *waitingClient) target(ctx context.Context, obj client.Object) (client.Object, bool) {
 	if e := c.pendingWrite(obj); e != nil {
 		t := object.EmptyLike(obj)
 		e.mu.Lock()
@@ -187,7 +187,7 @@ func (c *Client) target(ctx context.Context, obj client.Object) (client.Object, 
 // live reads the object obj names through the API reader; nil where there
 // is none, the object is not found or the read fails (the delete then
 // goes by name).
-func (c *Client) live(ctx context.Context, obj client.Object) client.Object {
+func (c *waitingClient) live(ctx context.Context, obj client.Object) client.Object {
 	if c.opts.APIReader == nil {
 		return nil
 	}
@@ -201,7 +201,7 @@ func (c *Client) live(ctx context.Context, obj client.Object) client.Object {
 // DeleteAllOf deletes the objects of obj's kind that opts select and
 // remembers it: later Lists of that kind (and Gets) in that namespace wait
 // until the cache holds none of them unmarked (see [Client]).
-func (c *Client) DeleteAllOf(ctx context.Context, obj client.Object, opts ...client.DeleteAllOfOption) error {
+func (c *waitingClient) DeleteAllOf(ctx context.Context, obj client.Object, opts ...client.DeleteAllOfOption) error {
 	at := time.Now()
 	if err := c.Client.DeleteAllOf(ctx, obj, opts...); err != nil {
 		return err

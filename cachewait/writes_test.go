@@ -325,7 +325,7 @@ func TestCallerContextEndingKeepsTheWrite(t *testing.T) {
 	must(t, c.Create(ctx, cm))
 	short, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
 	defer cancel()
-	if err := c.Get(short, client.ObjectKeyFromObject(cm), &corev1.ConfigMap{}); !cachewait.IsTimeout(err) {
+	if err := c.Get(short, client.ObjectKeyFromObject(cm), &corev1.ConfigMap{}); !errors.As(err, new(*cachewait.TimeoutError)) {
 		t.Fatalf("Get with a 20ms context: %v, want a TimeoutError", err)
 	}
 	must(t, c.Get(ctx, client.ObjectKeyFromObject(cm), &corev1.ConfigMap{}))
@@ -386,7 +386,7 @@ func TestFaults(t *testing.T) {
 			"ForWrite":   func() error { return cachewait.ForWrite(ctx, flaky, cm) },
 		} {
 			err := read()
-			if !apierrors.IsInternalError(err) || cachewait.IsTimeout(err) || !strings.Contains(err.Error(), "ConfigMap "+ns+"/flaky") {
+			if !apierrors.IsInternalError(err) || errors.As(err, new(*cachewait.TimeoutError)) || !strings.Contains(err.Error(), "ConfigMap "+ns+"/flaky") {
 				t.Errorf("%s while the cache fails: %v; want the 500, naming ConfigMap %s/flaky", name, err, ns)
 			}
 		}

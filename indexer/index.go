@@ -41,8 +41,8 @@ func New[T client.Object](name string, extract func(T) []string) *Index[T] {
 // Name is the index name, the field of a client.MatchingFields selector.
 func (i *Index[T]) Name() string { return i.name }
 
-// Values returns the index values of obj, as the cache computes them.
-func (i *Index[T]) Values(obj T) []string {
+// values returns the index values of obj, as the cache computes them.
+func (i *Index[T]) values(obj T) []string {
 	var out []string
 	for _, v := range i.extract(obj) {
 		if v != "" {
@@ -77,7 +77,7 @@ var (
 // one added with fi.IndexField directly) is a [*ConflictError], also when
 // controllers register concurrently. Where fi is
 // not a pointer, the two cannot be told apart and both are a
-// [*ConflictError].
+// error.
 func (i *Index[T]) Register(ctx context.Context, fi client.FieldIndexer) error {
 	var zero T
 	typ := reflect.TypeOf(zero)
@@ -91,7 +91,7 @@ func (i *Index[T]) Register(ctx context.Context, fi client.FieldIndexer) error {
 		if !ok {
 			return nil
 		}
-		return i.Values(t)
+		return i.values(t)
 	})
 }
 
@@ -134,7 +134,11 @@ func register(ctx context.Context, fi client.FieldIndexer, obj client.Object, na
 // (client.MatchingFields on another index) too: it is ANDed with this one.
 func (i *Index[T]) List(ctx context.Context, r client.Reader, list client.ObjectList, value string, opts ...client.ListOption) error {
 	var zero T
-	return listBy(ctx, r, list, i.name, fmt.Sprintf("%T", zero), value, opts)
+	typ := fmt.Sprintf("%T", zero)
+	if any(zero) == nil { // an Index[client.Object]: name the list's type
+		typ = fmt.Sprintf("%T", list)
+	}
+	return listBy(ctx, r, list, i.name, typ, value, opts)
 }
 
 // Find returns the objects whose index values include value, typed. r is

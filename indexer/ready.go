@@ -14,8 +14,8 @@ import (
 	"github.com/steadyk8s/steady/internal/object"
 )
 
-// ControllerOwnerIndex is the name of the [ControllerOwner] index.
-const ControllerOwnerIndex = "steady.metadata.controller"
+// controllerOwnerIndex is the name of the [ControllerOwner] index.
+const controllerOwnerIndex = "steady.metadata.controller"
 
 var controllerOwner sync.Map // reflect.Type -> *Index[T]
 
@@ -35,7 +35,7 @@ func ControllerOwner[T client.Object]() *Index[T] {
 		return i.(*Index[T])
 	}
 	i, _ := controllerOwner.LoadOrStore(typ, &Index[T]{
-		name:    ControllerOwnerIndex,
+		name:    controllerOwnerIndex,
 		extract: func(o T) []string { return controllerOwnerValues(o) },
 		decl:    controllerOwnerDecl{typ: typ},
 	})
@@ -50,9 +50,9 @@ func ControllerOwner[T client.Object]() *Index[T] {
 // carry its group, version and kind.
 func RegisterControllerOwner(ctx context.Context, fi client.FieldIndexer, obj client.Object) error {
 	if obj == nil {
-		return fmt.Errorf("indexer: registering %q: no object", ControllerOwnerIndex)
+		return fmt.Errorf("indexer: registering %q: no object", controllerOwnerIndex)
 	}
-	return register(ctx, fi, object.New(obj), ControllerOwnerIndex, controllerOwnerDecl{typ: reflect.TypeOf(obj)},
+	return register(ctx, fi, object.New(obj), controllerOwnerIndex, controllerOwnerDecl{typ: reflect.TypeOf(obj)},
 		func(o client.Object) []string { return controllerOwnerValues(o) })
 }
 
@@ -94,13 +94,4 @@ func StringSlice[T client.Object](name string, path ...string) *Index[T] {
 		}
 		return nil
 	})
-}
-
-// ListByControllerOwner lists into list the objects controlled by the owner
-// of kind gk named name, through the [ControllerOwner] index. It returns a
-// [*NotRegisteredError] when the reader has no such index; a reader whose
-// API server rejected the index once is not asked again (the error comes
-// without a request).
-func ListByControllerOwner(ctx context.Context, r client.Reader, list client.ObjectList, gk schema.GroupKind, name string, opts ...client.ListOption) error {
-	return listBy(ctx, r, list, ControllerOwnerIndex, fmt.Sprintf("%T", list), OwnerKey(gk, name), opts)
 }

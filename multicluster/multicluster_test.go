@@ -98,7 +98,7 @@ func TestForReconcilesEachClusterWithItsOwnClient(t *testing.T) {
 				return err
 			}
 		}
-		other := indexer.New(indexer.ControllerOwnerIndex, func(*rbacv1.RoleBinding) []string { return nil })
+		other := indexer.New(indexer.ControllerOwner[*rbacv1.RoleBinding]().Name(), func(*rbacv1.RoleBinding) []string { return nil })
 		var conflict *indexer.ConflictError
 		if err := other.Register(ctx, multicluster.FieldIndexer(mgr)); !errors.As(err, &conflict) {
 			return fmt.Errorf("another index of the same name and type: %v, want a *ConflictError", err)

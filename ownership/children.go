@@ -30,7 +30,7 @@ func ListChildren(ctx context.Context, c client.Client, owner client.Object, lis
 	if owner.GetNamespace() != "" {
 		opts = append(opts, client.InNamespace(owner.GetNamespace()))
 	}
-	err = indexer.ListByControllerOwner(ctx, c, list, gvk.GroupKind(), owner.GetName(), opts...)
+	err = indexer.ControllerOwner[client.Object]().List(ctx, c, list, indexer.OwnerKey(gvk.GroupKind(), owner.GetName()), opts...)
 	if nre := (*indexer.NotRegisteredError)(nil); errors.As(err, &nre) {
 		err = observe.Reader(c, "ownership").List(ctx, list, opts...)
 	}

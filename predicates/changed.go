@@ -35,10 +35,10 @@ func deletionStarted[T client.Object](old, new T) bool {
 // GenerationChanged passes updates that change metadata.generation (the
 // spec, for most types), start the deletion or change the finalizers, and
 // every create, delete and generic event.
-func GenerationChanged() predicate.Predicate { return TypedGenerationChanged[client.Object]() }
+func GenerationChanged() predicate.Predicate { return typedGenerationChanged[client.Object]() }
 
-// TypedGenerationChanged is [GenerationChanged] for typed predicates.
-func TypedGenerationChanged[T client.Object]() predicate.TypedPredicate[T] {
+// typedGenerationChanged is [GenerationChanged] for typed predicates.
+func typedGenerationChanged[T client.Object]() predicate.TypedPredicate[T] {
 	return updateFilter(func(old, new T) bool {
 		return old.GetGeneration() != new.GetGeneration() || lifecycleChanged(old, new)
 	})
@@ -47,12 +47,12 @@ func TypedGenerationChanged[T client.Object]() predicate.TypedPredicate[T] {
 // GenerationOrMetadataChanged is [GenerationChanged] that also passes
 // updates changing labels or annotations.
 func GenerationOrMetadataChanged() predicate.Predicate {
-	return TypedGenerationOrMetadataChanged[client.Object]()
+	return typedGenerationOrMetadataChanged[client.Object]()
 }
 
-// TypedGenerationOrMetadataChanged is [GenerationOrMetadataChanged] for
+// typedGenerationOrMetadataChanged is [GenerationOrMetadataChanged] for
 // typed predicates.
-func TypedGenerationOrMetadataChanged[T client.Object]() predicate.TypedPredicate[T] {
+func typedGenerationOrMetadataChanged[T client.Object]() predicate.TypedPredicate[T] {
 	return updateFilter(func(old, new T) bool {
 		return old.GetGeneration() != new.GetGeneration() || lifecycleChanged(old, new) ||
 			!maps.Equal(old.GetLabels(), new.GetLabels()) || !maps.Equal(old.GetAnnotations(), new.GetAnnotations())
@@ -61,10 +61,10 @@ func TypedGenerationOrMetadataChanged[T client.Object]() predicate.TypedPredicat
 
 // DeletionStarted passes only the update that sets deletionTimestamp, and
 // delete events; creates and generics are dropped.
-func DeletionStarted() predicate.Predicate { return TypedDeletionStarted[client.Object]() }
+func DeletionStarted() predicate.Predicate { return typedDeletionStarted[client.Object]() }
 
-// TypedDeletionStarted is [DeletionStarted] for typed predicates.
-func TypedDeletionStarted[T client.Object]() predicate.TypedPredicate[T] {
+// typedDeletionStarted is [DeletionStarted] for any object type (the exported one is its client.Object instance).
+func typedDeletionStarted[T client.Object]() predicate.TypedPredicate[T] {
 	f := updateFilter(deletionStarted[T])
 	f.CreateFunc = func(event.TypedCreateEvent[T]) bool { return false }
 	f.GenericFunc = func(event.TypedGenericEvent[T]) bool { return false }

@@ -22,11 +22,11 @@ import (
 //		return []any{s.Spec.Type, s.Spec.LoadBalancerClass, s.Status.LoadBalancer}
 //	})
 func Changed(value func(client.Object) any) predicate.Predicate {
-	return TypedChanged[client.Object](value)
+	return typedChanged[client.Object](value)
 }
 
-// TypedChanged is [Changed] for typed predicates.
-func TypedChanged[T client.Object](value func(T) any) predicate.TypedPredicate[T] {
+// typedChanged is [Changed] for any object type (the exported one is its client.Object instance).
+func typedChanged[T client.Object](value func(T) any) predicate.TypedPredicate[T] {
 	return updateFilter(func(old, new T) bool {
 		return lifecycleChanged(old, new) || !equality.Semantic.DeepEqual(value(old), value(new))
 	})
@@ -41,11 +41,11 @@ func TypedChanged[T client.Object](value func(T) any) predicate.TypedPredicate[T
 // a dot in it (an annotation "example.com/x") cannot be named by a dotted
 // path: use [Changed].
 func FieldChanged(paths ...string) predicate.Predicate {
-	return TypedFieldChanged[client.Object](paths...)
+	return typedFieldChanged[client.Object](paths...)
 }
 
-// TypedFieldChanged is [FieldChanged] for typed predicates.
-func TypedFieldChanged[T client.Object](paths ...string) predicate.TypedPredicate[T] {
+// typedFieldChanged is [FieldChanged] for any object type (the exported one is its client.Object instance).
+func typedFieldChanged[T client.Object](paths ...string) predicate.TypedPredicate[T] {
 	split := make([][]string, 0, len(paths))
 	for _, p := range paths {
 		if p = strings.Trim(p, "."); p != "" {

@@ -7,7 +7,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -103,21 +102,23 @@ func TestPredicates(t *testing.T) {
 			{"delete", nil, cm("b", ns("other")), true}, {"tombstone", nil, cm("b"), true}, {"tombstone", nil, cm("c"), false},
 			{"generic", nil, cm("c"), false}, {"update", cm("a"), cm("a", gen(2)), true}, {"update", cm("c"), cm("c"), false},
 		}},
-		{"NamespacedNames", predicates.NamespacedNames(types.NamespacedName{Namespace: "ns", Name: "a"}), []ev{
+		{"NamespacedNames", predicates.Filter(func(o client.Object) bool { return o.GetNamespace() == "ns" && o.GetName() == "a" }), []ev{
 			{"create", nil, cm("a"), true}, {"create", nil, cm("a", ns("other")), false},
 			{"delete", nil, cm("a"), true}, {"generic", nil, cm("b"), false}, {"update", cm("a"), cm("a"), true},
 		}},
-		{"NameMatches", predicates.NameMatches(regexp.MustCompile(`^tenant-[a-z]+$`)), []ev{
+		{"NameMatches", predicates.Filter(func(o client.Object) bool { return regexp.MustCompile(`^tenant-[a-z]+$`).MatchString(o.GetName()) }), []ev{
 			{"create", nil, cm("tenant-acme"), true}, {"create", nil, cm("tenant-1"), false},
 			{"tombstone", nil, cm("tenant-x"), true}, {"generic", nil, cm("other"), false},
 			{"update", cm("tenant-a"), cm("tenant-a"), true},
 		}},
-		{"Namespaces", predicates.Namespaces("team-a"), []ev{
+		{"Namespaces", predicates.Filter(func(o client.Object) bool { return o.GetNamespace() == "team-a" }), []ev{
 			{"create", nil, cm("x", ns("team-a")), true}, {"create", nil, cm("x"), false},
 			{"delete", nil, cm("x", ns("team-a")), true}, {"generic", nil, cm("x", ns("team-b")), false},
 			{"update", cm("x", ns("team-a")), cm("x", ns("team-a")), true},
 		}},
-		{"LabelSelector", predicates.LabelSelector(labels.SelectorFromSet(labels.Set{"app": "web"})), []ev{
+		{"LabelSelector", predicates.Filter(func(o client.Object) bool {
+			return labels.SelectorFromSet(labels.Set{"app": "web"}).Matches(labels.Set(o.GetLabels()))
+		}), []ev{
 			{"create", nil, cm("a", label("app", "web")), true}, {"create", nil, cm("a"), false},
 			{"tombstone", nil, cm("a", label("app", "web")), true}, {"generic", nil, cm("a", label("app", "db")), false},
 			{"update", cm("a", label("app", "web")), cm("a", label("app", "db")), true}, // leaves the selection: seen once more
@@ -165,8 +166,7 @@ func TestTypedVariants(t *testing.T) {
 		t.Error("typed Names filters wrongly")
 	}
 	for _, p := range []predicate.TypedPredicate[*corev1.ConfigMap]{
-		predicates.TypedNamespacedNames[*corev1.ConfigMap](), predicates.TypedNameMatches[*corev1.ConfigMap](regexp.MustCompile("a")),
-		predicates.TypedNamespaces[*corev1.ConfigMap]("ns"), predicates.TypedLabelSelector[*corev1.ConfigMap](labels.Everything()),
+		predicates.TypedFilter(func(*corev1.ConfigMap) bool { return true }),
 		predicates.TypedNotPaused[*corev1.ConfigMap]("p"), predicates.TypedGenerationOrMetadataChanged[*corev1.ConfigMap](),
 		predicates.TypedDeletionStarted[*corev1.ConfigMap](),
 	} {

@@ -160,7 +160,7 @@ func TestNewControllerWiresTheController(t *testing.T) {
 		}
 		var children corev1.ConfigMapList
 		gk := schema.GroupKind{Group: testapi.GroupVersion.Group, Kind: "Widget"}
-		if err := indexer.ListByControllerOwner(ctx, cc.Client, &children, gk, "w", client.InNamespace(ns)); err != nil {
+		if err := indexer.ControllerOwner[*corev1.ConfigMap]().List(ctx, cc.Client, &children, indexer.OwnerKey(gk, "w"), client.InNamespace(ns)); err != nil {
 			return err
 		}
 		if len(children.Items) != 1 || children.Items[0].Name != "w-child" {

@@ -228,7 +228,7 @@ func notFailed(ctx context.Context, err error) (time.Duration, bool) {
 	switch {
 	case err == nil:
 		return 0, false
-	case cachewait.IsTimeout(err):
+	case errors.As(err, new(*cachewait.TimeoutError)):
 		return CacheTimeoutRequeue, true
 	case errors.As(err, &stale):
 		log.FromContext(ctx).V(1).Info("reconciling again: what this reconcile computed is older than the live object", "reason", stale.Reason)
