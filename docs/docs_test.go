@@ -671,3 +671,66 @@ func TestNoMergeConflictMarkers(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestCompatibilityTable checks the versions of docs/compatibility.md's
+// table against where they are set: the go.mod files, hack/compat-test.sh
+// and the envtest assets' module.
+func TestCompatibilityTable(t *testing.T) {
+	root := repoRoot(t)
+	read := func(name string) string {
+		data, err := os.ReadFile(filepath.Join(root, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(data)
+	}
+	// find is the first submatch of re in the file name.
+	find := func(name, re string) string {
+		m := regexp.MustCompile(re).FindStringSubmatch(read(name))
+		if m == nil {
+			t.Fatalf("%s: no %s", name, re)
+		}
+		return m[1]
+	}
+	require := func(name, module string) string {
+		return find(name, `(?m)^\s*`+regexp.QuoteMeta(module)+` (v\S+)`)
+	}
+	want := map[string]string{
+		"controller-runtime|the library's": require("go.mod", "sigs.k8s.io/controller-runtime"),
+		"k8s.io/api,":                      require("go.mod", "k8s.io/api"),
+		"controller-runtime|compat-test":   find("hack/compat-test.sh", `CR_VERSION:-(v\S+)}`),
+		"k8s.io/* with it":                 find("hack/compat-test.sh", `K8S_VERSION:-(v\S+)}`),
+		"sigs.k8s.io/cluster-api":          require("go.mod", "sigs.k8s.io/cluster-api"),
+		"sigs.k8s.io/cli-utils":            require("go.mod", "sigs.k8s.io/cli-utils"),
+		"Kubernetes API server":            require("hack/go.mod", "k8s.io/kubernetes"),
+		"etcd":                             require("hack/go.mod", "go.etcd.io/etcd/server/v3"),
+		"controller-gen":                   require("examples/go.mod", "sigs.k8s.io/controller-tools"),
+	}
+	rows := 0
+	for _, l := range strings.Split(read("docs/compatibility.md"), "\n") {
+		cells := strings.Split(l, "|")
+		if len(cells) < 5 {
+			continue
+		}
+		name, version, where := strings.TrimSpace(cells[1]), strings.Trim(strings.TrimSpace(cells[2]), "*"), cells[3]
+		for key, v := range want {
+			label, in, _ := strings.Cut(key, "|")
+			if !strings.HasPrefix(name, label) || !strings.Contains(where, in) {
+				continue
+			}
+			rows++
+			if got, _, _ := strings.Cut(version, " "); got != v {
+				t.Errorf("docs/compatibility.md: %s is %s in the table, %s where it is set", name, got, v)
+			}
+		}
+	}
+	if rows != len(want) {
+		t.Errorf("docs/compatibility.md: %d of the table's %d versions found", rows, len(want))
+	}
+	// Every go.mod asks for Go 1.26.
+	for _, mod := range []string{"go.mod", "hack/go.mod", "examples/go.mod", "bench/go.mod", "multicluster/go.mod", "examples/fleet/go.mod", "cmd/kubectl-conditions/go.mod"} {
+		if v := find(mod, `(?m)^go (\S+)`); !strings.HasPrefix(v, "1.26.") {
+			t.Errorf("%s: go %s, the table says 1.26", mod, v)
+		}
+	}
+}
