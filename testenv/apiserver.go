@@ -29,7 +29,7 @@ func (e *Environment) StopAPIServer() error {
 		return nil
 	}
 	if e.etcdDown {
-		if err := e.killAndWait(APIServerBinary, e.Envtest.ControlPlane.APIServer.Stop); err != nil {
+		if err := e.killAndWait(apiServerBinary, e.Envtest.ControlPlane.APIServer.Stop); err != nil {
 			return err
 		}
 		e.apiServerDown = true
@@ -94,19 +94,6 @@ func (e *Environment) StartAPIServer(ctx context.Context) error {
 		return err
 	}
 	return e.restartControllerManager(ctx)
-}
-
-// RestartAPIServer stops the kube-apiserver and starts it again on the same
-// etcd, address and certificates ([Environment.StopAPIServer] and
-// [Environment.StartAPIServer]): the clients of the environment and every
-// running manager reconnect, and find every object that was there; the
-// controller manager of [WithControllerManager] is restarted once the API
-// server is ready.
-func (e *Environment) RestartAPIServer(ctx context.Context) error {
-	if err := e.StopAPIServer(); err != nil {
-		return err
-	}
-	return e.StartAPIServer(ctx)
 }
 
 // waitReady polls /readyz with cfg until the API server answers ok, for at

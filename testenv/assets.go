@@ -12,17 +12,17 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 )
 
-// KubernetesVersion is the version of the control plane that steady is
-// tested against and that `make envtest` builds; [FindAssets] prefers it
+// kubernetesVersion is the version of the control plane that steady is
+// tested against and that `make envtest` builds; FindAssets prefers it
 // in the setup-envtest store.
-const KubernetesVersion = "1.36.3"
+const kubernetesVersion = "1.36.3"
 
 // Names of the asset binaries.
 const (
-	APIServerBinary         = "kube-apiserver"
-	EtcdBinary              = "etcd"
+	apiServerBinary         = "kube-apiserver"
+	etcdBinary              = "etcd"
 	ControllerManagerBinary = "kube-controller-manager"
-	KubectlBinary           = "kubectl"
+	kubectlBinary           = "kubectl"
 )
 
 // AssetsError says that the control-plane binaries were not found: which
@@ -47,18 +47,18 @@ func (e *AssetsError) Error() string {
 // FindAssets returns the directory that holds kube-apiserver, etcd and the
 // extra binaries named (kube-controller-manager, say). It honours
 // KUBEBUILDER_ASSETS when set; otherwise it searches the setup-envtest
-// store, [KubernetesVersion] first, then the newest other version for this
-// OS and architecture. Consumers of plain envtest can set KUBEBUILDER_ASSETS
-// to the result.
+// store, Kubernetes 1.36.3 (the version steady is tested against) first,
+// then the newest other version for this OS and architecture. Consumers of
+// plain envtest can set KUBEBUILDER_ASSETS to the result.
 func FindAssets(extra ...string) (string, error) {
 	return findAssets("", extra...)
 }
 
 func findAssets(only string, extra ...string) (string, error) {
-	want := append([]string{APIServerBinary, EtcdBinary}, extra...)
+	want := append([]string{apiServerBinary, etcdBinary}, extra...)
 	if only != "" {
 		if missing := missingIn(only, want); len(missing) > 0 {
-			return "", &AssetsError{Missing: missing, Searched: []string{only + " (WithAssetsDir)"}}
+			return "", &AssetsError{Missing: missing, Searched: []string{only + " (the only directory searched)"}}
 		}
 		return only, nil
 	}
@@ -89,11 +89,11 @@ func findAssets(only string, extra ...string) (string, error) {
 }
 
 // storeVersions lists the store's directories for this OS and architecture,
-// KubernetesVersion first and then newest first; the preferred one is listed
+// kubernetesVersion first and then newest first; the preferred one is listed
 // even when it does not exist, so that errors name it.
 func storeVersions(store string) []string {
 	suffix := "-" + runtime.GOOS + "-" + runtime.GOARCH
-	preferred := filepath.Join(store, KubernetesVersion+suffix)
+	preferred := filepath.Join(store, kubernetesVersion+suffix)
 	dirs := []string{preferred}
 	entries, _ := os.ReadDir(store)
 	var others []string

@@ -40,10 +40,9 @@
 //
 // # The API server restarted
 //
-// [Environment.RestartAPIServer] (or [Environment.StopAPIServer] and
-// [Environment.StartAPIServer]) stops the kube-apiserver and starts it again on
-// the same etcd, address and certificates, as when a cluster's API server
-// restarts: the environment's client and every running manager reconnect by
+// [Environment.StopAPIServer] and then [Environment.StartAPIServer] stop the
+// kube-apiserver and start it again on the same etcd, address and
+// certificates, as when a cluster's API server restarts: the environment's client and every running manager reconnect by
 // themselves and find every object that was there; the controller manager is
 // restarted once the API server is ready, as its garbage collector may not
 // survive the restart (see StartAPIServer).
@@ -75,7 +74,7 @@
 // kube-controller-manager for [WithControllerManager]. [FindAssets] looks in
 // KUBEBUILDER_ASSETS, then in the store that setup-envtest uses
 // ($XDG_DATA_HOME/kubebuilder-envtest/k8s/<version>-<os>-<arch>, preferring
-// [KubernetesVersion]). Where they cannot be downloaded, `make envtest` in a
+// 1.36.3, the version steady is tested against). Where they cannot be downloaded, `make envtest` in a
 // steady checkout builds them from Go modules into that same store. When they
 // are missing, Start fails with an [*AssetsError] that says so.
 //

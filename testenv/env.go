@@ -77,8 +77,8 @@ func New(opts ...Option) *Environment {
 // When the control plane cannot start, Run prints why and returns 1, with
 // one exception that keeps a package's pure tests useful on a machine
 // without the binaries: when they were looked for in the default places (no
-// KUBEBUILDER_ASSETS, no [WithAssetsDir]) and not found, and the run does not
-// require them ([RequireEnv] or CI=true in the environment), Run prints the
+// KUBEBUILDER_ASSETS) and not found, and the run does not require them
+// (STEADY_TESTENV_REQUIRE=1 or CI=true in the environment), Run prints the
 // [*AssetsError] and runs the tests, and every test that needs the control
 // plane ([Environment.Namespace], [Environment.Require],
 // [Environment.StartManager], [Environment.InstallCRDs]) is skipped with
@@ -96,7 +96,7 @@ func runTests(m *testing.M, start, stop func() error, skip func(why string)) (co
 		var ae *AssetsError
 		if errors.As(err, &ae) && ae.implicit && !assetsRequired() {
 			skip(ae.Error())
-			fmt.Fprintf(os.Stderr, "%v\ntestenv: skipping the tests that need a control plane (set %s=1 to fail instead)\n", ae, RequireEnv)
+			fmt.Fprintf(os.Stderr, "%v\ntestenv: skipping the tests that need a control plane (set %s=1 to fail instead)\n", ae, requireEnv)
 			return m.Run()
 		}
 		fmt.Fprintln(os.Stderr, err)
@@ -113,14 +113,14 @@ func runTests(m *testing.M, start, stop func() error, skip func(why string)) (co
 	return m.Run()
 }
 
-// RequireEnv names the environment variable that makes missing assets a
-// failure of [Environment.Run] instead of a reason to skip: set it to 1 (or
+// requireEnv names the environment variable that makes missing assets a
+// failure of Environment.Run instead of a reason to skip: set it to 1 (or
 // true) where the control plane must run, as `make test` does. CI=true has
 // the same effect.
-const RequireEnv = "STEADY_TESTENV_REQUIRE"
+const requireEnv = "STEADY_TESTENV_REQUIRE"
 
 func assetsRequired() bool {
-	for _, v := range []string{os.Getenv(RequireEnv), os.Getenv("CI")} {
+	for _, v := range []string{os.Getenv(requireEnv), os.Getenv("CI")} {
 		if v == "1" || strings.EqualFold(v, "true") {
 			return true
 		}
@@ -213,12 +213,12 @@ func (e *Environment) Start() (err error) {
 	}
 	e.Envtest.ControlPlane.Etcd = &envtest.Etcd{DataDir: filepath.Join(e.root, "etcd")}
 	e.Envtest.ControlPlane.APIServer = &envtest.APIServer{CertDir: filepath.Join(e.root, "apiserver")}
-	e.Envtest.ControlPlane.APIServer.Path = filepath.Join(assets, APIServerBinary)
+	e.Envtest.ControlPlane.APIServer.Path = filepath.Join(assets, apiServerBinary)
 	// Without a bound, a stopping API server waits up to a minute for the
 	// open watches of the clients (a manager's informers) to end.
 	e.Envtest.ControlPlane.APIServer.Configure().Set("shutdown-watch-termination-grace-period", "2s")
-	e.Envtest.ControlPlane.Etcd.Path = filepath.Join(assets, EtcdBinary)
-	e.Envtest.ControlPlane.KubectlPath = filepath.Join(assets, KubectlBinary)
+	e.Envtest.ControlPlane.Etcd.Path = filepath.Join(assets, etcdBinary)
+	e.Envtest.ControlPlane.KubectlPath = filepath.Join(assets, kubectlBinary)
 	e.started = true
 
 	// Watch etcd and the API server before envtest may fail mid-start, and
@@ -243,7 +243,7 @@ func (e *Environment) Start() (err error) {
 }
 
 func (e *Environment) watchChildren() error {
-	pids, err := childProcesses(EtcdBinary, APIServerBinary)
+	pids, err := childProcesses(etcdBinary, apiServerBinary)
 	if err != nil {
 		return fmt.Errorf("testenv: %w", err)
 	}
@@ -275,7 +275,7 @@ func (e *Environment) Kill() error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.started && e.root != "" {
-		pids, err := childProcesses(EtcdBinary, APIServerBinary, ControllerManagerBinary)
+		pids, err := childProcesses(etcdBinary, apiServerBinary, ControllerManagerBinary)
 		if err != nil {
 			return fmt.Errorf("testenv: %w", err)
 		}
@@ -320,7 +320,7 @@ func (e *Environment) stop() error {
 	if e.started && e.etcdDown && !e.apiServerDown {
 		// Without etcd, a kube-apiserver does not stop gracefully within
 		// envtest's 20 seconds: its shutdown hooks wait for etcd.
-		errs = append(errs, e.killAndWait(APIServerBinary, e.Envtest.ControlPlane.APIServer.Stop))
+		errs = append(errs, e.killAndWait(apiServerBinary, e.Envtest.ControlPlane.APIServer.Stop))
 	}
 	if e.started {
 		if err := e.Envtest.Stop(); err != nil {

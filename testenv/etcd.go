@@ -35,7 +35,7 @@ func (e *Environment) KillEtcd() error {
 		return nil
 	}
 	// Etcd.Stop leaves DataDir in place: it is ours, not envtest's.
-	if err := e.killAndWait(EtcdBinary, e.Envtest.ControlPlane.Etcd.Stop); err != nil {
+	if err := e.killAndWait(etcdBinary, e.Envtest.ControlPlane.Etcd.Stop); err != nil {
 		return err
 	}
 	e.etcdDown = true

@@ -42,7 +42,7 @@ func Example() {
 // Restart the API server under a client: it comes back on the same etcd,
 // address and certificates, so the client reconnects by itself and finds
 // what was written before. A running manager reconnects the same way.
-func ExampleEnvironment_RestartAPIServer() {
+func ExampleEnvironment_StopAPIServer() {
 	e := testenv.New()
 	if err := e.Start(); err != nil {
 		fmt.Println(err)
@@ -59,7 +59,11 @@ func ExampleEnvironment_RestartAPIServer() {
 		fmt.Println(err)
 		return
 	}
-	if err := e.RestartAPIServer(ctx); err != nil {
+	if err := e.StopAPIServer(); err != nil {
+		fmt.Println(err)
+		return
+	}
+	if err := e.StartAPIServer(ctx); err != nil {
 		fmt.Println(err)
 		return
 	}

@@ -35,7 +35,7 @@ type Fleet struct {
 }
 
 // NewFleet returns a Fleet of n members, each configured by opts (the same
-// options as [New]). Nothing starts until [Fleet.Start] or [Fleet.Run].
+// options as [New]). Nothing starts until [Fleet.Run].
 func NewFleet(n int, opts ...Option) *Fleet {
 	f := &Fleet{Members: make([]*Environment, n)}
 	for i := range f.Members {
@@ -44,22 +44,22 @@ func NewFleet(n int, opts ...Option) *Fleet {
 	return f
 }
 
-// Start starts every member concurrently and returns once all run. When
+// start starts every member concurrently and returns once all run. When
 // one fails, the others are stopped again and the error names the member
 // (errors.Join of every member's error).
-func (f *Fleet) Start() error {
+func (f *Fleet) start() error {
 	if len(f.Members) == 0 {
 		return errors.New("testenv: a fleet of no members")
 	}
 	if err := f.each((*Environment).Start); err != nil {
-		return errors.Join(err, f.Stop())
+		return errors.Join(err, f.stop())
 	}
 	return nil
 }
 
-// Stop stops every member that runs (concurrently). It is safe to call
+// stop stops every member that runs (concurrently). It is safe to call
 // more than once, and after a member was stopped on its own.
-func (f *Fleet) Stop() error { return f.each((*Environment).Stop) }
+func (f *Fleet) stop() error { return f.each((*Environment).Stop) }
 
 // each runs do on every member concurrently and joins their errors.
 func (f *Fleet) each(do func(*Environment) error) error {
@@ -83,7 +83,7 @@ func (f *Fleet) each(do func(*Environment) error) error {
 // and those that call [Fleet.Require] (or a member's Require, Namespace,
 // StartManager) are skipped.
 func (f *Fleet) Run(m *testing.M) int {
-	return runTests(m, f.Start, f.Stop, func(why string) {
+	return runTests(m, f.start, f.stop, func(why string) {
 		f.skip = why
 		for _, e := range f.Members {
 			e.skip = why

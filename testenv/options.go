@@ -89,12 +89,12 @@ func (w WithControllers) ApplyToEnvironment(o *Options) {
 	o.Controllers = append(o.Controllers, w...)
 }
 
-// WithAssetsDir looks for the control-plane binaries in this directory
+// withAssetsDir looks for the control-plane binaries in this directory
 // only, and fails with an [*AssetsError] naming it when they are not there.
-type WithAssetsDir string
+type withAssetsDir string
 
 // ApplyToEnvironment implements [Option].
-func (d WithAssetsDir) ApplyToEnvironment(o *Options) { o.AssetsDir = string(d) }
+func (d withAssetsDir) ApplyToEnvironment(o *Options) { o.AssetsDir = string(d) }
 
 var (
 	_ Option = WithControllers(nil)
@@ -102,5 +102,5 @@ var (
 	_ Option = CRDFS{}
 	_ Option = WithScheme{}
 	_ Option = WithControllerManager{}
-	_ Option = WithAssetsDir("")
+	_ Option = withAssetsDir("")
 )

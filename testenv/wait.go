@@ -8,16 +8,16 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 )
 
-// DefaultEventually is how long [Eventually] waits by default.
-const DefaultEventually = 30 * time.Second
+// defaultEventually is how long [Eventually] waits by default.
+const defaultEventually = 30 * time.Second
 
 // Eventually calls check every 50ms until it returns nil, and fails t with
-// what and check's last error when it has not after [DefaultEventually] (or
+// what and check's last error when it has not after 30 seconds (or
 // the one timeout given). Read through env.Client (a direct client) in
 // check to see what the API server holds, not what a cache holds.
 func Eventually(t testing.TB, what string, check func() error, timeout ...time.Duration) {
 	t.Helper()
-	wait := DefaultEventually
+	wait := defaultEventually
 	if len(timeout) > 0 {
 		wait = timeout[0]
 	}
@@ -34,16 +34,16 @@ func Eventually(t testing.TB, what string, check func() error, timeout ...time.D
 	}
 }
 
-// DefaultQuiet is how long [WaitIdle] wants a controller to have started
+// defaultQuiet is how long [WaitIdle] wants a controller to have started
 // no reconcile before it counts it idle.
-const DefaultQuiet = time.Second
+const defaultQuiet = time.Second
 
 // WaitIdleOptions configures [WaitIdle]; the zero value is the defaults.
 type WaitIdleOptions struct {
 	// Quiet is how long the controller must have run and queued nothing,
-	// and started no reconcile; [DefaultQuiet] when zero.
+	// and started no reconcile; 1s when zero.
 	Quiet time.Duration
-	// Timeout bounds the wait; [DefaultEventually] when zero.
+	// Timeout bounds the wait; 30s when zero.
 	Timeout time.Duration
 }
 
@@ -63,7 +63,7 @@ var _ WaitIdleOption = Quiet(0)
 // WaitIdle waits until the controller named controller has had no reconcile
 // running, none queued (controller-runtime's controller_runtime_active_workers
 // and workqueue_depth metrics) and started none
-// (controller_runtime_reconcile_total) for [Quiet] ([DefaultQuiet], 1s, by
+// (controller_runtime_reconcile_total) for [Quiet] (1s by
 // default), so that a test counting requests counts its own and not those of
 // reconciles the manager still had in flight or due. An item waiting out a
 // RequeueAfter or an error's backoff is in no queue metric: it is waited for
@@ -79,10 +79,10 @@ func WaitIdle(t testing.TB, controller string, opts ...WaitIdleOption) {
 		opt.ApplyToWaitIdle(&o)
 	}
 	if o.Quiet <= 0 {
-		o.Quiet = DefaultQuiet
+		o.Quiet = defaultQuiet
 	}
 	if o.Timeout <= 0 {
-		o.Timeout = DefaultEventually
+		o.Timeout = defaultEventually
 	}
 	if o.Timeout < 2*o.Quiet {
 		o.Timeout = 2 * o.Quiet

@@ -18,7 +18,7 @@ import (
 // requireAssets mirrors testenv's rule: missing assets fail the test where
 // the control plane must run (make test sets STEADY_TESTENV_REQUIRE=1; CI).
 func requireAssets() bool {
-	for _, v := range []string{os.Getenv(testenv.RequireEnv), os.Getenv("CI")} {
+	for _, v := range []string{os.Getenv("STEADY_TESTENV_REQUIRE"), os.Getenv("CI")} {
 		if v == "1" || strings.EqualFold(v, "true") {
 			return true
 		}
