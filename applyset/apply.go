@@ -161,7 +161,7 @@ func (r *run) list(ctx context.Context, gks sets.Set[schema.GroupKind], namespac
 			if apierrors.IsNotFound(err) {
 				break // the mapping is stale, the kind not served: prune decides
 			}
-			if errors.Is(err, ErrCachedClient) {
+			if errors.Is(err, errCachedClient) {
 				return err
 			}
 			if err != nil {

@@ -57,7 +57,7 @@
 // parent, the CRDs and the Namespaces, and before writing any other member;
 // if one is refused, the [*ValidationError] lists in Written what was
 // written. A CRD of the set whose names the API server refuses (they clash
-// with another CRD's) is never established: after [EstablishTimeout] it is
+// with another CRD's) is never established: after 30 seconds it is
 // an [*ObjectError] of field spec.names, with the CRD and the parent in
 // Written and none of the objects of its kind; the next Apply without it
 // prunes it (a kind whose only CRD had its names refused and was never

@@ -8,7 +8,7 @@ type SetOptions struct {
 	// FieldManager applies the members; "steady" when empty.
 	FieldManager string
 	// Tooling is the parent's tooling annotation, "name/version";
-	// DefaultTooling when empty. The parent is written by the field manager
+	// "steady/v0.1.0" when empty. The parent is written by the field manager
 	// "<name>-applyset", as kubectl does.
 	Tooling string
 	// Force takes over fields of members owned by other field managers.
@@ -67,12 +67,12 @@ type WaitCurrent time.Duration
 // ApplyToSet implements [SetOption].
 func (w WaitCurrent) ApplyToSet(o *SetOptions) { o.CurrentTimeout = time.Duration(w) }
 
-// EstablishTimeout bounds the wait for a CRD of the set to be established
-// (default 30s).
-type EstablishTimeout time.Duration
+// establishTimeout bounds the wait for a CRD of the set to be established
+// (default 30s), for the tests.
+type establishTimeout time.Duration
 
 // ApplyToSet implements [SetOption].
-func (e EstablishTimeout) ApplyToSet(o *SetOptions) { o.EstablishTimeout = time.Duration(e) }
+func (e establishTimeout) ApplyToSet(o *SetOptions) { o.EstablishTimeout = time.Duration(e) }
 
 // NoDryRun applies the members without first validating each by a
 // server-side dry run: a first apply of N members then costs N applies and
@@ -94,5 +94,5 @@ var (
 	_ SetOption = Force{}
 	_ SetOption = Adopt{}
 	_ SetOption = WaitCurrent(0)
-	_ SetOption = EstablishTimeout(0)
+	_ SetOption = establishTimeout(0)
 )

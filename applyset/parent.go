@@ -45,7 +45,7 @@ func (s *Set) readParent(ctx context.Context) (parentState, error) {
 		return st, err
 	}
 	ann := live.GetAnnotations()
-	t, hasTooling := ann[ToolingAnnotation]
+	t, hasTooling := ann[toolingAnnotation]
 	id, hasID := live.GetLabels()[IDLabel]
 	switch {
 	case hasTooling && toolingName(t) != s.toolName() && !s.o.Adopt:
@@ -60,7 +60,7 @@ func (s *Set) readParent(ctx context.Context) (parentState, error) {
 	for _, g := range splitList(ann[GroupKindsAnnotation]) {
 		st.gks.Insert(schema.ParseGroupKind(g))
 	}
-	st.namespaces.Insert(splitList(ann[NamespacesAnnotation])...)
+	st.namespaces.Insert(splitList(ann[namespacesAnnotation])...)
 	return st, nil
 }
 
@@ -80,8 +80,8 @@ func (s *Set) checkParentType(ctx context.Context) error {
 	if err := s.c.Get(ctx, client.ObjectKey{Name: mapping.Resource.Resource + "." + gk.Group}, crd); err != nil {
 		return fmt.Errorf("applyset: parent %s must be a Secret, a ConfigMap or a custom resource: %w", idOf(s.parent), err)
 	}
-	if crd.GetLabels()[ParentTypeLabel] != "true" {
-		return fmt.Errorf("applyset: parent %s: its CRD %s lacks the label %s=true", idOf(s.parent), crd.GetName(), ParentTypeLabel)
+	if crd.GetLabels()[parentTypeLabel] != "true" {
+		return fmt.Errorf("applyset: parent %s: its CRD %s lacks the label %s=true", idOf(s.parent), crd.GetName(), parentTypeLabel)
 	}
 	return nil
 }
@@ -106,9 +106,9 @@ func (s *Set) writeParent(ctx context.Context, gks sets.Set[schema.GroupKind], n
 	sort.Strings(kinds)
 	ns := sets.List(namespaces.Clone().Delete(s.parent.GetNamespace()))
 	ann := map[string]string{
-		ToolingAnnotation:    s.o.Tooling,
+		toolingAnnotation:    s.o.Tooling,
 		GroupKindsAnnotation: strings.Join(kinds, ","),
-		NamespacesAnnotation: strings.Join(ns, ","),
+		namespacesAnnotation: strings.Join(ns, ","),
 	}
 	if s.live != nil && s.live.GetLabels()[IDLabel] == s.ID() && subsetOf(ann, s.live.GetAnnotations()) {
 		return false, nil // already says so: no write

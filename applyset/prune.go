@@ -210,5 +210,5 @@ func discoveryFailed(err error) bool {
 
 func keepAnnotated(o client.Object) bool {
 	a := o.GetAnnotations()
-	return a[OnRemoveAnnotation] == "keep" || a[LifecycleDeletion] == "detach"
+	return a[onRemoveAnnotation] == "keep" || a[lifecycleDeletion] == "detach"
 }

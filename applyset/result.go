@@ -8,18 +8,24 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
-// Labels and annotations of the ApplySet protocol, and the two keep
-// annotations honoured by prune.
+// Labels and annotations of the ApplySet protocol: the parent's ID label
+// (its value is [Set.ID]), the members' part-of label (the same value) and
+// the parent's list of the members' group-kinds.
 const (
-	IDLabel                  = "applyset.kubernetes.io/id"
-	PartOfLabel              = "applyset.kubernetes.io/part-of"
-	ParentTypeLabel          = "applyset.kubernetes.io/is-parent-type"
-	ToolingAnnotation        = "applyset.kubernetes.io/tooling"
-	GroupKindsAnnotation     = "applyset.kubernetes.io/contains-group-kinds"
-	NamespacesAnnotation     = "applyset.kubernetes.io/additional-namespaces"
-	OnRemoveAnnotation       = "cli-utils.sigs.k8s.io/on-remove"
-	LifecycleDeletion        = "client.lifecycle.config.k8s.io/deletion"
-	DefaultTooling           = "steady/v0.1.0"
+	IDLabel              = "applyset.kubernetes.io/id"
+	PartOfLabel          = "applyset.kubernetes.io/part-of"
+	GroupKindsAnnotation = "applyset.kubernetes.io/contains-group-kinds"
+)
+
+// The rest of the protocol (see the package doc), the two keep annotations
+// honoured by prune, and the defaults.
+const (
+	parentTypeLabel          = "applyset.kubernetes.io/is-parent-type"
+	toolingAnnotation        = "applyset.kubernetes.io/tooling"
+	namespacesAnnotation     = "applyset.kubernetes.io/additional-namespaces"
+	onRemoveAnnotation       = "cli-utils.sigs.k8s.io/on-remove"
+	lifecycleDeletion        = "client.lifecycle.config.k8s.io/deletion"
+	defaultTooling           = "steady/v0.1.0"
 	defaultFieldManagerAffix = "-applyset"
 )
 
@@ -123,7 +129,7 @@ type ToolingError struct {
 // Error implements error.
 func (e *ToolingError) Error() string {
 	if e.Tooling == "" {
-		return fmt.Sprintf("applyset: parent %s already exists and is missing the annotation %s; pass applyset.Adopt{} to make it a parent", e.Parent, ToolingAnnotation)
+		return fmt.Sprintf("applyset: parent %s already exists and is missing the annotation %s; pass applyset.Adopt{} to make it a parent", e.Parent, toolingAnnotation)
 	}
 	return fmt.Sprintf("applyset: parent %s is managed by tooling %q, not %q; pass applyset.Adopt{} to take it over", e.Parent, e.Tooling, e.Want)
 }

@@ -37,7 +37,7 @@ type Set struct {
 // unstructured objects directly and only typed ones from its cache (every
 // read of applyset is unstructured). A client that caches unstructured
 // objects (client.CacheOptions.Unstructured) could show a stale parent or
-// stale members: Apply refuses it with [ErrCachedClient] before it writes
+// stale members: Apply refuses it with an error before it writes
 // anything. The parent's writes also carry the resourceVersion that was
 // read, so that a parent changed since fails with a Conflict rather than
 // losing group-kinds.
@@ -50,7 +50,7 @@ func New(c client.Client, parent client.Object, opts ...SetOption) (*Set, error)
 		o.FieldManager = "steady"
 	}
 	if o.Tooling == "" {
-		o.Tooling = DefaultTooling
+		o.Tooling = defaultTooling
 	}
 	if o.EstablishTimeout == 0 {
 		o.EstablishTimeout = 30 * time.Second

@@ -44,7 +44,7 @@ func (s *Set) listMembers(ctx context.Context, mapping *meta.RESTMapping, namesp
 	}
 	if err := s.c.List(ctx, list, opts...); err != nil {
 		if strings.Contains(err.Error(), "non-exact field matches are not supported by the cache") {
-			return nil, fmt.Errorf("%w: %w", ErrCachedClient, err)
+			return nil, fmt.Errorf("%w: %w", errCachedClient, err)
 		}
 		return nil, err
 	}
@@ -62,11 +62,11 @@ func (s *Set) listMembers(ctx context.Context, mapping *meta.RESTMapping, namesp
 // everyName selects every object.
 var everyName = fields.OneTermNotEqualSelector("metadata.name", "")
 
-// ErrCachedClient is returned (wrapped) when the client of a [Set] reads
+// errCachedClient is returned (wrapped) when the client of a [Set] reads
 // unstructured objects from an informer cache, which may be stale: pass a
 // direct client, or a manager's client with its default options (it reads
 // unstructured objects from the API server).
-var ErrCachedClient = errors.New("applyset: the client lists unstructured objects from a cache; it needs a client that reads them from the API server")
+var errCachedClient = errors.New("applyset: the client lists unstructured objects from a cache; it needs a client that reads them from the API server")
 
 func (s *Set) applyOptions(dryRun bool) []client.ApplyOption {
 	opts := []client.ApplyOption{client.FieldOwner(s.o.FieldManager)}
