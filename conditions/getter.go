@@ -29,8 +29,8 @@ func IsFalse(obj Getter, conditionType string) bool {
 	return hasStatus(obj, conditionType, metav1.ConditionFalse)
 }
 
-// IsUnknown reports whether the condition is absent or has status Unknown.
-func IsUnknown(obj Getter, conditionType string) bool {
+// isUnknown (for the tests) reports whether the condition is absent or has status Unknown.
+func isUnknown(obj Getter, conditionType string) bool {
 	c := Get(obj, conditionType)
 	return c == nil || c.Status == metav1.ConditionUnknown
 }

@@ -18,16 +18,16 @@ import (
 //
 // The condition is made to fit the limits the API server enforces on
 // metav1.Condition, so that one over-long message never gets the whole
-// status write refused: a message over [MaxMessageLength] bytes is cut on
+// status write refused: a message over 32,768 bytes is cut on
 // a character boundary and ends with a marker saying how much was cut
 // ("… [cut 7232 bytes]"); a reason is made to match the API's pattern
 // (characters outside letters, digits, '_', ',' and ':' become '_', a reason
 // not starting with a letter gets an "R" in front, ',' and ':' at its end
-// are dropped) and cut to [MaxReasonLength] bytes. An empty reason stays
+// are dropped) and cut to 1,024 bytes. An empty reason stays
 // empty.
 func Set(obj Setter, c metav1.Condition) bool {
-	c.Message = FitMessage(c.Message)
-	c.Reason = FitReason(c.Reason)
+	c.Message = fitMessage(c.Message)
+	c.Reason = fitReason(c.Reason)
 	if obj == nil || reflect.ValueOf(obj).Kind() == reflect.Pointer && reflect.ValueOf(obj).IsNil() {
 		return false
 	}
@@ -59,31 +59,31 @@ func Set(obj Setter, c metav1.Condition) bool {
 
 // The limits of metav1.Condition that the API server enforces.
 const (
-	// MaxMessageLength is the longest message a condition may have.
-	MaxMessageLength = 32768
-	// MaxReasonLength is the longest reason a condition may have.
-	MaxReasonLength = 1024
+	// maxMessageLength is the longest message a condition may have.
+	maxMessageLength = 32768
+	// maxReasonLength is the longest reason a condition may have.
+	maxReasonLength = 1024
 )
 
-// FitMessage returns msg if it fits [MaxMessageLength], else msg cut on a
+// fitMessage returns msg if it fits maxMessageLength, else msg cut on a
 // character boundary so that, with a marker saying how many bytes were cut
 // appended, it does.
-func FitMessage(msg string) string {
-	if len(msg) <= MaxMessageLength {
+func fitMessage(msg string) string {
+	if len(msg) <= maxMessageLength {
 		return msg
 	}
 	marker := func(n int) string { return fmt.Sprintf("… [cut %d bytes]", n) }
-	keep := MaxMessageLength - len(marker(len(msg)))
+	keep := maxMessageLength - len(marker(len(msg)))
 	for keep > 0 && !utf8.RuneStart(msg[keep]) {
 		keep--
 	}
 	return msg[:keep] + marker(len(msg)-keep)
 }
 
-// FitReason returns reason made to match the API's pattern for a condition
-// reason (^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$) and [MaxReasonLength];
+// fitReason returns reason made to match the API's pattern for a condition
+// reason (^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$) and maxReasonLength;
 // an empty reason stays empty, a valid one is returned as it is.
-func FitReason(reason string) string {
+func fitReason(reason string) string {
 	if reason == "" || validReason(reason) {
 		return reason
 	}
@@ -99,8 +99,8 @@ func FitReason(reason string) string {
 	if c := b[0]; !(c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z') {
 		b = append([]byte{'R'}, b...)
 	}
-	if len(b) > MaxReasonLength {
-		b = b[:MaxReasonLength]
+	if len(b) > maxReasonLength {
+		b = b[:maxReasonLength]
 	}
 	for len(b) > 1 && (b[len(b)-1] == ',' || b[len(b)-1] == ':') {
 		b = b[:len(b)-1]
@@ -112,7 +112,7 @@ func FitReason(reason string) string {
 // ^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$, and length (a loop, not a
 // regular expression: it runs on every mark).
 func validReason(r string) bool {
-	if r == "" || len(r) > MaxReasonLength {
+	if r == "" || len(r) > maxReasonLength {
 		return false
 	}
 	letter := func(c byte) bool { return c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' }

@@ -6,7 +6,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// SummaryOptions configures [NewSummary] and [SetSummary].
+// SummaryOptions configures [SetSummary].
 type SummaryOptions struct {
 	// ConditionTypes are summarized, in this order of importance; empty
 	// means every condition on the object but the summary itself.
@@ -50,23 +50,16 @@ type TrueReason string
 // ApplyToSummary implements [SummaryOption].
 func (r TrueReason) ApplyToSummary(o *SummaryOptions) { o.TrueReason = string(r) }
 
-// Reasons used by summaries.
-const (
-	// ReasonSucceeded is the default reason of a True summary.
-	ReasonSucceeded = "Succeeded"
-	// ReasonConditionMissing is the reason of an Unknown summary decided
-	// by a condition that was not reported yet.
-	ReasonConditionMissing = "ConditionMissing"
-)
+// ReasonSucceeded is the default reason of a True summary.
+const ReasonSucceeded = "Succeeded"
 
-// NewSummary computes a condition of type targetType from the object's
-// other conditions. It is False when any summarized condition is bad (False,
-// or True for negative polarity), Unknown when none is bad but one is
-// Unknown or missing, and True otherwise. A False or Unknown summary carries
-// the reason of the first condition, in the order of ConditionTypes, that
-// decided it, and the messages of all that did, as "Type: message; ...",
-// cut to fit the limits of metav1.Condition (see [Set]).
-func NewSummary(obj Getter, targetType string, opts ...SummaryOption) metav1.Condition {
+// reasonConditionMissing is the reason of an Unknown summary decided by a
+// condition that was not reported yet.
+const reasonConditionMissing = "ConditionMissing"
+
+// newSummary computes the condition of type targetType that SetSummary
+// sets.
+func newSummary(obj Getter, targetType string, opts ...SummaryOption) metav1.Condition {
 	o := SummaryOptions{}
 	for _, opt := range opts {
 		opt.ApplyToSummary(&o)
@@ -88,7 +81,7 @@ func NewSummary(obj Getter, targetType string, opts ...SummaryOption) metav1.Con
 		switch {
 		case c == nil && ignoreMissing[t]:
 		case c == nil:
-			unknown = append(unknown, metav1.Condition{Type: t, Reason: ReasonConditionMissing, Message: "not reported yet"})
+			unknown = append(unknown, metav1.Condition{Type: t, Reason: reasonConditionMissing, Message: "not reported yet"})
 		case c.Status == metav1.ConditionUnknown:
 			unknown = append(unknown, *c)
 		case (c.Status == metav1.ConditionTrue) == negative[t]:
@@ -107,14 +100,20 @@ func NewSummary(obj Getter, targetType string, opts ...SummaryOption) metav1.Con
 			summary.Reason = ReasonSucceeded
 		}
 	}
-	summary.Message, summary.Reason = FitMessage(summary.Message), FitReason(summary.Reason)
+	summary.Message, summary.Reason = fitMessage(summary.Message), fitReason(summary.Reason)
 	return summary
 }
 
-// SetSummary sets the summary condition computed by [NewSummary] and reports
-// whether the object changed.
+// SetSummary sets a condition of type targetType computed from the object's
+// other conditions and reports whether the object changed. It is False when
+// any summarized condition is bad (False, or True for negative polarity),
+// Unknown when none is bad but one is Unknown or missing (with the reason
+// ConditionMissing), and True otherwise. A False or Unknown summary carries
+// the reason of the first condition, in the order of ConditionTypes, that
+// decided it, and the messages of all that did, as "Type: message; ...",
+// cut to fit the limits of metav1.Condition (see [Set]).
 func SetSummary(obj Setter, targetType string, opts ...SummaryOption) bool {
-	return Set(obj, NewSummary(obj, targetType, opts...))
+	return Set(obj, newSummary(obj, targetType, opts...))
 }
 
 func messages(conds []metav1.Condition) string {

@@ -1,7 +1,6 @@
 package conditions
 
 import (
-	"errors"
 	"fmt"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -110,10 +109,4 @@ func describe(u *unstructured.Unstructured) string {
 		return k + " " + name
 	}
 	return name
-}
-
-// IsFieldError reports whether err is or wraps a [*FieldError].
-func IsFieldError(err error) bool {
-	var fe *FieldError
-	return errors.As(err, &fe)
 }
