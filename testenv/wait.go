@@ -38,55 +38,27 @@ func Eventually(t testing.TB, what string, check func() error, timeout ...time.D
 // no reconcile before it counts it idle.
 const defaultQuiet = time.Second
 
-// WaitIdleOptions configures [WaitIdle]; the zero value is the defaults.
-type WaitIdleOptions struct {
-	// Quiet is how long the controller must have run and queued nothing,
-	// and started no reconcile; 1s when zero.
-	Quiet time.Duration
-	// Timeout bounds the wait; 30s when zero.
-	Timeout time.Duration
-}
-
-// WaitIdleOption configures [WaitIdle].
-type WaitIdleOption interface{ ApplyToWaitIdle(*WaitIdleOptions) }
-
-// Quiet is how long [WaitIdle] wants the controller to have started no
-// reconcile: a requeue due within it (a RequeueAfter, an error's backoff)
-// is waited for.
-type Quiet time.Duration
-
-// ApplyToWaitIdle implements [WaitIdleOption].
-func (q Quiet) ApplyToWaitIdle(o *WaitIdleOptions) { o.Quiet = time.Duration(q) }
-
-var _ WaitIdleOption = Quiet(0)
-
 // WaitIdle waits until the controller named controller has had no reconcile
 // running, none queued (controller-runtime's controller_runtime_active_workers
 // and workqueue_depth metrics) and started none
-// (controller_runtime_reconcile_total) for [Quiet] (1s by
-// default), so that a test counting requests counts its own and not those of
-// reconciles the manager still had in flight or due. An item waiting out a
-// RequeueAfter or an error's backoff is in no queue metric: it is waited for
-// when it comes due within the quiet time, and not when it comes later (a
-// RequeueAfter of ten minutes does not hold WaitIdle for ten minutes; give a
-// longer Quiet to wait for one of seconds). Wait for the cache to hold the
-// last write first ([Eventually] with the manager's client): an event still
-// on its way is neither running, queued nor due.
-func WaitIdle(t testing.TB, controller string, opts ...WaitIdleOption) {
+// (controller_runtime_reconcile_total) for a quiet time, one second unless
+// quiet gives another, so that a test counting requests counts its own and
+// not those of reconciles the manager still had in flight or due. An item
+// waiting out a RequeueAfter or an error's backoff is in no queue metric: it
+// is waited for when it comes due within the quiet time, and not when it
+// comes later (a RequeueAfter of ten minutes does not hold WaitIdle for ten
+// minutes; give a longer quiet time to wait for one of seconds). WaitIdle
+// fails t when the controller is not idle after 30 seconds (or twice the
+// quiet time, if longer). Wait for the cache to hold the last write first
+// ([Eventually] with the manager's client): an event still on its way is
+// neither running, queued nor due.
+func WaitIdle(t testing.TB, controller string, quiet ...time.Duration) {
 	t.Helper()
-	o := WaitIdleOptions{}
-	for _, opt := range opts {
-		opt.ApplyToWaitIdle(&o)
+	want := defaultQuiet
+	if len(quiet) > 0 && quiet[0] > 0 {
+		want = quiet[0]
 	}
-	if o.Quiet <= 0 {
-		o.Quiet = defaultQuiet
-	}
-	if o.Timeout <= 0 {
-		o.Timeout = defaultEventually
-	}
-	if o.Timeout < 2*o.Quiet {
-		o.Timeout = 2 * o.Quiet
-	}
+	timeout := max(defaultEventually, 2*want)
 	lastBusy := time.Now()
 	lastTotal := -1.0
 	Eventually(t, "controller "+controller+" idle", func() error {
@@ -100,11 +72,11 @@ func WaitIdle(t testing.TB, controller string, opts ...WaitIdleOption) {
 		if busy != 0 {
 			return fmt.Errorf("%v reconciles running or queued", busy)
 		}
-		if quiet := time.Since(lastBusy); quiet < o.Quiet {
-			return fmt.Errorf("quiet for %s of %s", quiet.Round(time.Millisecond), o.Quiet)
+		if q := time.Since(lastBusy); q < want {
+			return fmt.Errorf("quiet for %s of %s", q.Round(time.Millisecond), want)
 		}
 		return nil
-	}, o.Timeout)
+	}, timeout)
 }
 
 // controllerState reads, for controller, the reconciles running or queued

@@ -150,7 +150,7 @@ func TestFleet(t *testing.T) {
 	t.Run("0 writes at rest in every cluster", func(t *testing.T) {
 		testenv.WaitIdle(t, controller)
 		resetAll(counters)
-		testenv.WaitIdle(t, controller, testenv.Quiet(2*time.Second))
+		testenv.WaitIdle(t, controller, 2*time.Second)
 		for i, c := range counters {
 			if w := c.Writes(); w != 0 {
 				t.Errorf("member %d: %d writes at rest (%s)", i, w, c)
