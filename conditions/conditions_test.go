@@ -16,7 +16,7 @@ import (
 	"github.com/steadyk8s/steady/testenv"
 )
 
-var env = testapi.NewEnv(testenv.WithCRDPaths{"testdata"})
+var env = testapi.NewEnv(testenv.WithCRDs{Paths: []string{"testdata"}})
 
 func TestMain(m *testing.M) { os.Exit(env.Run(m)) }
 

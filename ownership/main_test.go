@@ -27,7 +27,7 @@ import (
 )
 
 // Gizmo (testdata/crds) is a kind without a status subresource.
-var env = testapi.NewEnv(testenv.WithCRDPaths{"testdata/crds"})
+var env = testapi.NewEnv(testenv.WithCRDs{Paths: []string{"testdata/crds"}})
 
 func TestMain(m *testing.M) { os.Exit(env.Run(m)) }
 

@@ -69,7 +69,7 @@ func TestPatcherDiffsAgainstItsLastWrite(t *testing.T) {
 	}
 }
 
-var env = testapi.NewEnv(testenv.WithCRDPaths{"testdata"}, testenv.WithScheme{Scheme: thingScheme()})
+var env = testapi.NewEnv(testenv.WithCRDs{Paths: []string{"testdata"}}, testenv.WithScheme{Scheme: thingScheme()})
 
 func TestMain(m *testing.M) { os.Exit(env.Run(m)) }
 

@@ -9,7 +9,7 @@
 // Start it once in TestMain with [New] and [Environment.Run]; every test in the
 // package shares it and takes a fresh namespace with [Environment.Namespace]:
 //
-//	var env = testenv.New(testenv.WithControllerManager{}, testenv.WithCRDPaths{"config/crd"})
+//	var env = testenv.New(testenv.WithControllerManager{}, testenv.WithCRDs{Paths: []string{"config/crd"}})
 //
 //	func TestMain(m *testing.M) { os.Exit(env.Run(m)) }
 //

@@ -179,9 +179,18 @@ func (e *Environment) Start() (err error) {
 		utilruntime.Must(clientgoscheme.AddToScheme(e.Scheme))
 		utilruntime.Must(apiextensionsv1.AddToScheme(e.Scheme))
 	}
-	crds, err := readCRDs(e.opts.CRDFS, e.opts.CRDDir)
-	if err != nil {
-		return err
+	var crds []*apiextensionsv1.CustomResourceDefinition
+	var crdPaths []string
+	for _, c := range e.opts.CRDs {
+		if c.FS == nil {
+			crdPaths = append(crdPaths, c.Paths...)
+			continue
+		}
+		read, err := readCRDs(c.FS, c.Paths)
+		if err != nil {
+			return err
+		}
+		crds = append(crds, read...)
 	}
 
 	if e.reaper, err = startReaper(); err != nil {
@@ -206,7 +215,7 @@ func (e *Environment) Start() (err error) {
 
 	e.Envtest = &envtest.Environment{
 		BinaryAssetsDirectory: assets,
-		CRDDirectoryPaths:     e.opts.CRDPaths,
+		CRDDirectoryPaths:     crdPaths,
 		CRDs:                  crds,
 		ErrorIfCRDPathMissing: true,
 		Scheme:                e.Scheme,
@@ -341,50 +350,71 @@ func (e *Environment) stop() error {
 	return errors.Join(errs...)
 }
 
-// readCRDs decodes every .yaml, .yml and .json file in dir of fsys, each of
-// which may hold several documents.
-func readCRDs(fsys fs.FS, dir string) ([]*apiextensionsv1.CustomResourceDefinition, error) {
-	if fsys == nil {
-		return nil, nil
+// readCRDs decodes the files of fsys that paths name, and the .yaml, .yml
+// and .json files of the directories they name (no paths: its root), each
+// of which may hold several documents.
+func readCRDs(fsys fs.FS, paths []string) ([]*apiextensionsv1.CustomResourceDefinition, error) {
+	if len(paths) == 0 {
+		paths = []string{"."}
 	}
-	if dir == "" {
-		dir = "."
+	var crds []*apiextensionsv1.CustomResourceDefinition
+	for _, p := range paths {
+		if p == "" {
+			p = "."
+		}
+		files := []string{p}
+		if fi, err := fs.Stat(fsys, p); err != nil {
+			return nil, fmt.Errorf("testenv: reading CRDs: %w", err)
+		} else if fi.IsDir() {
+			entries, err := fs.ReadDir(fsys, p)
+			if err != nil {
+				return nil, fmt.Errorf("testenv: reading CRDs: %w", err)
+			}
+			files = files[:0]
+			for _, ent := range entries {
+				switch path.Ext(ent.Name()) {
+				case ".yaml", ".yml", ".json":
+					files = append(files, path.Join(p, ent.Name()))
+				}
+			}
+		}
+		n := len(crds)
+		for _, name := range files {
+			read, err := decodeCRDs(fsys, name)
+			if err != nil {
+				return nil, err
+			}
+			crds = append(crds, read...)
+		}
+		if len(crds) == n {
+			return nil, fmt.Errorf("testenv: no CRD manifests in %s", p)
+		}
 	}
-	entries, err := fs.ReadDir(fsys, dir)
+	return crds, nil
+}
+
+// decodeCRDs decodes the CRDs in file name of fsys.
+func decodeCRDs(fsys fs.FS, name string) ([]*apiextensionsv1.CustomResourceDefinition, error) {
+	data, err := fs.ReadFile(fsys, name)
 	if err != nil {
 		return nil, fmt.Errorf("testenv: reading CRDs: %w", err)
 	}
 	var crds []*apiextensionsv1.CustomResourceDefinition
-	for _, ent := range entries {
-		switch path.Ext(ent.Name()) {
-		case ".yaml", ".yml", ".json":
-		default:
-			continue
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+	for i := 0; ; i++ {
+		crd := &apiextensionsv1.CustomResourceDefinition{}
+		if err := dec.Decode(crd); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			return nil, fmt.Errorf("testenv: CRD file %s, document %d: %w", name, i, err)
 		}
-		name := path.Join(dir, ent.Name())
-		data, err := fs.ReadFile(fsys, name)
-		if err != nil {
-			return nil, fmt.Errorf("testenv: reading CRDs: %w", err)
+		if crd.Kind == "" && crd.Name == "" {
+			continue // an empty document
 		}
-		dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
-		for i := 0; ; i++ {
-			crd := &apiextensionsv1.CustomResourceDefinition{}
-			if err := dec.Decode(crd); errors.Is(err, io.EOF) {
-				break
-			} else if err != nil {
-				return nil, fmt.Errorf("testenv: CRD file %s, document %d: %w", name, i, err)
-			}
-			if crd.Kind == "" && crd.Name == "" {
-				continue // an empty document
-			}
-			if crd.Kind != "CustomResourceDefinition" {
-				return nil, fmt.Errorf("testenv: CRD file %s, document %d: kind is %q, not CustomResourceDefinition", name, i, crd.Kind)
-			}
-			crds = append(crds, crd)
+		if crd.Kind != "CustomResourceDefinition" {
+			return nil, fmt.Errorf("testenv: CRD file %s, document %d: kind is %q, not CustomResourceDefinition", name, i, crd.Kind)
 		}
-	}
-	if len(crds) == 0 {
-		return nil, fmt.Errorf("testenv: no CRD manifests in %s", dir)
+		crds = append(crds, crd)
 	}
 	return crds, nil
 }

@@ -13,7 +13,7 @@ import (
 // the same assets, started concurrently. Make one with [NewFleet], or set
 // Members by hand for members configured differently:
 //
-//	var fleet = testenv.NewFleet(3, testenv.WithCRDPaths{"config/crd"})
+//	var fleet = testenv.NewFleet(3, testenv.WithCRDs{Paths: []string{"config/crd"}})
 //
 //	func TestMain(m *testing.M) { os.Exit(fleet.Run(m)) }
 //

@@ -17,7 +17,7 @@ import (
 // objects), and killing one leaves the other running.
 func TestFleetMembersAreSeparateControlPlanes(t *testing.T) {
 	env.Require(t) // needs the binaries, as the shared environment does
-	fleet := testenv.NewFleet(2, testenv.WithCRDPaths{"testdata/crds"})
+	fleet := testenv.NewFleet(2, testenv.WithCRDs{Paths: []string{"testdata/crds"}})
 	if err := fleet.Start(); err != nil {
 		t.Fatal(err)
 	}

@@ -10,12 +10,9 @@ import (
 // kube-apiserver with no CRDs, using the client-go scheme plus
 // apiextensions/v1.
 type Options struct {
-	// CRDPaths are files or directories of CRD manifests to install.
-	CRDPaths []string
-	// CRDFS and CRDDir name a directory of an fs.FS (an embed.FS, say)
-	// whose .yaml, .yml and .json files hold CRD manifests to install.
-	CRDFS  fs.FS
-	CRDDir string
+	// CRDs are the CRD manifests to install, as each [WithCRDs] given
+	// names them.
+	CRDs []WithCRDs
 	// Scheme is the scheme of the client; nil means a fresh scheme with
 	// client-go's types and apiextensions/v1.
 	Scheme *runtime.Scheme
@@ -36,25 +33,23 @@ type Option interface {
 	ApplyToEnvironment(*Options)
 }
 
-// WithCRDPaths installs the CRDs found in these files or directories before
-// the tests start.
-type WithCRDPaths []string
-
-// ApplyToEnvironment implements [Option].
-func (p WithCRDPaths) ApplyToEnvironment(o *Options) { o.CRDPaths = append(o.CRDPaths, p...) }
-
-// CRDFS is the option [WithCRDFS] returns.
-type CRDFS struct {
-	FS  fs.FS
-	Dir string
+// WithCRDs installs the CRDs of the manifests in Paths before the tests
+// start: each path is a file or a directory of .yaml, .yml and .json files,
+// each of which may hold several documents. Paths are read from FS when it
+// is set (an embed.FS, say; no Paths then means its root) and from disk
+// otherwise:
+//
+//	testenv.WithCRDs{Paths: []string{"config/crd/bases"}}
+//	testenv.WithCRDs{FS: crds, Paths: []string{"config/crd"}}
+//
+// Given more than once, every one is installed.
+type WithCRDs struct {
+	Paths []string
+	FS    fs.FS
 }
 
-// WithCRDFS installs the CRDs in directory dir of fsys (an embed.FS, say)
-// before the tests start.
-func WithCRDFS(fsys fs.FS, dir string) CRDFS { return CRDFS{FS: fsys, Dir: dir} }
-
 // ApplyToEnvironment implements [Option].
-func (c CRDFS) ApplyToEnvironment(o *Options) { o.CRDFS, o.CRDDir = c.FS, c.Dir }
+func (c WithCRDs) ApplyToEnvironment(o *Options) { o.CRDs = append(o.CRDs, c) }
 
 // WithScheme sets the scheme of the environment's client and managers.
 // Register your own API types in it.
@@ -98,8 +93,7 @@ func (d withAssetsDir) ApplyToEnvironment(o *Options) { o.AssetsDir = string(d) 
 
 var (
 	_ Option = WithControllers(nil)
-	_ Option = WithCRDPaths(nil)
-	_ Option = CRDFS{}
+	_ Option = WithCRDs{}
 	_ Option = WithScheme{}
 	_ Option = WithControllerManager{}
 	_ Option = withAssetsDir("")

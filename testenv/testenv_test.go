@@ -28,7 +28,7 @@ import (
 // env is the package's shared control plane, with the controller manager
 // and its deployment and replicaset controllers.
 var env = testenv.New(testenv.WithControllerManager{}, testenv.WithControllers{"deployment", "replicaset"},
-	testenv.WithCRDPaths{"testdata/crds"})
+	testenv.WithCRDs{Paths: []string{"testdata/crds"}})
 
 // panicHelperEnv marks the child process of TestNoProcessLeftBehindOnPanic.
 const panicHelperEnv = "STEADY_TESTENV_PANIC_HELPER"
@@ -116,7 +116,7 @@ func TestDeletionNeedsControllerManager(t *testing.T) {
 		t.Fatal(err)
 	}
 	fsys["crds/widgets.yaml"] = &fstest.MapFile{Data: data}
-	plain := testenv.New(testenv.WithCRDFS(fsys, "crds"))
+	plain := testenv.New(testenv.WithCRDs{FS: fsys, Paths: []string{"crds"}})
 	if err := plain.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -192,7 +192,7 @@ func TestMissingAssetsNameTheFix(t *testing.T) {
 func TestBadCRDManifestNamesFileAndDocument(t *testing.T) {
 	env.Require(t) // needs the binaries, as the shared environment does
 	fsys := fstest.MapFS{"crds/bad.yaml": &fstest.MapFile{Data: []byte("kind: ConfigMap\napiVersion: v1\nmetadata: {name: x}\n")}}
-	err := testenv.New(testenv.WithCRDFS(fsys, "crds")).Start()
+	err := testenv.New(testenv.WithCRDs{FS: fsys, Paths: []string{"crds/bad.yaml"}}).Start() // a file, not a directory
 	if err == nil || !strings.Contains(err.Error(), "crds/bad.yaml, document 0") || !strings.Contains(err.Error(), "ConfigMap") {
 		t.Fatalf("Start error = %v, want one naming crds/bad.yaml, document 0 and its kind", err)
 	}

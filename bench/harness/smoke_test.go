@@ -17,7 +17,7 @@ var env = testenv.New(
 	testenv.WithControllerManager{},
 	testenv.WithControllers{"deployment", "replicaset"}, // the live children's
 
-	testenv.WithCRDFS(bench.CRDs, "config/crd"),
+	testenv.WithCRDs{FS: bench.CRDs, Paths: []string{"config/crd"}},
 	testenv.WithScheme{Scheme: NewScheme()},
 )
 

@@ -32,7 +32,7 @@ import (
 
 var env = testenv.New(
 	testenv.WithControllerManager{}, // the garbage collector takes the Pods of deleted Ats
-	testenv.WithCRDPaths{"config/crd"},
+	testenv.WithCRDs{Paths: []string{"config/crd"}},
 	testenv.WithScheme{Scheme: newScheme()},
 )
 

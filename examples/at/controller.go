@@ -44,7 +44,7 @@ import (
 )
 
 // CRDs holds the At CustomResourceDefinition, for tests and the demo
-// (testenv.WithCRDFS(at.CRDs, "config/crd")).
+// (testenv.WithCRDs{FS: at.CRDs, Paths: []string{"config/crd"}}).
 //
 //go:embed config/crd/*.yaml
 var CRDs embed.FS

@@ -33,7 +33,7 @@ import (
 
 var env = testenv.New(
 	testenv.WithControllerManager{}, // the garbage collector takes the Secrets of deleted Buckets
-	testenv.WithCRDPaths{"config/crd"},
+	testenv.WithCRDs{Paths: []string{"config/crd"}},
 	testenv.WithScheme{Scheme: newScheme()},
 )
 

@@ -52,7 +52,7 @@ import (
 )
 
 // CRDs holds the Bucket CustomResourceDefinition, for tests and the demo
-// (testenv.WithCRDFS(bucket.CRDs, "config/crd")).
+// (testenv.WithCRDs{FS: bucket.CRDs, Paths: []string{"config/crd"}}).
 //
 //go:embed config/crd/*.yaml
 var CRDs embed.FS

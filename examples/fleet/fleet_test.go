@@ -36,7 +36,7 @@ import (
 // members are the fleet's three control planes: no controller manager,
 // since nothing here is deleted.
 var members = testenv.NewFleet(3,
-	testenv.WithCRDPaths{"../usernamespace/config/crd"},
+	testenv.WithCRDs{Paths: []string{"../usernamespace/config/crd"}},
 	testenv.WithScheme{Scheme: newScheme()},
 )
 

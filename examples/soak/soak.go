@@ -242,7 +242,7 @@ func NewEnvironment() (*testenv.Environment, error) {
 			return nil, err
 		}
 	}
-	return testenv.New(testenv.WithControllerManager{}, testenv.WithCRDFS(crds, "crds"), testenv.WithScheme{Scheme: scheme}), nil
+	return testenv.New(testenv.WithControllerManager{}, testenv.WithCRDs{FS: crds, Paths: []string{"crds"}}, testenv.WithScheme{Scheme: scheme}), nil
 }
 
 // state is one run's shared state.

@@ -41,7 +41,7 @@ import (
 
 var env = testenv.New(
 	testenv.WithControllerManager{},
-	testenv.WithCRDPaths{"config/crd"},
+	testenv.WithCRDs{Paths: []string{"config/crd"}},
 	testenv.WithScheme{Scheme: newScheme()},
 )
 

@@ -15,7 +15,7 @@ import (
 	"github.com/steadyk8s/steady/testenv"
 )
 
-// CRDs holds widgets.test.steady.dev, for testenv.WithCRDFS(CRDs, "crds").
+// CRDs holds widgets.test.steady.dev, for testenv.WithCRDs{FS: CRDs, Paths: []string{"crds"}}.
 //
 //go:embed crds/*.yaml
 var CRDs embed.FS
@@ -107,5 +107,5 @@ func Scheme() *runtime.Scheme {
 
 // NewEnv returns a test control plane with the Widget CRD and [Scheme].
 func NewEnv(opts ...testenv.Option) *testenv.Environment {
-	return testenv.New(append([]testenv.Option{testenv.WithCRDFS(CRDs, "crds"), testenv.WithScheme{Scheme: Scheme()}}, opts...)...)
+	return testenv.New(append([]testenv.Option{testenv.WithCRDs{FS: CRDs, Paths: []string{"crds"}}, testenv.WithScheme{Scheme: Scheme()}}, opts...)...)
 }

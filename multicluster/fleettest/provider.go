@@ -3,7 +3,7 @@
 // fleet: member i is the cluster [Name](i), which joins with
 // [Provider.Join] and leaves with [Provider.Leave], at any time.
 //
-//	var fleet = testenv.NewFleet(3, testenv.WithCRDPaths{"config/crd"})
+//	var fleet = testenv.NewFleet(3, testenv.WithCRDs{Paths: []string{"config/crd"}})
 //
 //	func TestMain(m *testing.M) { os.Exit(fleet.Run(m)) }
 //

@@ -117,7 +117,7 @@ func run() error {
 	rep.Machine.CommandLine = "go run ./cmd/bench " + strings.Join(os.Args[1:], " ")
 
 	opts := []testenv.Option{
-		testenv.WithCRDFS(bench.CRDs, "config/crd"),
+		testenv.WithCRDs{FS: bench.CRDs, Paths: []string{"config/crd"}},
 		testenv.WithScheme{Scheme: harness.NewScheme()},
 	}
 	if *gcQPS == 0 {

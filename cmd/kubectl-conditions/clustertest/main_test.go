@@ -22,7 +22,7 @@ import (
 	"github.com/steadyk8s/steady/testenv"
 )
 
-var env = testenv.New(testenv.WithCRDPaths{"testdata/crds"})
+var env = testenv.New(testenv.WithCRDs{Paths: []string{"testdata/crds"}})
 
 func TestMain(m *testing.M) { os.Exit(env.Run(m)) }
 

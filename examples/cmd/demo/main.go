@@ -195,7 +195,7 @@ func run(ctx context.Context, out io.Writer, keep bool) (reterr error) {
 	}
 
 	fmt.Fprintf(out, "Starting a control plane (etcd, kube-apiserver, kube-controller-manager) for %s\n", strings.Join(names, ", "))
-	env := testenv.New(testenv.WithControllerManager{}, testenv.WithCRDFS(crds, "crds"), testenv.WithScheme{Scheme: scheme})
+	env := testenv.New(testenv.WithControllerManager{}, testenv.WithCRDs{FS: crds, Paths: []string{"crds"}}, testenv.WithScheme{Scheme: scheme})
 	if err := env.Start(); err != nil {
 		var assets *testenv.AssetsError
 		if errors.As(err, &assets) {

@@ -52,7 +52,7 @@ func startTestEnv() {
 	By("bootstrapping test environment")
 	testEnv = testenv.New(
 		testenv.WithScheme{Scheme: scheme.Scheme},
-		testenv.WithCRDPaths{"../../config/crd/bases"},
+		testenv.WithCRDs{Paths: []string{"../../config/crd/bases"}},
 		testenv.WithControllerManager{},
 		// The Deployment's own controllers, which write its status.
 		testenv.WithControllers{"deployment", "replicaset"},
