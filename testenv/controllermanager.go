@@ -21,7 +21,7 @@ import (
 )
 
 // controllerManagerControllers are the controllers always started: the
-// ones that make deletion behave as on a cluster ([WithControllers] adds
+// ones that make deletion behave as on a cluster ([WithControllerManager]'s Controllers adds
 // more).
 const controllerManagerControllers = "garbagecollector,namespace"
 

@@ -13,10 +13,10 @@ import (
 	"github.com/steadyk8s/steady/testenv"
 )
 
-// WithControllers runs the workload controllers named: a Deployment gets
+// WithControllerManager{Controllers} runs the workload controllers named: a Deployment gets
 // its ReplicaSet, the ReplicaSet its Pods (Pending: no scheduler runs),
 // and both their status, written by their controllers.
-func TestWithControllersRunsTheWorkloadControllers(t *testing.T) {
+func TestControllersRunsTheWorkloadControllers(t *testing.T) {
 	env.Require(t)
 	ctx := context.Background()
 	ns := env.Namespace(t)

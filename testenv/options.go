@@ -58,30 +58,28 @@ type WithScheme struct{ Scheme *runtime.Scheme }
 // ApplyToEnvironment implements [Option].
 func (s WithScheme) ApplyToEnvironment(o *Options) { o.Scheme = s.Scheme }
 
-// WithControllerManager also runs kube-controller-manager with only the
+// WithControllerManager also runs kube-controller-manager with the
 // garbagecollector and namespace controllers, so that children with owner
 // references are collected when their owner goes and deleted namespaces
 // disappear. The garbage collector knows the CRDs installed by the options
 // from the start; install later ones with [Environment.InstallCRDs], which
 // makes it know them before it returns.
-type WithControllerManager struct{}
+//
+// Controllers are further controllers of kube-controller-manager to run
+// beside those two, by its names (--controllers):
+// WithControllerManager{Controllers: []string{"deployment", "replicaset",
+// "job", "statefulset"}} makes a workload child's own controller write its
+// status as on a cluster, so that a test sees the status change under its
+// controller. No scheduler or kubelet runs: Pods are created and stay
+// Pending.
+type WithControllerManager struct {
+	Controllers []string
+}
 
 // ApplyToEnvironment implements [Option].
-func (WithControllerManager) ApplyToEnvironment(o *Options) { o.ControllerManager = true }
-
-// WithControllers also runs these controllers of kube-controller-manager,
-// by its names (--controllers), beside the garbage collector and the
-// namespace controller of [WithControllerManager], which it implies:
-// WithControllers{"deployment", "replicaset", "job", "statefulset"} makes a
-// workload child's own controller write its status as on a cluster, so that
-// a test sees the status change under its controller. No scheduler or
-// kubelet runs: Pods are created and stay Pending.
-type WithControllers []string
-
-// ApplyToEnvironment implements [Option].
-func (w WithControllers) ApplyToEnvironment(o *Options) {
+func (w WithControllerManager) ApplyToEnvironment(o *Options) {
 	o.ControllerManager = true
-	o.Controllers = append(o.Controllers, w...)
+	o.Controllers = append(o.Controllers, w.Controllers...)
 }
 
 // withAssetsDir looks for the control-plane binaries in this directory
@@ -92,7 +90,6 @@ type withAssetsDir string
 func (d withAssetsDir) ApplyToEnvironment(o *Options) { o.AssetsDir = string(d) }
 
 var (
-	_ Option = WithControllers(nil)
 	_ Option = WithCRDs{}
 	_ Option = WithScheme{}
 	_ Option = WithControllerManager{}

@@ -27,7 +27,7 @@ import (
 
 // env is the package's shared control plane, with the controller manager
 // and its deployment and replicaset controllers.
-var env = testenv.New(testenv.WithControllerManager{}, testenv.WithControllers{"deployment", "replicaset"},
+var env = testenv.New(testenv.WithControllerManager{Controllers: []string{"deployment", "replicaset"}},
 	testenv.WithCRDs{Paths: []string{"testdata/crds"}})
 
 // panicHelperEnv marks the child process of TestNoProcessLeftBehindOnPanic.

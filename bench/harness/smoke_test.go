@@ -14,9 +14,8 @@ import (
 )
 
 var env = testenv.New(
-	testenv.WithControllerManager{},
-	testenv.WithControllers{"deployment", "replicaset"}, // the live children's
-
+	// The garbage collector, and the live children's own controllers.
+	testenv.WithControllerManager{Controllers: []string{"deployment", "replicaset"}},
 	testenv.WithCRDs{FS: bench.CRDs, Paths: []string{"config/crd"}},
 	testenv.WithScheme{Scheme: NewScheme()},
 )

@@ -121,7 +121,7 @@ func run() error {
 		testenv.WithScheme{Scheme: harness.NewScheme()},
 	}
 	if *gcQPS == 0 {
-		opts = append(opts, testenv.WithControllerManager{}, testenv.WithControllers{"deployment", "replicaset"})
+		opts = append(opts, testenv.WithControllerManager{Controllers: []string{"deployment", "replicaset"}})
 	}
 	env := testenv.New(opts...)
 	logf("starting the control plane")

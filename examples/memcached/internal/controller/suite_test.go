@@ -53,9 +53,9 @@ func startTestEnv() {
 	testEnv = testenv.New(
 		testenv.WithScheme{Scheme: scheme.Scheme},
 		testenv.WithCRDs{Paths: []string{"../../config/crd/bases"}},
-		testenv.WithControllerManager{},
-		// The Deployment's own controllers, which write its status.
-		testenv.WithControllers{"deployment", "replicaset"},
+		// The garbage collector, and the Deployment's own controllers,
+		// which write its status.
+		testenv.WithControllerManager{Controllers: []string{"deployment", "replicaset"}},
 	)
 	Expect(testEnv.Start()).To(Succeed())
 	cfg = rest.CopyConfig(testEnv.Config)
