@@ -28,8 +28,10 @@ func TestWriteOutsideTheCachedNamespaces(t *testing.T) {
 	ctx := context.Background()
 	cached, other := env.Namespace(t), env.Namespace(t)
 	mgr := env.StartManager(t, testenv.WithManagerOptions(ctrl.Options{Cache: cache.Options{
-		DefaultNamespaces: map[string]cache.Config{cached: {}}}}),
-		testenv.WithInformers{&corev1.ConfigMap{}})
+		DefaultNamespaces: map[string]cache.Config{cached: {}}}}))
+	if _, err := mgr.GetCache().GetInformer(ctx, &corev1.ConfigMap{}); err != nil { // a warm cache
+		t.Fatal(err)
+	}
 	c := cachewait.NewClient(mgr, cachewait.WithTimeout(3*time.Second))
 	must(t, c.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: other, Name: "elsewhere"}}))
 	in := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: cached, Name: "here"}}
@@ -55,7 +57,10 @@ func startScoped(t *testing.T, opts cache.Options) (ctrl.Manager, *testenv.Reque
 	t.Helper()
 	n := &testenv.RequestCounter{}
 	mgr := env.StartManager(t, testenv.WithManagerOptions(ctrl.Options{Cache: opts}), testenv.WithWatchDelay(lag),
-		testenv.WithTransport(n.Wrap), testenv.WithInformers{&corev1.ConfigMap{}})
+		testenv.WithTransport(n.Wrap))
+	if _, err := mgr.GetCache().GetInformer(t.Context(), &corev1.ConfigMap{}); err != nil { // a warm cache
+		t.Fatal(err)
+	}
 	return mgr, n
 }
 

@@ -28,9 +28,10 @@
 // # The code under test in a manager
 //
 // [Environment.StartManager] runs a controller-runtime manager on the
-// environment, with its scheme, the indexes and controllers that
-// [WithSetup] registers and a warm cache for [WithInformers]; it stops when
-// the test ends. Its client reads from the informer cache, as in production;
+// environment, with its scheme and the indexes and controllers that
+// [WithSetup] registers, and returns once its cache has synced; it stops
+// when the test ends (mgr.GetCache().GetInformer(ctx, obj) warms the cache
+// for another kind). Its client reads from the informer cache, as in production;
 // [WithTransport] wraps its requests, to count them or to hold watch events
 // back and test against a lagging cache.
 //

@@ -292,7 +292,10 @@ func TestStartManagerRunsTheControllerUnderTest(t *testing.T) {
 				cm.Labels["seen"] = "yes"
 				return ctrl.Result{}, mgr.GetClient().Patch(ctx, &cm, client.MergeFrom(before))
 			}))
-	}), testenv.WithInformers{&corev1.ConfigMap{}})
+	}))
+	if _, err := mgr.GetCache().GetInformer(t.Context(), &corev1.ConfigMap{}); err != nil { // a warm cache
+		t.Fatal(err)
+	}
 	if mgr.GetScheme() != env.Scheme {
 		t.Error("the manager does not use the environment's scheme")
 	}
@@ -324,8 +327,11 @@ func TestStartManagerRunsTheControllerUnderTest(t *testing.T) {
 // and in the manager's cache only after the delay.
 func TestWithWatchDelayHoldsTheCacheBack(t *testing.T) {
 	ns := env.Namespace(t)
-	mgr := env.StartManager(t, testenv.WithWatchDelay(500*time.Millisecond), testenv.WithInformers{&corev1.ConfigMap{}})
+	mgr := env.StartManager(t, testenv.WithWatchDelay(500*time.Millisecond))
 	ctx := context.Background()
+	if _, err := mgr.GetCache().GetInformer(ctx, &corev1.ConfigMap{}); err != nil { // a warm cache
+		t.Fatal(err)
+	}
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "late"}}
 	if err := env.Client.Create(ctx, cm); err != nil {
 		t.Fatal(err)

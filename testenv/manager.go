@@ -11,7 +11,6 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 )
 
@@ -25,9 +24,6 @@ type ManagerOptions struct {
 	// Setup runs on the manager before it starts: register indexes,
 	// controllers and runnables here.
 	Setup func(ctrl.Manager) error
-	// Informers are started and synced before StartManager returns, so that
-	// a test's first read of these kinds finds a warm cache.
-	Informers []client.Object
 	// WrapTransport wraps every request of the manager, its cache's LISTs
 	// and WATCHes included: count requests, say.
 	WrapTransport func(http.RoundTripper) http.RoundTripper
@@ -56,13 +52,6 @@ type WithSetup func(ctrl.Manager) error
 // ApplyToManager implements [ManagerOption].
 func (s WithSetup) ApplyToManager(o *ManagerOptions) { o.Setup = s }
 
-// WithInformers starts and syncs the informers of these kinds before
-// StartManager returns.
-type WithInformers []client.Object
-
-// ApplyToManager implements [ManagerOption].
-func (i WithInformers) ApplyToManager(o *ManagerOptions) { o.Informers = append(o.Informers, i...) }
-
 // WithTransport wraps every request of the manager.
 type WithTransport func(http.RoundTripper) http.RoundTripper
 
@@ -72,7 +61,6 @@ func (w WithTransport) ApplyToManager(o *ManagerOptions) { o.WrapTransport = w }
 var (
 	_ ManagerOption = WithManagerOptions{}
 	_ ManagerOption = WithSetup(nil)
-	_ ManagerOption = WithInformers(nil)
 	_ ManagerOption = WithTransport(nil)
 )
 
@@ -88,14 +76,20 @@ var (
 // Call it in every test that needs a manager: controller names are not
 // checked for uniqueness across the process (SkipNameValidation, unless
 // the options set it), so the same controllers can be registered in each
-// test and with go test -count=2. A failure to start fails t; a manager
+// test and with go test -count=2. StartManager returns once the cache has
+// synced the informers started so far; to have a test's first read of
+// another kind find a warm cache, start its informer then:
+//
+//	if _, err := mgr.GetCache().GetInformer(ctx, &corev1.Secret{}); err != nil { ... }
+//
+// A failure to start fails t; a manager
 // that stops with an error fails it too, at the end. To stop a manager
 // before the test ends, or to expect an error from it, make it with
 // [Environment.NewManager] and start it yourself.
 func (e *Environment) StartManager(t testing.TB, opts ...ManagerOption) ctrl.Manager {
 	t.Helper()
 	e.Require(t)
-	mgr, o, err := e.newManager(opts)
+	mgr, err := e.newManager(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,11 +102,6 @@ func (e *Environment) StartManager(t testing.TB, opts ...ManagerOption) ctrl.Man
 			t.Errorf("testenv: the manager stopped with an error: %v", err)
 		}
 	})
-	for _, obj := range o.Informers {
-		if _, err := mgr.GetCache().GetInformer(ctx, obj); err != nil {
-			t.Fatalf("testenv: starting the informer of %T: %v", obj, err)
-		}
-	}
 	if !mgr.GetCache().WaitForCacheSync(ctx) {
 		t.Fatal("testenv: the manager's cache did not sync")
 	}
@@ -123,19 +112,17 @@ func (e *Environment) StartManager(t testing.TB, opts ...ManagerOption) ctrl.Man
 // start, set up but not started, for a test that runs it itself: one that
 // stops a replica mid-test (cancel the context given to its Start) or
 // expects an error from Start ("leader election lost" from a replica that
-// could not renew its lease). [WithInformers] has no effect here: it is
-// what StartManager waits for. Call env.Require(t) first in a test, so that
+// could not renew its lease). Call env.Require(t) first in a test, so that
 // it skips where StartManager would.
 //
 //	mgr, err := env.NewManager(testenv.WithManagerOptions{LeaderElection: true, ...})
 //	ctx, kill := context.WithCancel(context.Background())
 //	go func() { done <- mgr.Start(ctx) }()
 func (e *Environment) NewManager(opts ...ManagerOption) (ctrl.Manager, error) {
-	mgr, _, err := e.newManager(opts)
-	return mgr, err
+	return e.newManager(opts)
 }
 
-func (e *Environment) newManager(opts []ManagerOption) (ctrl.Manager, ManagerOptions, error) {
+func (e *Environment) newManager(opts []ManagerOption) (ctrl.Manager, error) {
 	o := ManagerOptions{}
 	for _, opt := range opts {
 		opt.ApplyToManager(&o)
@@ -144,10 +131,10 @@ func (e *Environment) newManager(opts []ManagerOption) (ctrl.Manager, ManagerOpt
 	started, skip := e.started, e.skip
 	e.mu.Unlock()
 	if skip != "" {
-		return nil, o, errors.New(skip)
+		return nil, errors.New(skip)
 	}
 	if !started {
-		return nil, o, errors.New("testenv: the control plane is not running: call env.Run(m) in TestMain, or Start")
+		return nil, errors.New("testenv: the control plane is not running: call env.Run(m) in TestMain, or Start")
 	}
 	cfg := rest.CopyConfig(e.Config)
 	if o.WrapTransport != nil {
@@ -171,12 +158,12 @@ func (e *Environment) newManager(opts []ManagerOption) (ctrl.Manager, ManagerOpt
 	}
 	mgr, err := ctrl.NewManager(cfg, mo)
 	if err != nil {
-		return nil, o, fmt.Errorf("testenv: creating a manager: %w", err)
+		return nil, fmt.Errorf("testenv: creating a manager: %w", err)
 	}
 	if o.Setup != nil {
 		if err := o.Setup(mgr); err != nil {
-			return nil, o, fmt.Errorf("testenv: setting up the manager: %w", err)
+			return nil, fmt.Errorf("testenv: setting up the manager: %w", err)
 		}
 	}
-	return mgr, o, nil
+	return mgr, nil
 }

@@ -73,7 +73,10 @@ func TestManagerKeepsWorkingAcrossAPIServerRestart(t *testing.T) {
 	ns := env.Namespace(t)
 	ctx := context.Background()
 	var reconciles atomic.Int64
-	mgr := env.StartManager(t, labeler(ns, "manager", &reconciles), testenv.WithInformers{&corev1.ConfigMap{}})
+	mgr := env.StartManager(t, labeler(ns, "manager", &reconciles))
+	if _, err := mgr.GetCache().GetInformer(ctx, &corev1.ConfigMap{}); err != nil { // a warm cache
+		t.Fatal(err)
+	}
 	before := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "before"}}
 	if err := env.Client.Create(ctx, before); err != nil {
 		t.Fatal(err)
@@ -255,7 +258,10 @@ func TestEtcdKilledAndStarted(t *testing.T) {
 	ns := env.Namespace(t)
 	ctx := context.Background()
 	var reconciles atomic.Int64
-	mgr := env.StartManager(t, labeler(ns, "manager", &reconciles), testenv.WithInformers{&corev1.ConfigMap{}})
+	mgr := env.StartManager(t, labeler(ns, "manager", &reconciles))
+	if _, err := mgr.GetCache().GetInformer(ctx, &corev1.ConfigMap{}); err != nil { // a warm cache
+		t.Fatal(err)
+	}
 	before := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "before"}, Data: map[string]string{"written": "before the kill"}}
 	if err := env.Client.Create(ctx, before); err != nil {
 		t.Fatal(err)

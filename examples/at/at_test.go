@@ -83,8 +83,12 @@ func startController(t *testing.T, ns string, now func() time.Time) (*controller
 			Controller: config.Controller{SkipNameValidation: ptr.To(true)},
 			Cache:      cache.Options{DefaultNamespaces: map[string]cache.Config{ns: {}}},
 		}),
-		testenv.WithInformers{&v1alpha1.At{}, &corev1.Pod{}},
 		testenv.WithSetup(r.SetupWithManager))
+	for _, obj := range []client.Object{&v1alpha1.At{}, &corev1.Pod{}} { // a warm cache
+		if _, err := mgr.GetCache().GetInformer(t.Context(), obj); err != nil {
+			t.Fatal(err)
+		}
+	}
 	return &controller{Reconciler: r, cache: mgr.GetClient()}, counter
 }
 

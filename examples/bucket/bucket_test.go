@@ -90,8 +90,12 @@ func start(t *testing.T, ns string, middleware ...func(http.Handler) http.Handle
 			Controller: config.Controller{SkipNameValidation: ptr.To(true)},
 			Cache:      cache.Options{DefaultNamespaces: map[string]cache.Config{ns: {}}},
 		}),
-		testenv.WithInformers{&v1alpha1.Bucket{}, &corev1.Secret{}},
 		testenv.WithSetup(h.r.SetupWithManager))
+	for _, obj := range []client.Object{&v1alpha1.Bucket{}, &corev1.Secret{}} { // a warm cache
+		if _, err := mgr.GetCache().GetInformer(t.Context(), obj); err != nil {
+			t.Fatal(err)
+		}
+	}
 	h.cache = mgr.GetClient()
 	return h
 }

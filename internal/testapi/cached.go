@@ -41,10 +41,15 @@ type ManagerOptions struct {
 func StartManager(t testing.TB, env *testenv.Environment, o ManagerOptions) *Cached {
 	t.Helper()
 	n := &Counter{}
-	opts := []testenv.ManagerOption{testenv.WithTransport(n.Wrap), testenv.WithWatchDelay(o.Delay), testenv.WithInformers(o.Informers)}
+	opts := []testenv.ManagerOption{testenv.WithTransport(n.Wrap), testenv.WithWatchDelay(o.Delay)}
 	if o.Setup != nil {
 		opts = append(opts, testenv.WithSetup(o.Setup))
 	}
 	mgr := env.StartManager(t, opts...)
+	for _, obj := range o.Informers {
+		if _, err := mgr.GetCache().GetInformer(t.Context(), obj); err != nil {
+			t.Fatalf("testapi: starting the informer of %T: %v", obj, err)
+		}
+	}
 	return &Cached{Manager: mgr, Client: steady.NewClient(mgr), APIReader: mgr.GetAPIReader(), Counter: n}
 }
