@@ -56,8 +56,8 @@ func TestWriteOutsideTheCachedNamespaces(t *testing.T) {
 func startScoped(t *testing.T, opts cache.Options) (ctrl.Manager, *testenv.RequestCounter) {
 	t.Helper()
 	n := &testenv.RequestCounter{}
-	mgr := env.StartManager(t, testenv.WithManagerOptions(ctrl.Options{Cache: opts}), testenv.WithWatchDelay(lag),
-		testenv.WithTransport(n.Wrap))
+	mgr := env.StartManager(t, testenv.WithManagerOptions(ctrl.Options{Cache: opts}),
+		testenv.WithTransport(n.Wrap), testenv.WithTransport(testenv.DelayWatches(lag)))
 	if _, err := mgr.GetCache().GetInformer(t.Context(), &corev1.ConfigMap{}); err != nil { // a warm cache
 		t.Fatal(err)
 	}

@@ -195,7 +195,7 @@ func startCached(t *testing.T) *testapi.Cached {
 func startCachedUnstructured(t *testing.T) *testapi.Cached {
 	t.Helper()
 	n := &testapi.Counter{}
-	mgr := env.StartManager(t, testenv.WithTransport(n.Wrap), testenv.WithWatchDelay(300*time.Millisecond),
+	mgr := env.StartManager(t, testenv.WithTransport(n.Wrap), testenv.WithTransport(testenv.DelayWatches(300*time.Millisecond)),
 		testenv.WithManagerOptions(ctrl.Options{Client: client.Options{Cache: &client.CacheOptions{Unstructured: true}}}))
 	return &testapi.Cached{Manager: mgr, Client: steady.NewClient(mgr), APIReader: mgr.GetAPIReader(), Counter: n}
 }

@@ -31,9 +31,10 @@
 // environment, with its scheme and the indexes and controllers that
 // [WithSetup] registers, and returns once its cache has synced; it stops
 // when the test ends (mgr.GetCache().GetInformer(ctx, obj) warms the cache
-// for another kind). Its client reads from the informer cache, as in production;
-// [WithTransport] wraps its requests, to count them or to hold watch events
-// back and test against a lagging cache.
+// for another kind). Its client reads from the informer cache, as in
+// production; [WithTransport] wraps its requests, to count them
+// ([RequestCounter]) or to hold watch events back ([DelayWatches]) and test
+// against a lagging cache.
 //
 // To stop a manager before the test ends, or to run several as replicas with
 // leader election and kill the leader, make it with [Environment.NewManager]

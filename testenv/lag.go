@@ -8,29 +8,31 @@ import (
 	"time"
 )
 
-// WithWatchDelay holds back every watch event the manager's informers
-// receive by this long, as a loaded API server or a slow network does: the
-// cache lags behind the API server, and a reconcile that runs right after
-// its own write reads the old object. Test your controller with it; the
-// bugs it shows (duplicate children, lost writes, conflict loops) are the
-// ones users meet in production. It composes with [WithTransport].
-type WithWatchDelay time.Duration
-
-// ApplyToManager implements [ManagerOption].
-func (d WithWatchDelay) ApplyToManager(o *ManagerOptions) { o.WatchDelay = time.Duration(d) }
-
-var _ ManagerOption = WithWatchDelay(0)
-
-// delayWatches wraps rt so that the body of every watch response reaches
-// the reader delay late.
-func delayWatches(rt http.RoundTripper, delay time.Duration) http.RoundTripper {
-	return roundTripFunc(func(r *http.Request) (*http.Response, error) {
-		resp, err := rt.RoundTrip(r)
-		if err == nil && strings.Contains(r.URL.RawQuery, "watch=true") {
-			resp.Body = lagging(resp.Body, delay)
+// DelayWatches returns a transport wrapper that holds back every watch
+// event by delay, as a loaded API server or a slow network does; give it to
+// [WithTransport] (or [Environment.StartProxy]):
+//
+//	env.StartManager(t, testenv.WithTransport(counter.Wrap),
+//		testenv.WithTransport(testenv.DelayWatches(300*time.Millisecond)))
+//
+// The manager's cache then lags behind the API server, and a reconcile that
+// runs right after its own write reads the old object. Test your controller
+// with it; the bugs it shows (duplicate children, lost writes, conflict
+// loops) are the ones users meet in production. A delay of zero or less
+// leaves the transport as it is.
+func DelayWatches(delay time.Duration) func(http.RoundTripper) http.RoundTripper {
+	return func(rt http.RoundTripper) http.RoundTripper {
+		if delay <= 0 {
+			return rt
 		}
-		return resp, err
-	})
+		return roundTripFunc(func(r *http.Request) (*http.Response, error) {
+			resp, err := rt.RoundTrip(r)
+			if err == nil && strings.Contains(r.URL.RawQuery, "watch=true") {
+				resp.Body = lagging(resp.Body, delay)
+			}
+			return resp, err
+		})
+	}
 }
 
 // laggingBody hands out each chunk of a watch stream delay after it

@@ -323,11 +323,13 @@ func TestStartManagerRunsTheControllerUnderTest(t *testing.T) {
 	}
 }
 
-// TestWithWatchDelayHoldsTheCacheBack: a write is in the API server at once
-// and in the manager's cache only after the delay.
-func TestWithWatchDelayHoldsTheCacheBack(t *testing.T) {
+// TestDelayWatchesHoldsTheCacheBack: a write is in the API server at once
+// and in the manager's cache only after the delay; a WithTransport before
+// it still sees every request (the two compose).
+func TestDelayWatchesHoldsTheCacheBack(t *testing.T) {
 	ns := env.Namespace(t)
-	mgr := env.StartManager(t, testenv.WithWatchDelay(500*time.Millisecond))
+	var counter testenv.RequestCounter
+	mgr := env.StartManager(t, testenv.WithTransport(counter.Wrap), testenv.WithTransport(testenv.DelayWatches(500*time.Millisecond)))
 	ctx := context.Background()
 	if _, err := mgr.GetCache().GetInformer(ctx, &corev1.ConfigMap{}); err != nil { // a warm cache
 		t.Fatal(err)
@@ -346,5 +348,8 @@ func TestWithWatchDelayHoldsTheCacheBack(t *testing.T) {
 			t.Fatal("the cache never caught up")
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+	if counter.Get("WATCH") == 0 {
+		t.Errorf("the first WithTransport saw no watch: %s", &counter)
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"testing"
-	"time"
 
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
@@ -24,12 +23,10 @@ type ManagerOptions struct {
 	// Setup runs on the manager before it starts: register indexes,
 	// controllers and runnables here.
 	Setup func(ctrl.Manager) error
-	// WrapTransport wraps every request of the manager, its cache's LISTs
-	// and WATCHes included: count requests, say.
-	WrapTransport func(http.RoundTripper) http.RoundTripper
-	// WatchDelay holds back every watch event by this long (see
-	// [WithWatchDelay]).
-	WatchDelay time.Duration
+	// WrapTransport wrap every request of the manager, its cache's LISTs
+	// and WATCHes included (count requests, hold watch events back), in
+	// order: each wraps the transport the ones before it made.
+	WrapTransport []func(http.RoundTripper) http.RoundTripper
 }
 
 // ManagerOption configures [Environment.StartManager].
@@ -52,11 +49,16 @@ type WithSetup func(ctrl.Manager) error
 // ApplyToManager implements [ManagerOption].
 func (s WithSetup) ApplyToManager(o *ManagerOptions) { o.Setup = s }
 
-// WithTransport wraps every request of the manager.
+// WithTransport wraps every request of the manager: count them
+// ([RequestCounter.Wrap]), hold watch events back ([DelayWatches]), inject
+// faults. Given more than once, each wraps the transport the ones before it
+// made.
 type WithTransport func(http.RoundTripper) http.RoundTripper
 
 // ApplyToManager implements [ManagerOption].
-func (w WithTransport) ApplyToManager(o *ManagerOptions) { o.WrapTransport = w }
+func (w WithTransport) ApplyToManager(o *ManagerOptions) {
+	o.WrapTransport = append(o.WrapTransport, w)
+}
 
 var (
 	_ ManagerOption = WithManagerOptions{}
@@ -137,11 +139,10 @@ func (e *Environment) newManager(opts []ManagerOption) (ctrl.Manager, error) {
 		return nil, errors.New("testenv: the control plane is not running: call env.Run(m) in TestMain, or Start")
 	}
 	cfg := rest.CopyConfig(e.Config)
-	if o.WrapTransport != nil {
-		cfg.Wrap(o.WrapTransport)
-	}
-	if o.WatchDelay > 0 {
-		cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return delayWatches(rt, o.WatchDelay) })
+	for _, w := range o.WrapTransport {
+		if w != nil {
+			cfg.Wrap(w)
+		}
 	}
 	mo := o.Manager
 	if mo.Scheme == nil {

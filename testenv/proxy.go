@@ -16,7 +16,7 @@ import (
 
 // Proxy is a plain-HTTP endpoint on 127.0.0.1 that forwards every request
 // to the environment's kube-apiserver with the environment's credentials,
-// through the transport of [Environment.StartProxy]'s options. It is the
+// through the wrappers given to [Environment.StartProxy]. It is the
 // way to test an operator run as its own process, as in a cluster: a
 // binary the test built, or a replica it kills with SIGKILL. Give that
 // process [Proxy.Config]; it then meets the faults and the lagging watches
@@ -32,16 +32,13 @@ type Proxy struct {
 }
 
 // StartProxy starts a [Proxy] whose requests pass through the transport
-// options a manager takes: [WithTransport] and [WithWatchDelay], composed
-// as for [Environment.StartManager]; the other options have no effect. A
-// request its transport fails (a fault a test injects) is answered by
-// closing the connection, as a network would, not with a status the API
-// server never sent. Close it with [Proxy.Close].
-func (e *Environment) StartProxy(opts ...ManagerOption) (*Proxy, error) {
-	o := ManagerOptions{}
-	for _, opt := range opts {
-		opt.ApplyToManager(&o)
-	}
+// wrappers given, each wrapping the transport the ones before it made, as
+// [WithTransport] does for [Environment.StartManager]: count them, hold
+// watch events back ([DelayWatches]), inject faults. A request its
+// transport fails (a fault a test injects) is answered by closing the
+// connection, as a network would, not with a status the API server never
+// sent. Close it with [Proxy.Close].
+func (e *Environment) StartProxy(wrap ...func(http.RoundTripper) http.RoundTripper) (*Proxy, error) {
 	e.mu.Lock()
 	started := e.started
 	var cfg *rest.Config
@@ -56,11 +53,10 @@ func (e *Environment) StartProxy(opts ...ManagerOption) (*Proxy, error) {
 	if err != nil {
 		return nil, fmt.Errorf("testenv: the API server's address %q: %w", cfg.Host, err)
 	}
-	if o.WrapTransport != nil {
-		cfg.Wrap(o.WrapTransport)
-	}
-	if o.WatchDelay > 0 {
-		cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return delayWatches(rt, o.WatchDelay) })
+	for _, w := range wrap {
+		if w != nil {
+			cfg.Wrap(w)
+		}
 	}
 	rt, err := rest.TransportFor(cfg)
 	if err != nil {
@@ -76,7 +72,7 @@ func (e *Environment) StartProxy(opts ...ManagerOption) (*Proxy, error) {
 			r.Out.Host = target.Host
 		},
 		Transport:     rt,
-		FlushInterval: -1, // a watch's events pass at once (or as late as WithWatchDelay says)
+		FlushInterval: -1, // a watch's events pass at once (or as late as DelayWatches says)
 		ErrorHandler:  closeConnection,
 		// A watch cut by a fault the test injects, or by a client that went
 		// away, is expected here, not news for the test's log.

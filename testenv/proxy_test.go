@@ -20,9 +20,9 @@ import (
 
 // TestProxyIsTheEnvironmentThroughTheTransport: a client of a Proxy's
 // Config, without credentials of its own, reads and writes the
-// environment's API server; every request passes the WithTransport
-// wrapper; a request the wrapper fails reaches the client as a cut
-// connection, not as a status; watch events arrive WithWatchDelay late;
+// environment's API server; every request passes the first wrapper; a
+// request it fails reaches the client as a cut connection, not as a
+// status; watch events arrive DelayWatches late;
 // and Close cuts an open watch.
 func TestProxyIsTheEnvironmentThroughTheTransport(t *testing.T) {
 	env.Require(t)
@@ -30,7 +30,7 @@ func TestProxyIsTheEnvironmentThroughTheTransport(t *testing.T) {
 	ns := env.Namespace(t)
 	const delay = 700 * time.Millisecond
 	var requests atomic.Int64
-	p, err := env.StartProxy(testenv.WithTransport(func(rt http.RoundTripper) http.RoundTripper {
+	p, err := env.StartProxy(func(rt http.RoundTripper) http.RoundTripper {
 		return roundTripFunc(func(r *http.Request) (*http.Response, error) {
 			requests.Add(1)
 			if strings.HasSuffix(r.URL.Path, "/configmaps/refused") {
@@ -38,7 +38,7 @@ func TestProxyIsTheEnvironmentThroughTheTransport(t *testing.T) {
 			}
 			return rt.RoundTrip(r)
 		})
-	}), testenv.WithWatchDelay(delay))
+	}, testenv.DelayWatches(delay))
 	if err != nil {
 		t.Fatal(err)
 	}

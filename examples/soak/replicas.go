@@ -50,7 +50,7 @@ type replica struct {
 type replicas struct {
 	env  *testenv.Environment
 	cfg  func(n int, proxy *testenv.Proxy) replicaConfig
-	wrap func(n int) testenv.WithTransport
+	wrap func(n int) func(http.RoundTripper) http.RoundTripper
 	// watchDelay holds back every watch event of the replicas.
 	watchDelay time.Duration
 	log        *eventLog
@@ -71,7 +71,7 @@ func newReplicas(env *testenv.Environment, cfg Config, s *state, log *eventLog, 
 	return &replicas{env: env, log: log, scheme: s.c.Scheme(), watchDelay: cfg.WatchDelay,
 		// The request counter sees the operators' own requests, not the
 		// lease renewals that keep a leader elected.
-		wrap: func(n int) testenv.WithTransport {
+		wrap: func(n int) func(http.RoundTripper) http.RoundTripper {
 			return func(rt http.RoundTripper) http.RoundTripper { return s.counter.wrapExceptLeases(n, s.faults.wrap(rt)) }
 		},
 		cfg: func(n int, proxy *testenv.Proxy) replicaConfig {
@@ -95,7 +95,7 @@ func (rs *replicas) start(why string) error {
 	if err != nil {
 		return fmt.Errorf("replica %d: %w", r.n, err)
 	}
-	if r.proxy, err = rs.env.StartProxy(rs.wrap(r.n), testenv.WithWatchDelay(rs.watchDelay)); err != nil {
+	if r.proxy, err = rs.env.StartProxy(rs.wrap(r.n), testenv.DelayWatches(rs.watchDelay)); err != nil {
 		return fmt.Errorf("replica %d: %w", r.n, err)
 	}
 	cfg, err := json.Marshal(rs.cfg(r.n, r.proxy))

@@ -199,7 +199,7 @@ func TestSoak(t *testing.T) {
 	startManager := func(t *testing.T) {
 		env.StartManager(t,
 			testenv.WithTransport(func(rt http.RoundTripper) http.RoundTripper { return counter.Wrap(f.wrap(rt)) }),
-			testenv.WithWatchDelay(300*time.Millisecond),
+			testenv.WithTransport(testenv.DelayWatches(300*time.Millisecond)),
 			// Three workers on the rate-limited queue: v0.24's priority queue
 			// can hang the manager's stop (docs/compatibility.md), which
 			// StartManager reports as the manager's error.

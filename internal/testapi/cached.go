@@ -41,7 +41,7 @@ type ManagerOptions struct {
 func StartManager(t testing.TB, env *testenv.Environment, o ManagerOptions) *Cached {
 	t.Helper()
 	n := &Counter{}
-	opts := []testenv.ManagerOption{testenv.WithTransport(n.Wrap), testenv.WithWatchDelay(o.Delay)}
+	opts := []testenv.ManagerOption{testenv.WithTransport(n.Wrap), testenv.WithTransport(testenv.DelayWatches(o.Delay))}
 	if o.Setup != nil {
 		opts = append(opts, testenv.WithSetup(o.Setup))
 	}
