@@ -107,8 +107,9 @@
 // (one package). Built with -ldflags='-s -w', a binary of controller-runtime
 // alone weighs 28.9 MB and 28.9 MB with applyset (3 more packages; the
 // version that imported cli-utils/pkg/object weighed 55.2 MB). The identity
-// of an object is [ObjectID]; the package applyset/cliutils converts it to
-// cli-utils' object.ObjMetadata, or write object.ObjMetadata(id).
+// of an object is [ObjectID]; write object.ObjMetadata(id) for cli-utils'
+// type, and the package applyset/cliutils converts a [Result]'s to an
+// object.ObjMetadataSet.
 //
 // # Clients and concurrency
 //

@@ -6,19 +6,32 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/steadyk8s/steady/applyset"
 )
 
 // The set's id is the one kubectl computes for the same parent:
-// base64url(sha256("shop-manifests.shop.Secret.")) without padding.
-func ExampleID() {
-	fmt.Println(applyset.ID(schema.GroupKind{Kind: "Secret"}, "shop", "shop-manifests"))
+// base64url(sha256("shop-manifests.shop.Secret.")) without padding. New
+// asks the client's REST mapper whether the parent is namespaced; a fake
+// client that knows Secrets stands for a cluster here.
+func ExampleSet_ID() {
+	mapper := meta.NewDefaultRESTMapper(nil)
+	mapper.Add(corev1.SchemeGroupVersion.WithKind("Secret"), meta.RESTScopeNamespace)
+	c := fake.NewClientBuilder().WithRESTMapper(mapper).Build()
+	parent := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "shop-manifests"}}
+	set, err := applyset.New(c, parent)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(set.ID())
 	// Output: applyset-Nyr3IAAXrFz98NTI-Op855yJQ03yYTZmwIRi3--f_IQ-v1
 }
 

@@ -9,7 +9,11 @@ const (
 	OnRemoveAnnotation   = onRemoveAnnotation
 	LifecycleDeletion    = lifecycleDeletion
 	DefaultTooling       = defaultTooling
+	GroupKindsAnnotation = groupKindsAnnotation
 )
+
+// ID computes the id of a set from its parent's kind, namespace and name.
+var ID = id
 
 var ErrCachedClient = errCachedClient
 

@@ -57,7 +57,7 @@ func (s *Set) readParent(ctx context.Context) (parentState, error) {
 		return st, fmt.Errorf("applyset: parent %s has %s=%s, want %s", idOf(s.parent), IDLabel, id, s.ID())
 	}
 	s.live = live
-	for _, g := range splitList(ann[GroupKindsAnnotation]) {
+	for _, g := range splitList(ann[groupKindsAnnotation]) {
 		st.gks.Insert(schema.ParseGroupKind(g))
 	}
 	st.namespaces.Insert(splitList(ann[namespacesAnnotation])...)
@@ -107,7 +107,7 @@ func (s *Set) writeParent(ctx context.Context, gks sets.Set[schema.GroupKind], n
 	ns := sets.List(namespaces.Clone().Delete(s.parent.GetNamespace()))
 	ann := map[string]string{
 		toolingAnnotation:    s.o.Tooling,
-		GroupKindsAnnotation: strings.Join(kinds, ","),
+		groupKindsAnnotation: strings.Join(kinds, ","),
 		namespacesAnnotation: strings.Join(ns, ","),
 	}
 	if s.live != nil && s.live.GetLabels()[IDLabel] == s.ID() && subsetOf(ann, s.live.GetAnnotations()) {

@@ -8,19 +8,18 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
-// Labels and annotations of the ApplySet protocol: the parent's ID label
-// (its value is [Set.ID]), the members' part-of label (the same value) and
-// the parent's list of the members' group-kinds.
+// Labels of the ApplySet protocol: the parent's ID label (its value is
+// [Set.ID]) and the members' part-of label (the same value).
 const (
-	IDLabel              = "applyset.kubernetes.io/id"
-	PartOfLabel          = "applyset.kubernetes.io/part-of"
-	GroupKindsAnnotation = "applyset.kubernetes.io/contains-group-kinds"
+	IDLabel     = "applyset.kubernetes.io/id"
+	PartOfLabel = "applyset.kubernetes.io/part-of"
 )
 
 // The rest of the protocol (see the package doc), the two keep annotations
 // honoured by prune, and the defaults.
 const (
 	parentTypeLabel          = "applyset.kubernetes.io/is-parent-type"
+	groupKindsAnnotation     = "applyset.kubernetes.io/contains-group-kinds"
 	toolingAnnotation        = "applyset.kubernetes.io/tooling"
 	namespacesAnnotation     = "applyset.kubernetes.io/additional-namespaces"
 	onRemoveAnnotation       = "cli-utils.sigs.k8s.io/on-remove"

@@ -79,15 +79,16 @@ func New(c client.Client, parent client.Object, opts ...SetOption) (*Set, error)
 	return &Set{c: observe.Client(c, "applyset"), parent: p, namespaced: namespaced, o: o}, nil
 }
 
-// ID is the set's applyset.kubernetes.io/id, as kubectl computes it.
+// ID is the set's applyset.kubernetes.io/id, as kubectl computes it from
+// the parent's name, namespace (empty for a cluster-scoped parent), kind and
+// group: applyset-<base64url-nopad(sha256("<name>.<namespace>.<kind>.<group>"))>-v1.
 func (s *Set) ID() string {
-	return ID(s.parent.GroupVersionKind().GroupKind(), s.parent.GetNamespace(), s.parent.GetName())
+	return id(s.parent.GroupVersionKind().GroupKind(), s.parent.GetNamespace(), s.parent.GetName())
 }
 
-// ID computes the id of the set whose parent is of kind gk, in namespace
-// (empty for a cluster-scoped parent) and named name:
-// applyset-<base64url-nopad(sha256("<name>.<namespace>.<kind>.<group>"))>-v1.
-func ID(gk schema.GroupKind, namespace, name string) string {
+// id computes the id of the set whose parent is of kind gk, in namespace
+// and named name.
+func id(gk schema.GroupKind, namespace, name string) string {
 	sum := sha256.Sum256([]byte(strings.Join([]string{name, namespace, gk.Kind, gk.Group}, ".")))
 	return "applyset-" + base64.RawURLEncoding.EncodeToString(sum[:]) + "-v1"
 }

@@ -17,9 +17,6 @@ import (
 	"github.com/steadyk8s/steady/applyset"
 )
 
-// ObjMetadata returns id as cli-utils' object.ObjMetadata.
-func ObjMetadata(id applyset.ObjectID) object.ObjMetadata { return object.ObjMetadata(id) }
-
 // ObjMetadataSet returns the identities of the objects of res that had one
 // of actions (all objects when none is given), as an object.ObjMetadataSet.
 func ObjMetadataSet(res *applyset.Result, actions ...applyset.Action) object.ObjMetadataSet {
@@ -31,7 +28,7 @@ func ObjMetadataSet(res *applyset.Result, actions ...applyset.Action) object.Obj
 		if len(actions) > 0 && !contains(actions, o.Action) {
 			continue
 		}
-		out = append(out, ObjMetadata(o.ID))
+		out = append(out, object.ObjMetadata(o.ID))
 	}
 	return out
 }

@@ -589,7 +589,7 @@ func (t *tree) children(ctx context.Context) (*children, error) {
 // group-kinds its annotation lists that carry its part-of label.
 func (t *tree) members(ctx context.Context, parent *unstructured.Unstructured) ([]*unstructured.Unstructured, error) {
 	id := parent.GetLabels()[applyset.IDLabel]
-	kinds := parent.GetAnnotations()[applyset.GroupKindsAnnotation]
+	kinds := parent.GetAnnotations()["applyset.kubernetes.io/contains-group-kinds"]
 	if id == "" || kinds == "" {
 		return nil, nil
 	}
