@@ -21,7 +21,7 @@ const kubernetesVersion = "1.36.3"
 const (
 	apiServerBinary         = "kube-apiserver"
 	etcdBinary              = "etcd"
-	ControllerManagerBinary = "kube-controller-manager"
+	controllerManagerBinary = "kube-controller-manager"
 	kubectlBinary           = "kubectl"
 )
 
@@ -44,14 +44,17 @@ func (e *AssetsError) Error() string {
 		strings.Join(e.Missing, ", "), strings.Join(e.Searched, ", "))
 }
 
-// FindAssets returns the directory that holds kube-apiserver, etcd and the
-// extra binaries named (kube-controller-manager, say). It honours
+// FindAssets returns the directory that holds kube-apiserver, etcd and,
+// when controllerManager is true, kube-controller-manager. It honours
 // KUBEBUILDER_ASSETS when set; otherwise it searches the setup-envtest
 // store, Kubernetes 1.36.3 (the version steady is tested against) first,
 // then the newest other version for this OS and architecture. Consumers of
 // plain envtest can set KUBEBUILDER_ASSETS to the result.
-func FindAssets(extra ...string) (string, error) {
-	return findAssets("", extra...)
+func FindAssets(controllerManager bool) (string, error) {
+	if controllerManager {
+		return findAssets("", controllerManagerBinary)
+	}
+	return findAssets("")
 }
 
 func findAssets(only string, extra ...string) (string, error) {

@@ -37,7 +37,7 @@ type controllerManager struct {
 }
 
 func startControllerManager(ctx context.Context, e *Environment) (*controllerManager, error) {
-	binary := filepath.Join(e.assets, ControllerManagerBinary)
+	binary := filepath.Join(e.assets, controllerManagerBinary)
 	dir := filepath.Join(e.root, "controller-manager")
 	kubeconfigPath := filepath.Join(dir, "kubeconfig")
 	if _, err := os.Stat(kubeconfigPath); err != nil {

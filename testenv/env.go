@@ -166,7 +166,7 @@ func (e *Environment) Start() (err error) {
 	}
 	var extra []string
 	if e.opts.ControllerManager {
-		extra = append(extra, ControllerManagerBinary)
+		extra = append(extra, controllerManagerBinary)
 	}
 	assets, err := findAssets(e.opts.AssetsDir, extra...)
 	if err != nil {
@@ -284,7 +284,7 @@ func (e *Environment) Kill() error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.started && e.root != "" {
-		pids, err := childProcesses(etcdBinary, apiServerBinary, ControllerManagerBinary)
+		pids, err := childProcesses(etcdBinary, apiServerBinary, controllerManagerBinary)
 		if err != nil {
 			return fmt.Errorf("testenv: %w", err)
 		}

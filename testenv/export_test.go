@@ -7,9 +7,10 @@ var ChildProcesses = childProcesses
 // The names of the binaries and of the variable that requires them, and the
 // option that searches one directory only, for the external tests.
 const (
-	APIServerBinary = apiServerBinary
-	EtcdBinary      = etcdBinary
-	RequireEnv      = requireEnv
+	APIServerBinary         = apiServerBinary
+	EtcdBinary              = etcdBinary
+	ControllerManagerBinary = controllerManagerBinary
+	RequireEnv              = requireEnv
 )
 
 type WithAssetsDir = withAssetsDir

@@ -34,7 +34,7 @@ const killHelperEnv = "STEADY_TESTENV_KILL_HELPER"
 
 func TestWithAssetsDirIsTheOnlyPlaceSearched(t *testing.T) {
 	env.Require(t) // needs the binaries, as the shared environment does
-	real, err := testenv.FindAssets()
+	real, err := testenv.FindAssets(false)
 	if err != nil {
 		t.Fatal(err)
 	}

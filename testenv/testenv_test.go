@@ -169,7 +169,7 @@ func TestNamespaceIsFreshAndNamedAfterTheTest(t *testing.T) {
 
 func TestMissingAssetsNameTheFix(t *testing.T) {
 	t.Setenv("KUBEBUILDER_ASSETS", t.TempDir())
-	_, err := testenv.FindAssets(testenv.ControllerManagerBinary)
+	_, err := testenv.FindAssets(true)
 	var ae *testenv.AssetsError
 	if !errors.As(err, &ae) {
 		t.Fatalf("FindAssets error = %v, want *AssetsError", err)

@@ -30,7 +30,7 @@ import (
 // delete phase. It returns once the collector has deleted a child whose
 // owner went; stop kills it.
 func StartGarbageCollector(ctx context.Context, env *testenv.Environment, qps int) (stop func(), _ error) {
-	assets, err := testenv.FindAssets(testenv.ControllerManagerBinary)
+	assets, err := testenv.FindAssets(true)
 	if err != nil {
 		return nil, err
 	}
@@ -55,7 +55,7 @@ func StartGarbageCollector(ctx context.Context, env *testenv.Environment, qps in
 		return nil, err
 	}
 	defer logFile.Close()
-	cmd := exec.Command(filepath.Join(assets, testenv.ControllerManagerBinary),
+	cmd := exec.Command(filepath.Join(assets, "kube-controller-manager"),
 		"--kubeconfig="+kubeconfigPath,
 		"--controllers=garbagecollector,namespace,deployment,replicaset", // the last two for the live children
 		"--leader-elect=false",

@@ -33,7 +33,7 @@ func TestDemo(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a control plane")
 	}
-	if _, err := testenv.FindAssets(testenv.ControllerManagerBinary); err != nil {
+	if _, err := testenv.FindAssets(true); err != nil {
 		if requireAssets() {
 			t.Fatal(err)
 		}
