@@ -115,25 +115,25 @@ func TestSummary(t *testing.T) {
 		wantMsg    string
 	}{
 		{"all true", []mark{{"A", "True", "Ok", ""}, {"B", "True", "Ok", ""}},
-			[]conditions.SummaryOption{conditions.ForConditionTypes{"A", "B"}}, "True", "Succeeded", ""},
+			[]conditions.SummaryOption{conditions.SummaryOptions{ConditionTypes: []string{"A", "B"}}}, "True", "Succeeded", ""},
 		{"the first bad condition decides the reason", []mark{{"A", "True", "Ok", ""}, {"B", "False", "BucketMissing", "no bucket"}, {"C", "False", "QuotaExceeded", "quota"}},
-			[]conditions.SummaryOption{conditions.ForConditionTypes{"A", "B", "C"}}, "False", "BucketMissing", "B: no bucket; C: quota"},
+			[]conditions.SummaryOption{conditions.SummaryOptions{ConditionTypes: []string{"A", "B", "C"}}}, "False", "BucketMissing", "B: no bucket; C: quota"},
 		{"order of types, not of the object", []mark{{"B", "False", "BucketMissing", "no bucket"}, {"C", "False", "QuotaExceeded", "quota"}},
-			[]conditions.SummaryOption{conditions.ForConditionTypes{"C", "B"}}, "False", "QuotaExceeded", "C: quota; B: no bucket"},
+			[]conditions.SummaryOption{conditions.SummaryOptions{ConditionTypes: []string{"C", "B"}}}, "False", "QuotaExceeded", "C: quota; B: no bucket"},
 		{"negative polarity true is bad", []mark{{"A", "True", "Ok", ""}, {"Degraded", "True", "DiskFull", "disk full"}},
-			[]conditions.SummaryOption{conditions.ForConditionTypes{"A", "Degraded"}, conditions.NegativePolarityConditionTypes{"Degraded"}}, "False", "DiskFull", "Degraded: disk full"},
+			[]conditions.SummaryOption{conditions.SummaryOptions{ConditionTypes: []string{"A", "Degraded"}, NegativePolarity: []string{"Degraded"}}}, "False", "DiskFull", "Degraded: disk full"},
 		{"negative polarity false is good", []mark{{"A", "True", "Ok", ""}, {"Degraded", "False", "Fine", ""}},
-			[]conditions.SummaryOption{conditions.ForConditionTypes{"A", "Degraded"}, conditions.NegativePolarityConditionTypes{"Degraded"}, conditions.TrueReason("AllGood")}, "True", "AllGood", ""},
+			[]conditions.SummaryOption{conditions.SummaryOptions{ConditionTypes: []string{"A", "Degraded"}, NegativePolarity: []string{"Degraded"}, TrueReason: "AllGood"}}, "True", "AllGood", ""},
 		{"stalled is negative by nature", []mark{{"A", "True", "Ok", ""}, {"Stalled", "True", "BadSpec", "spec.size < 0"}},
 			nil, "False", "BadSpec", "Stalled: spec.size < 0"},
 		{"unknown beats true", []mark{{"A", "True", "Ok", ""}, {"B", "Unknown", "Probing", "probing"}},
-			[]conditions.SummaryOption{conditions.ForConditionTypes{"A", "B"}}, "Unknown", "Probing", "B: probing"},
+			[]conditions.SummaryOption{conditions.SummaryOptions{ConditionTypes: []string{"A", "B"}}}, "Unknown", "Probing", "B: probing"},
 		{"false beats unknown", []mark{{"A", "Unknown", "Probing", ""}, {"B", "False", "Broken", ""}},
-			[]conditions.SummaryOption{conditions.ForConditionTypes{"A", "B"}}, "False", "Broken", "B: Broken"},
+			[]conditions.SummaryOption{conditions.SummaryOptions{ConditionTypes: []string{"A", "B"}}}, "False", "Broken", "B: Broken"},
 		{"missing is unknown", []mark{{"A", "True", "Ok", ""}},
-			[]conditions.SummaryOption{conditions.ForConditionTypes{"A", "B"}}, "Unknown", conditions.ReasonConditionMissing, "B: not reported yet"},
-		{"missing can be ignored", []mark{{"A", "True", "Ok", ""}},
-			[]conditions.SummaryOption{conditions.ForConditionTypes{"A", "B"}, conditions.IgnoreTypesIfMissing{"B"}}, "True", "Succeeded", ""},
+			[]conditions.SummaryOption{conditions.SummaryOptions{ConditionTypes: []string{"A", "B"}}}, "Unknown", conditions.ReasonConditionMissing, "B: not reported yet"},
+		{"missing can be ignored (two options merge)", []mark{{"A", "True", "Ok", ""}},
+			[]conditions.SummaryOption{conditions.SummaryOptions{ConditionTypes: []string{"A", "B"}}, conditions.SummaryOptions{IgnoreIfMissing: []string{"B"}}}, "True", "Succeeded", ""},
 		{"no types means all but the target", []mark{{"A", "True", "Ok", ""}, {"Ready", "False", "Old", ""}},
 			nil, "True", "Succeeded", ""},
 	} {
@@ -244,7 +244,7 @@ func TestRoundTripThroughAPIServer(t *testing.T) {
 	mark := func(w *testapi.Widget) bool {
 		a := conditions.MarkTrue(w, "DatabaseReady", "Provisioned", "")
 		b := conditions.MarkFalse(w, "BackupReady", "BucketMissing", "bucket %q not found", "b1")
-		c := conditions.SetSummary(w, conditions.Ready, conditions.ForConditionTypes{"DatabaseReady", "BackupReady"})
+		c := conditions.SetSummary(w, conditions.Ready, conditions.SummaryOptions{ConditionTypes: []string{"DatabaseReady", "BackupReady"}})
 		return a || b || c
 	}
 	mark(w)

@@ -6,7 +6,7 @@
 //
 //	conditions.MarkTrue(obj, "DatabaseReady", "Provisioned", "")
 //	conditions.MarkFalse(obj, "BackupReady", "BucketMissing", "bucket %q not found", name)
-//	conditions.SetSummary(obj, "Ready", conditions.ForConditionTypes{"DatabaseReady", "BackupReady"})
+//	conditions.SetSummary(obj, "Ready", conditions.SummaryOptions{ConditionTypes: []string{"DatabaseReady", "BackupReady"}})
 //
 // Each mark sets the condition's ObservedGeneration from the object's
 // generation, and changes LastTransitionTime only when the status flips

@@ -27,9 +27,9 @@ func ExampleSetSummary() {
 	conditions.MarkFalse(store, "BackupReady", "BucketMissing", "bucket %q not found", "backups")
 	conditions.MarkFalse(store, "Degraded", "Healthy", "")
 
-	conditions.SetSummary(store, conditions.Ready,
-		conditions.ForConditionTypes{"DatabaseReady", "BackupReady", "Degraded"},
-		conditions.NegativePolarityConditionTypes{"Degraded"})
+	conditions.SetSummary(store, conditions.Ready, conditions.SummaryOptions{
+		ConditionTypes:   []string{"DatabaseReady", "BackupReady", "Degraded"},
+		NegativePolarity: []string{"Degraded"}})
 
 	ready := conditions.Get(store, conditions.Ready)
 	fmt.Println(ready.Status, ready.Reason)

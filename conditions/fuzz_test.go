@@ -38,7 +38,7 @@ func FuzzMarks(f *testing.F) {
 					return conditions.Delete(w, typ)
 				default:
 					w.Generation = int64(i + 2)
-					return conditions.SetSummary(w, "Ready", conditions.ForConditionTypes{"DatabaseReady", "BackupReady"})
+					return conditions.SetSummary(w, "Ready", conditions.SummaryOptions{ConditionTypes: []string{"DatabaseReady", "BackupReady"}})
 				}
 			}
 			changed := apply()

@@ -6,7 +6,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// SummaryOptions configures [SetSummary].
+// SummaryOptions configures [SetSummary]; it is the option, as
+// client.ListOptions is a client.ListOption:
+//
+//	conditions.SetSummary(obj, conditions.Ready, conditions.SummaryOptions{
+//		ConditionTypes: []string{"DatabaseReady", "BackupReady", "Degraded"}, NegativePolarity: []string{"Degraded"}})
 type SummaryOptions struct {
 	// ConditionTypes are summarized, in this order of importance; empty
 	// means every condition on the object but the summary itself.
@@ -21,34 +25,29 @@ type SummaryOptions struct {
 	TrueReason string
 }
 
-// SummaryOption configures a summary.
+// SummaryOption configures a summary; [SummaryOptions] is the one.
 type SummaryOption interface {
 	ApplyToSummary(*SummaryOptions)
 }
 
-// ForConditionTypes lists the types to summarize, most important first.
-type ForConditionTypes []string
+// ApplyToSummary implements [SummaryOption]: the fields set in s replace
+// those of o, as with client.ListOptions.
+func (s SummaryOptions) ApplyToSummary(o *SummaryOptions) {
+	if s.ConditionTypes != nil {
+		o.ConditionTypes = s.ConditionTypes
+	}
+	if s.NegativePolarity != nil {
+		o.NegativePolarity = s.NegativePolarity
+	}
+	if s.IgnoreIfMissing != nil {
+		o.IgnoreIfMissing = s.IgnoreIfMissing
+	}
+	if s.TrueReason != "" {
+		o.TrueReason = s.TrueReason
+	}
+}
 
-// ApplyToSummary implements [SummaryOption].
-func (t ForConditionTypes) ApplyToSummary(o *SummaryOptions) { o.ConditionTypes = t }
-
-// NegativePolarityConditionTypes lists types for which True is bad.
-type NegativePolarityConditionTypes []string
-
-// ApplyToSummary implements [SummaryOption].
-func (t NegativePolarityConditionTypes) ApplyToSummary(o *SummaryOptions) { o.NegativePolarity = t }
-
-// IgnoreTypesIfMissing lists types that do not count while absent.
-type IgnoreTypesIfMissing []string
-
-// ApplyToSummary implements [SummaryOption].
-func (t IgnoreTypesIfMissing) ApplyToSummary(o *SummaryOptions) { o.IgnoreIfMissing = t }
-
-// TrueReason is the reason of a True summary.
-type TrueReason string
-
-// ApplyToSummary implements [SummaryOption].
-func (r TrueReason) ApplyToSummary(o *SummaryOptions) { o.TrueReason = string(r) }
+var _ SummaryOption = SummaryOptions{}
 
 // ReasonSucceeded is the default reason of a True summary.
 const ReasonSucceeded = "Succeeded"

@@ -42,7 +42,7 @@ func ExampleFor() {
 	// For's options are checked once, not in every cluster's first reconcile.
 	_, err = multicluster.For[corev1.ConfigMap](mgr, func(context.Context, multicluster.Cluster, *corev1.ConfigMap) (ctrl.Result, error) {
 		return ctrl.Result{}, nil
-	}, reconcile.WithReadySummary(conditions.ForConditionTypes{"Ready"}))
+	}, reconcile.WithReadySummary(conditions.SummaryOptions{ConditionTypes: []string{"Ready"}}))
 	fmt.Println(err != nil)
 	// Output:
 	// <nil>

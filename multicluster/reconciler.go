@@ -179,7 +179,7 @@ type Func[P client.Object] func(ctx context.Context, c Cluster, obj P) (ctrl.Res
 // a reader of your own per cluster).
 //
 //	r, err := multicluster.For[v1.Bucket](mgr, reconcileBucket,
-//		reconcile.WithReadySummary(conditions.ForConditionTypes{"BucketReady"}))
+//		reconcile.WithReadySummary(conditions.SummaryOptions{ConditionTypes: []string{"BucketReady"}}))
 //	...
 //	err = mcbuilder.ControllerManagedBy(mgr).For(&v1.Bucket{}).Complete(r)
 //

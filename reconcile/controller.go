@@ -35,7 +35,7 @@ var _ Index = (*indexer.Index[client.Object])(nil)
 //
 //	rec, err := reconcile.NewController[v1alpha1.Tenant](mgr, r.reconcile).
 //		Named("tenant").
-//		With(reconcile.WithReadySummary(conditions.ForConditionTypes{"QuotaReady"}),
+//		With(reconcile.WithReadySummary(conditions.SummaryOptions{ConditionTypes: []string{"QuotaReady"}}),
 //			reconcile.WithObservedGeneration{}).
 //		Owns(&corev1.ResourceQuota{}, &corev1.LimitRange{}).
 //		Index(TenantsByNamespace).

@@ -79,7 +79,7 @@ func ExampleNewController() {
 	}
 	_, err = reconcile.NewController[Team](mgr, reconcileTeam).
 		Named("team").
-		With(reconcile.WithReadySummary(conditions.ForConditionTypes{"QuotasReady"}),
+		With(reconcile.WithReadySummary(conditions.SummaryOptions{ConditionTypes: []string{"QuotasReady"}}),
 			reconcile.WithObservedGeneration{}).
 		Owns(&corev1.ResourceQuota{}).
 		Index(TeamsByNamespace).

@@ -100,7 +100,7 @@ func TestNewControllerWiresTheController(t *testing.T) {
 					}
 					return nil
 				})),
-					reconcile.WithReadySummary(conditions.ForConditionTypes{"Synced"}),
+					reconcile.WithReadySummary(conditions.SummaryOptions{ConditionTypes: []string{"Synced"}}),
 					reconcile.WithObservedGeneration{}).
 				Owns(&corev1.ConfigMap{}).
 				Index(widgetsByWiringColor).

@@ -193,7 +193,7 @@ func TestForOnAKubebuilderType(t *testing.T) {
 	r, err := reconcile.For(c, func(_ context.Context, th *Thing) (ctrl.Result, error) {
 		conditions.Set(conditions.On(th, &th.Status.Conditions), metav1.Condition{Type: "Available", Status: status, Reason: "Up"})
 		return ctrl.Result{}, nil
-	}, reconcile.WithReadySummary(conditions.ForConditionTypes{"Available"}), reconcile.WithObservedGeneration{})
+	}, reconcile.WithReadySummary(conditions.SummaryOptions{ConditionTypes: []string{"Available"}}), reconcile.WithObservedGeneration{})
 	if err != nil {
 		t.Fatal(err)
 	}

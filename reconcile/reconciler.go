@@ -98,7 +98,7 @@ type Func[P client.Object] func(ctx context.Context, obj P) (ctrl.Result, error)
 //	r, err := reconcile.For[v1.Bucket](mgr.GetClient(), reconcileBucket,
 //		reconcile.WithAPIReader{Reader: mgr.GetAPIReader()},
 //		reconcile.WithFinalizer("example.com/bucket", finalizer.Func(deleteBucket)),
-//		reconcile.WithReadySummary(conditions.ForConditionTypes{"BucketReady"}),
+//		reconcile.WithReadySummary(conditions.SummaryOptions{ConditionTypes: []string{"BucketReady"}}),
 //		reconcile.WithObservedGeneration{})
 //	...
 //	err = ctrl.NewControllerManagedBy(mgr).For(&v1.Bucket{}).Complete(r)

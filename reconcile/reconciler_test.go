@@ -63,7 +63,7 @@ func TestForRunsTheWholeRoutine(t *testing.T) {
 			}
 			return nil
 		})),
-		reconcile.WithReadySummary(conditions.ForConditionTypes{"Synced"}),
+		reconcile.WithReadySummary(conditions.SummaryOptions{ConditionTypes: []string{"Synced"}}),
 		reconcile.WithPatchOptions(reconcile.WithObservedGeneration{}),
 	)
 	if err != nil {

@@ -43,7 +43,7 @@ func TestForThroughALaggingCache(t *testing.T) {
 			opts := []reconcile.ForOption{
 				reconcile.WithFinalizer("test.steady.dev/mine", finalizer.Func(func(context.Context, client.Object) error { return nil })),
 				reconcile.WithObservedGeneration{},
-				reconcile.WithReadySummary(conditions.ForConditionTypes{"Synced"}),
+				reconcile.WithReadySummary(conditions.SummaryOptions{ConditionTypes: []string{"Synced"}}),
 			}
 			if withAPIReader {
 				opts = append(opts, reconcile.WithAPIReader{Reader: cc.APIReader})

@@ -45,7 +45,7 @@ func newSteady(c client.Client, apiReader client.Reader) (crreconcile.Reconciler
 		// Nothing outside the cluster to clean up: the garbage collector
 		// deletes the children. The finalizer is there to be measured.
 		reconcile.WithFinalizer(benchv1.Finalizer, finalizer.Func(func(context.Context, client.Object) error { return nil })),
-		reconcile.WithReadySummary(conditions.ForConditionTypes{benchv1.ChildrenReady}),
+		reconcile.WithReadySummary(conditions.SummaryOptions{ConditionTypes: []string{benchv1.ChildrenReady}}),
 		reconcile.WithObservedGeneration{},
 	)
 }

@@ -233,10 +233,11 @@ func setReady(at *v1alpha1.At) {
 	if c := conditions.Get(at, v1alpha1.ConditionDone); c != nil && c.Status == metav1.ConditionTrue {
 		reason = c.Reason
 	}
-	conditions.SetSummary(at, conditions.Ready,
-		conditions.ForConditionTypes{conditions.Stalled, v1alpha1.ConditionDone},
-		conditions.IgnoreTypesIfMissing{conditions.Stalled},
-		conditions.TrueReason(reason))
+	conditions.SetSummary(at, conditions.Ready, conditions.SummaryOptions{
+		ConditionTypes:  []string{conditions.Stalled, v1alpha1.ConditionDone},
+		IgnoreIfMissing: []string{conditions.Stalled},
+		TrueReason:      reason,
+	})
 }
 
 func podSpec(at *v1alpha1.At) corev1.PodSpec {

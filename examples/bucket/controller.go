@@ -168,9 +168,10 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 			// Persisted before the body runs, so no bucket is created that a
 			// deletion could miss; on deletion its cleanup runs instead.
 			reconcile.WithFinalizer(Finalizer, finalizer.Func(r.finalize)),
-			reconcile.WithReadySummary(conditions.ForConditionTypes{
-				conditions.Stalled, v1alpha1.ConditionBucketReady, v1alpha1.ConditionCredentialsReady,
-			}, conditions.IgnoreTypesIfMissing{conditions.Stalled}),
+			reconcile.WithReadySummary(conditions.SummaryOptions{
+				ConditionTypes:  []string{conditions.Stalled, v1alpha1.ConditionBucketReady, v1alpha1.ConditionCredentialsReady},
+				IgnoreIfMissing: []string{conditions.Stalled},
+			}),
 			reconcile.WithObservedGeneration{}).
 		Owns(&corev1.Secret{}).
 		Complete()

@@ -104,10 +104,10 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Client(r.Client).
 		With(reconcile.WithAPIReader{Reader: r.APIReader},
 			reconcile.WithFinalizer(Finalizer, finalizer.Func(r.prune)),
-			reconcile.WithReadySummary(conditions.ForConditionTypes{
+			reconcile.WithReadySummary(conditions.SummaryOptions{ConditionTypes: []string{
 				bundlev1alpha1.AppliedCondition,
 				bundlev1alpha1.MembersCurrentCondition,
-			}),
+			}}),
 			reconcile.WithObservedGeneration{},
 			// Reconciling and Stalled are this controller's alone: its values
 			// win on a conflict.

@@ -104,10 +104,10 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Named(cmp.Or(r.Name, "tenant")).
 		Client(r.Client).
 		With(reconcile.WithAPIReader{Reader: r.APIReader},
-			reconcile.WithReadySummary(conditions.ForConditionTypes{
+			reconcile.WithReadySummary(conditions.SummaryOptions{ConditionTypes: []string{
 				tenancyv1alpha1.NamespaceQuotaCondition,
 				tenancyv1alpha1.NamespacesConfiguredCondition,
-			}),
+			}}),
 			reconcile.WithObservedGeneration{}).
 		// Watched, and indexed for ownership.ListChildren.
 		Owns(&corev1.ResourceQuota{}, &corev1.LimitRange{}, &networkingv1.NetworkPolicy{}, &rbacv1.RoleBinding{}).

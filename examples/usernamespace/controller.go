@@ -75,10 +75,10 @@ type Reconciler struct {
 func (r *Reconciler) forOptions() []reconcile.ForOption {
 	return []reconcile.ForOption{
 		reconcile.WithAPIReader{Reader: r.APIReader},
-		reconcile.WithReadySummary(conditions.ForConditionTypes{
+		reconcile.WithReadySummary(conditions.SummaryOptions{ConditionTypes: []string{
 			identityv1alpha1.NamespaceReadyCondition,
 			identityv1alpha1.RBACReadyCondition,
-		}),
+		}}),
 		reconcile.WithObservedGeneration{},
 	}
 }

@@ -67,7 +67,7 @@ func (r *MemcachedReconciler) reconciler(api client.Reader) (crreconcile.Reconci
 	r.once.Do(func() {
 		r.steady, r.err = reconcile.For(r.Client, r.reconcileMemcached,
 			reconcile.WithAPIReader{Reader: api},
-			reconcile.WithReadySummary(conditions.ForConditionTypes{typeAvailable}))
+			reconcile.WithReadySummary(conditions.SummaryOptions{ConditionTypes: []string{typeAvailable}}))
 	})
 	return r.steady, r.err
 }
