@@ -80,8 +80,8 @@ func TestNoDuplicateChildren(t *testing.T) {
 		{"Tracker", func() func(*testapi.Widget) error {
 			tr := cachewait.NewTracker(cc.Manager)
 			return func(o *testapi.Widget) error {
-				if after, err := tr.CaughtUp(ctx, o); err != nil || after > 0 {
-					return err // requeue after `after`: this pass does nothing
+				if ok, err := tr.CaughtUp(ctx, o); err != nil || !ok {
+					return err // requeue: this pass does nothing
 				}
 				return reconcileChildren(ctx, cached, o, func(cm *corev1.ConfigMap) error { tr.Wrote(o, cm); return nil })
 			}

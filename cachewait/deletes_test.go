@@ -134,23 +134,23 @@ func TestTrackerGoneChild(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			tr := cachewait.NewTracker(cc.Manager, cachewait.WithRequeue(requeue),
+			tr := cachewait.NewTracker(cc.Manager,
 				cachewait.WithAPIReader{Reader: cc.APIReader, After: 100 * time.Millisecond})
 			owner := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: env.Namespace(t), Name: "owner"}}
 			must(t, env.Client.Create(ctx, owner))
 			tc.act(t, tr, owner, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: owner.Namespace, Name: "child"}})
 			// The TTL is a minute: 40 requeues of 50ms end long before.
 			for requeues := 0; ; requeues++ {
-				after, err := tr.CaughtUp(ctx, owner)
+				ok, err := tr.CaughtUp(ctx, owner)
 				must(t, err)
-				if after == 0 {
+				if ok {
 					t.Logf("caught up after %d requeues", requeues)
 					break
 				}
 				if requeues == 40 {
 					t.Fatalf("still not caught up after %d requeues: the owner is stalled", requeues)
 				}
-				time.Sleep(after)
+				time.Sleep(requeue)
 			}
 		})
 	}

@@ -18,16 +18,16 @@
 //     kind wait for them; pass [NoWait]{} to a read that must not wait.
 //   - Track: a [Tracker] ([NewTracker](mgr)) records "wrote child X for
 //     owner O at resourceVersion r" and answers "is the cache caught up for
-//     O?" with a requeue delay when not, without blocking (the owner-keyed
+//     O?" without blocking, for the caller to requeue when not (the owner-keyed
 //     style of KEP-5647 and cluster-api's util/controller/consistency).
 //
 // # Options
 //
-// Waits take [WaitOption]s: [WithTimeout], [WithBackoff], [WithAPIReader]
-// and [WithCacheOptions]; a Tracker takes [TrackerOption]s: [WithRequeue],
-// [WithTTL], [WithAPIReader] and [WithCacheOptions]. No option means the
-// defaults (a 10s timeout; for a Client and a Tracker, the manager's API
-// reader asked after 1s).
+// Waits, a client of [NewClient] and a Tracker take [WaitOption]s:
+// [WithTimeout] (which a Tracker, never waiting, ignores), [WithAPIReader]
+// and [WithCacheOptions]. No option means the defaults (a 10s timeout; for
+// a client of NewClient and a Tracker, the manager's API reader asked after
+// 1s).
 //
 // # When is the cache caught up?
 //
@@ -54,10 +54,11 @@
 //     that catches up within After costs no request. Without an API reader
 //     (ForWrite without [WithAPIReader], a Cluster without one) such a wait
 //     ends in one [*TimeoutError].
-//   - A [Client] or [Tracker] Delete is caught up when the cache no longer
-//     holds the UID or holds it marked for deletion: an object another
-//     finalizer holds is Terminating, which is what a live read shows too,
-//     and neither Lists nor Gets wait for it to go. Where a write of the
+//   - A Delete through a client of [NewClient], or told a [Tracker], is
+//     caught up when the cache no longer holds the UID or holds it marked
+//     for deletion: an object another finalizer holds is Terminating,
+//     which is what a live read shows too, and neither Lists nor Gets wait
+//     for it to go. Where a write of the
 //     object was still pending when it was deleted, the cache may never
 //     have seen it, and its absence tells nothing until the API reader says
 //     it was removed (not only marked). [ForDelete] waits for the UID to go.
@@ -72,7 +73,7 @@
 //     caught up when the cache lacks the name, holds it marked, or holds an
 //     object the API reader shows alive and unmarked after the delete,
 //     which was created since.
-//   - A [Client]'s DeleteAllOf is caught up when the cache holds no object
+//   - A DeleteAllOf of a client of [NewClient] is caught up when the cache holds no object
 //     of the kind in the namespace that matches its label selector and is
 //     not marked for deletion, leaving out objects the Client wrote later
 //     and objects the API server shows alive and unmarked (created later,
@@ -116,7 +117,7 @@
 // # controller-runtime v0.25's read-your-writes client
 //
 // controller-runtime v0.25 (checked against v0.25.2, which needs k8s.io
-// v0.37) ships an experimental, off-by-default equivalent of [Client]:
+// v0.37) ships an experimental, off-by-default equivalent of [NewClient]:
 // client.CacheOptions.EnableReadYourWritesConsistency (set through
 // client.Options.Cache, which the manager fills from ctrl.Options.Client).
 // With it the manager's client records, per kind and representation

@@ -94,8 +94,8 @@ func (r *trackedReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	if after, err := r.tracker.CaughtUp(ctx, &owner); err != nil || after > 0 {
-		return ctrl.Result{RequeueAfter: after}, err
+	if ok, err := r.tracker.CaughtUp(ctx, &owner); err != nil || !ok {
+		return ctrl.Result{RequeueAfter: 50 * time.Millisecond}, err
 	}
 	child := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: owner.Namespace, Name: owner.Name + "-child"}}
 	if err := r.Create(ctx, child); err != nil {
@@ -112,7 +112,7 @@ func ExampleTracker() {
 	if err != nil {
 		panic(err)
 	}
-	tracker := cachewait.NewTracker(mgr, cachewait.WithRequeue(100*time.Millisecond))
+	tracker := cachewait.NewTracker(mgr)
 	if err := ctrl.NewControllerManagedBy(mgr).For(&corev1.ConfigMap{}).
 		Complete(&trackedReconciler{Client: mgr.GetClient(), tracker: tracker}); err != nil {
 		panic(err)

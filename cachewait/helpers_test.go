@@ -89,19 +89,19 @@ func (withWatch) Watch(context.Context, client.ObjectList, ...client.ListOption)
 }
 
 // caughtUp asks tr until it has caught up for owner, and fails t when that
-// takes 60 requeues (the TTL is a minute; 60 default requeues are 3s).
+// takes 60 requeues (the TTL is a minute; 60 requeues of 50ms are 3s).
 func caughtUp(t testing.TB, tr *cachewait.Tracker, owner client.Object) {
 	t.Helper()
 	for i := 0; ; i++ {
-		after, err := tr.CaughtUp(context.Background(), owner)
+		ok, err := tr.CaughtUp(context.Background(), owner)
 		must(t, err)
-		if after == 0 {
+		if ok {
 			return
 		}
 		if i == 60 {
 			t.Fatal("the Tracker stalls the owner")
 		}
-		time.Sleep(after)
+		time.Sleep(50 * time.Millisecond)
 	}
 }
 

@@ -17,7 +17,7 @@ import (
 // caught up for an owner. Make one with [NewTracker]; it is safe for
 // concurrent use.
 //
-// A child counts as caught up as in [Client]: written (the cache holds the
+// A child counts as caught up as for a client of [NewClient]: written (the cache holds the
 // write, or the child is gone), released by the write (the cache no longer
 // holds its UID), or deleted (the cache no longer holds its UID, or holds it
 // marked for deletion, or holds another object of the name created after
@@ -102,11 +102,13 @@ func (t *Tracker) prune() {
 }
 
 // CaughtUp reads each pending child of owner from the cache once and forgets
-// those it holds. It returns zero when the cache has caught up for owner, and
-// otherwise how long to wait before asking again (ctrl.Result{RequeueAfter:
-// d}). A child whose absence the cache may yet undo (it never held it) does
-// not hold the owner back, and is checked again by later calls.
-func (t *Tracker) CaughtUp(ctx context.Context, owner client.Object) (time.Duration, error) {
+// those it holds. It returns true when the cache has caught up for owner;
+// when not, the caller requeues (ctrl.Result{RequeueAfter: 50 *
+// time.Millisecond}, say: a cache usually catches up within milliseconds)
+// and asks again. A child whose absence the cache may yet undo (it never
+// held it) does not hold the owner back, and is checked again by later
+// calls.
+func (t *Tracker) CaughtUp(ctx context.Context, owner client.Object) (bool, error) {
 	t.mu.Lock()
 	exps := t.pending[owner.GetUID()]
 	t.mu.Unlock()
@@ -119,7 +121,7 @@ func (t *Tracker) CaughtUp(ctx context.Context, owner client.Object) (time.Durat
 		}
 		st, _, err := e.check(ctx, t.r, wo, nil, readScope{})
 		if err != nil {
-			return 0, err
+			return false, err
 		}
 		states[e] = st
 	}
@@ -142,10 +144,7 @@ func (t *Tracker) CaughtUp(ctx context.Context, owner client.Object) (time.Durat
 	} else {
 		t.pending[owner.GetUID()] = rest
 	}
-	if requeue {
-		return t.opts.Requeue, nil
-	}
-	return 0, nil
+	return !requeue, nil
 }
 
 // Forget drops everything recorded for owner (when it is deleted, say).

@@ -43,7 +43,6 @@ const (
 	defaultInitialBackoff = 10 * time.Microsecond
 	defaultMaxBackoff     = 100 * time.Millisecond
 	defaultAPIReaderAfter = time.Second
-	defaultRequeue        = 50 * time.Millisecond
 	defaultTTL            = time.Minute
 )
 
@@ -65,9 +64,6 @@ type WaitOptions struct {
 	// [WithCacheOptions]); nil means every write is taken to be one the
 	// cache can hold.
 	CacheOptions *cache.Options
-	// Requeue is the delay [Tracker.CaughtUp] suggests when the cache has
-	// not caught up; zero means 50ms. Only a Tracker reads it.
-	Requeue time.Duration
 
 	// Set by the package's own tests only.
 	initialBackoff, maxBackoff time.Duration
@@ -99,9 +95,6 @@ func (o WaitOptions) withDefaults() WaitOptions {
 	}
 	if o.APIReaderAfter <= 0 {
 		o.APIReaderAfter = defaultAPIReaderAfter
-	}
-	if o.Requeue <= 0 {
-		o.Requeue = defaultRequeue
 	}
 	if o.ttl <= 0 {
 		o.ttl = defaultTTL
@@ -139,15 +132,7 @@ func (w WithAPIReader) ApplyToWait(o *WaitOptions) {
 	}
 }
 
-// WithRequeue sets the delay [Tracker.CaughtUp] suggests when the cache has
-// not caught up.
-type WithRequeue time.Duration
-
-// ApplyToWait implements [WaitOption].
-func (w WithRequeue) ApplyToWait(o *WaitOptions) { o.Requeue = time.Duration(w) }
-
 var (
 	_ WaitOption = WithTimeout(0)
 	_ WaitOption = WithAPIReader{}
-	_ WaitOption = WithRequeue(0)
 )

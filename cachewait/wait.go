@@ -70,9 +70,9 @@ func ForWrite(ctx context.Context, r client.Reader, obj client.Object, opts ...W
 // ForDelete waits until r no longer holds obj: not found, or found with
 // another UID at a newer resourceVersion (recreated; an older one means the
 // cache has not got to obj yet). An object held by a finalizer is still held
-// while it is marked for deletion; a [Client] read after its Delete counts
-// the mark as caught up instead. It returns a [*TimeoutError] like
-// [ForWrite].
+// while it is marked for deletion; a read of a client of [NewClient] after
+// its Delete counts the mark as caught up instead. It returns a
+// [*TimeoutError] like [ForWrite].
 func ForDelete(ctx context.Context, r client.Reader, obj client.Object, opts ...WaitOption) error {
 	o := applyOptions(opts)
 	_, _, _, err := waitAll(ctx, r, o, nil, readScope{}, time.Now().Add(o.Timeout), []*expectation{newDelete(obj, nil, modeGone)})

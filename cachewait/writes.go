@@ -200,7 +200,7 @@ func (c *waitingClient) live(ctx context.Context, obj client.Object) client.Obje
 
 // DeleteAllOf deletes the objects of obj's kind that opts select and
 // remembers it: later Lists of that kind (and Gets) in that namespace wait
-// until the cache holds none of them unmarked (see [Client]).
+// until the cache holds none of them unmarked (see [NewClient]).
 func (c *waitingClient) DeleteAllOf(ctx context.Context, obj client.Object, opts ...client.DeleteAllOfOption) error {
 	at := time.Now()
 	if err := c.Client.DeleteAllOf(ctx, obj, opts...); err != nil {
