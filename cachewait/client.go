@@ -19,19 +19,7 @@ import (
 	"github.com/steadyk8s/steady/internal/observe"
 )
 
-// NoWait, passed to a Get or List of a [Client] (cachewait.NoWait{}), reads
-// the cache as it is, without waiting for earlier writes.
-type NoWait struct{}
-
-// ApplyToGet implements client.GetOption; it sets nothing.
-func (NoWait) ApplyToGet(*client.GetOptions) {}
-
-// ApplyToList implements client.ListOption; it sets nothing.
-func (NoWait) ApplyToList(*client.ListOptions) {}
-
 var (
-	_ client.GetOption         = NoWait{}
-	_ client.ListOption        = NoWait{}
 	_ client.Client            = &waitingClient{}
 	_ client.SubResourceClient = &subResourceClient{}
 )
@@ -108,9 +96,6 @@ func NewClient(cl cluster.Cluster, opts ...WaitOption) client.Client {
 
 // Get waits for this client's writes of the object, then reads the cache.
 func (c *waitingClient) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
-	if hasNoWait(opts) {
-		return c.Client.Get(ctx, key, obj, opts...)
-	}
 	gvk, err := object.GVK(obj, c.Scheme())
 	if err != nil {
 		return c.Client.Get(ctx, key, obj, opts...)
@@ -147,9 +132,6 @@ func (c *waitingClient) Get(ctx context.Context, key client.ObjectKey, obj clien
 // can select (in the listed namespace, matching its label selector as
 // written or as the cache holds them), then reads the cache.
 func (c *waitingClient) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
-	if hasNoWait(opts) {
-		return c.Client.List(ctx, list, opts...)
-	}
 	gvk, err := object.GVK(list, c.Scheme())
 	if err != nil {
 		return fmt.Errorf("cachewait: %w", err)
@@ -215,15 +197,6 @@ func (c *waitingClient) readView(gvk schema.GroupVersionKind) client.Object {
 		return obj
 	}
 	return nil
-}
-
-func hasNoWait[O any](opts []O) bool {
-	for _, o := range opts {
-		if _, ok := any(o).(NoWait); ok {
-			return true
-		}
-	}
-	return false
 }
 
 // view is the representation of proto (the read's object, nil: unknown),

@@ -15,7 +15,8 @@
 //     [*TimeoutError] that callers treat as "requeue", not as failure.
 //   - Wrap: [NewClient](mgr) wraps the manager's client so that it
 //     remembers its own writes and makes later Gets and Lists of the same
-//     kind wait for them; pass [NoWait]{} to a read that must not wait.
+//     kind wait for them; a read that must not wait goes through the
+//     manager's own client.
 //   - Track: a [Tracker] ([NewTracker](mgr)) records "wrote child X for
 //     owner O at resourceVersion r" and answers "is the cache caught up for
 //     O?" without blocking, for the caller to requeue when not (the owner-keyed

@@ -75,8 +75,8 @@ func ExampleNewClient() {
 	if err := ctrl.NewControllerManagedBy(mgr).For(&corev1.ConfigMap{}).Complete(&childReconciler{Client: c}); err != nil {
 		panic(err)
 	}
-	// A read that must not wait:
-	_ = c.Get(context.Background(), client.ObjectKey{Namespace: "default", Name: "x"}, &corev1.ConfigMap{}, cachewait.NoWait{})
+	// A read that must not wait goes through the manager's own client:
+	_ = mgr.GetClient().Get(context.Background(), client.ObjectKey{Namespace: "default", Name: "x"}, &corev1.ConfigMap{})
 }
 
 // trackedReconciler asks a Tracker, without blocking, whether the cache has

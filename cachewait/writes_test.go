@@ -220,8 +220,8 @@ func TestApplyAndDeleteAllOfAreSeen(t *testing.T) {
 		ns := env.Namespace(t)
 		key := client.ObjectKey{Namespace: ns, Name: "applied"}
 		must(t, c.Apply(ctx, corev1ac.ConfigMap(key.Name, ns).WithData(map[string]string{"k": "v"}), owner, client.ForceOwnership))
-		if err := c.Get(ctx, key, &corev1.ConfigMap{}, cachewait.NoWait{}); !apierrors.IsNotFound(err) {
-			t.Fatalf("Get with NoWait right after Apply: %v; the cache did not lag, the test proves nothing", err)
+		if err := cc.Manager.GetClient().Get(ctx, key, &corev1.ConfigMap{}); !apierrors.IsNotFound(err) {
+			t.Fatalf("the manager's Get right after Apply: %v; the cache did not lag, the test proves nothing", err)
 		}
 		var got corev1.ConfigMap
 		must(t, c.Get(ctx, key, &got))
@@ -241,7 +241,7 @@ func TestApplyAndDeleteAllOfAreSeen(t *testing.T) {
 		must(t, unstructured.SetNestedField(u.Object, "Applied", "status", "phase"))
 		must(t, c.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(u), owner, client.ForceOwnership))
 		var got testapi.Widget
-		must(t, c.Get(ctx, client.ObjectKeyFromObject(w), &got, cachewait.NoWait{}))
+		must(t, cc.Manager.GetClient().Get(ctx, client.ObjectKeyFromObject(w), &got))
 		if got.Status.Phase == "Applied" {
 			t.Fatal("the cache held the status Apply at once; the test proves nothing")
 		}
@@ -261,7 +261,7 @@ func TestApplyAndDeleteAllOfAreSeen(t *testing.T) {
 		}
 		must(t, c.DeleteAllOf(ctx, &corev1.ConfigMap{}, client.InNamespace(ns), batch))
 		var list corev1.ConfigMapList
-		must(t, c.List(ctx, &list, client.InNamespace(ns), batch, cachewait.NoWait{}))
+		must(t, cc.Manager.GetClient().List(ctx, &list, client.InNamespace(ns), batch))
 		if len(list.Items) == 0 {
 			t.Fatal("the cache held the DeleteAllOf at once; the test proves nothing")
 		}
