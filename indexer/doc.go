@@ -17,7 +17,9 @@
 //
 // Registering the same declaration (the same *Index) on the same cache
 // again, from two controllers, is a no-op; a different declaration under
-// the same name and type is a [*ConflictError]. Which declarations a cache
+// the same name and type is an error ("another index ... is already
+// registered on this cache"): a programming mistake, not a condition to
+// branch on. Which declarations a cache
 // has is remembered per cache by identity, without keeping the cache alive:
 // a new manager's cache is never mistaken for a stopped one's.
 //

@@ -5,3 +5,5 @@ package indexer
 const ControllerOwnerIndex = controllerOwnerIndex
 
 func (i *Index[T]) Values(obj T) []string { return i.values(obj) }
+
+type ConflictError = conflictError

@@ -74,7 +74,8 @@ var (
 // Register adds the index to fi, usually mgr.GetFieldIndexer(), before the
 // manager starts. Registering the same *Index on the same indexer again is
 // a no-op; another index with the same name and type (another *Index, or
-// one added with fi.IndexField directly) is a [*ConflictError], also when
+// one added with fi.IndexField directly) is an error saying it is already
+// registered, also when
 // controllers register concurrently. Where fi is
 // not a pointer, the two cannot be told apart and both are a
 // error.
@@ -123,7 +124,7 @@ func register(ctx context.Context, fi client.FieldIndexer, obj client.Object, na
 		if m, ok := registered.Get(fi); ok && m[key] == decl {
 			return nil // this very declaration, registered before
 		}
-		return &ConflictError{Index: name, Type: typ.String()}
+		return &conflictError{Index: name, Type: typ.String()}
 	default:
 		return fmt.Errorf("indexer: registering %q for %s: %w", name, typ, err)
 	}

@@ -21,15 +21,15 @@ func (e *NotRegisteredError) Error() string {
 // Unwrap returns the underlying error.
 func (e *NotRegisteredError) Unwrap() error { return e.Err }
 
-// ConflictError is returned when a different declaration was already
+// conflictError is returned when a different declaration was already
 // registered under the same index name and type on the same cache.
-type ConflictError struct {
+type conflictError struct {
 	// Index is the index name, Type the indexed object type.
 	Index, Type string
 }
 
 // Error implements error.
-func (e *ConflictError) Error() string {
+func (e *conflictError) Error() string {
 	return fmt.Sprintf("indexer: another index %q for %s is already registered on this cache; "+
 		"declare each index once (a package variable) and register that same value everywhere", e.Index, e.Type)
 }

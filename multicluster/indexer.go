@@ -28,7 +28,8 @@ import (
 // returns for one manager shares that manager's registrations (held as
 // long as the manager is, not longer) and refuses a second registration of a type
 // and field as an indexer conflict, which indexer.Register answers without
-// error for the same *Index and with a *ConflictError for another.
+// error for the same *Index and with its "already registered" error for
+// another.
 func FieldIndexer(mgr mcmanager.Manager) client.FieldIndexer {
 	var fields *indexedFields
 	if !indexed.Update(mgr, func(f *indexedFields) *indexedFields {

@@ -2,8 +2,8 @@ package multicluster_test
 
 import (
 	"context"
-	"errors"
 	"runtime"
+	"strings"
 	"testing"
 	"weak"
 
@@ -34,7 +34,7 @@ func (c countingIndexer) IndexField(context.Context, client.Object, string, clie
 // TestFieldIndexerRemembersPerManagerWhileItLives: what FieldIndexer
 // returns for one manager, on every call, knows that manager's
 // registrations (the same index again is a no-op, another of the same name
-// a *ConflictError, and the manager is asked once); another manager's
+// an "already registered" error, and the manager is asked once); another manager's
 // knows none of them; and nothing FieldIndexer remembers keeps a manager
 // alive once the caller drops it.
 func TestFieldIndexerRemembersPerManagerWhileItLives(t *testing.T) {
@@ -49,9 +49,8 @@ func TestFieldIndexerRemembersPerManagerWhileItLives(t *testing.T) {
 				t.Fatalf("registering the same index: %v", err)
 			}
 		}
-		var conflict *indexer.ConflictError
-		if err := other.Register(ctx, multicluster.FieldIndexer(m)); !errors.As(err, &conflict) {
-			t.Fatalf("another index of the same name: %v, want a *ConflictError", err)
+		if err := other.Register(ctx, multicluster.FieldIndexer(m)); err == nil || !strings.Contains(err.Error(), "already registered") {
+			t.Fatalf("another index of the same name: %v, want it already registered", err)
 		}
 		if m.indexed != 1 {
 			t.Fatalf("the manager was asked to index %d times, want once", m.indexed)
