@@ -78,20 +78,20 @@ func TestGettersAndDelete(t *testing.T) {
 		{"U", true, false, false, true},
 		{"Missing", false, false, false, true},
 	} {
-		if got := conditions.Has(w, tc.name); got != tc.has {
-			t.Errorf("Has(%s) = %v", tc.name, got)
+		if got := conditions.Get(w, tc.name) != nil; got != tc.has {
+			t.Errorf("Get(%s) != nil is %v", tc.name, got)
 		}
 		if got := conditions.IsTrue(w, tc.name); got != tc.isTrue {
 			t.Errorf("IsTrue(%s) = %v", tc.name, got)
 		}
-		if got := conditions.IsFalse(w, tc.name); got != tc.isFalse {
-			t.Errorf("IsFalse(%s) = %v", tc.name, got)
+		if c := conditions.Get(w, tc.name); (c != nil && c.Status == metav1.ConditionFalse) != tc.isFalse {
+			t.Errorf("Get(%s) = %+v, want False: %v", tc.name, c, tc.isFalse)
 		}
 		if got := conditions.IsUnknown(w, tc.name); got != tc.unk {
 			t.Errorf("IsUnknown(%s) = %v", tc.name, got)
 		}
 	}
-	if !conditions.Delete(w, "T") || conditions.Has(w, "T") {
+	if !conditions.Delete(w, "T") || conditions.Get(w, "T") != nil {
 		t.Error("Delete(T) did not remove it")
 	}
 	if conditions.Delete(w, "T") {
@@ -157,11 +157,11 @@ func TestSummary(t *testing.T) {
 func TestKstatusConditions(t *testing.T) {
 	w := widget(1)
 	conditions.MarkStalled(w, "BadSpec", "")
-	if !conditions.IsTrue(w, conditions.Stalled) || conditions.Has(w, conditions.Reconciling) {
+	if !conditions.IsTrue(w, conditions.Stalled) || conditions.Get(w, conditions.Reconciling) != nil {
 		t.Fatalf("after MarkStalled: %v", w.Status.Conditions)
 	}
 	conditions.MarkReconciling(w, "Progressing", "creating %d pods", 3)
-	if !conditions.IsTrue(w, conditions.Reconciling) || conditions.Has(w, conditions.Stalled) {
+	if !conditions.IsTrue(w, conditions.Reconciling) || conditions.Get(w, conditions.Stalled) != nil {
 		t.Fatalf("after MarkReconciling: %v", w.Status.Conditions)
 	}
 	if conditions.MarkReconciling(w, "Progressing", "creating %d pods", 3) {

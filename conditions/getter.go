@@ -5,7 +5,8 @@ import (
 )
 
 // Get returns the condition of the given type, or nil. The result points
-// into the object's conditions; copy it before changing it.
+// into the object's conditions; copy it before changing it. Get(obj, t) !=
+// nil says whether the object has it, and its Status whether it is False.
 func Get(obj Getter, conditionType string) *metav1.Condition {
 	conds := obj.GetConditions()
 	for i := range conds {
@@ -16,17 +17,9 @@ func Get(obj Getter, conditionType string) *metav1.Condition {
 	return nil
 }
 
-// Has reports whether the object has a condition of the given type.
-func Has(obj Getter, conditionType string) bool { return Get(obj, conditionType) != nil }
-
 // IsTrue reports whether the condition is present with status True.
 func IsTrue(obj Getter, conditionType string) bool {
 	return hasStatus(obj, conditionType, metav1.ConditionTrue)
-}
-
-// IsFalse reports whether the condition is present with status False.
-func IsFalse(obj Getter, conditionType string) bool {
-	return hasStatus(obj, conditionType, metav1.ConditionFalse)
 }
 
 // isUnknown (for the tests) reports whether the condition is absent or has status Unknown.

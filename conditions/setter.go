@@ -159,7 +159,7 @@ func mark(obj Setter, conditionType string, status metav1.ConditionStatus, reaso
 // Delete removes the condition of the given type and reports whether it was
 // there.
 func Delete(obj Setter, conditionType string) bool {
-	if !Has(obj, conditionType) {
+	if Get(obj, conditionType) == nil {
 		return false
 	}
 	obj.SetConditions(slices.DeleteFunc(slices.Clone(obj.GetConditions()), func(c metav1.Condition) bool { return c.Type == conditionType }))

@@ -59,7 +59,7 @@ func TestClusterAPIPatchScenarios(t *testing.T) {
 			conditions.MarkTrue(w, conditions.Ready, "Ok", "")
 			must(t, p.Patch(ctx, w))
 			got := get(t, w)
-			expect(t, conditions.IsFalse(got, "Test") && conditions.IsTrue(got, conditions.Ready), "conditions %+v", got.Status.Conditions)
+			expect(t, isFalse(got, "Test") && conditions.IsTrue(got, conditions.Ready), "conditions %+v", got.Status.Conditions)
 		}},
 		{"should recover if there is a resolvable conflict, incl. patch spec and status", func(t *testing.T, w *testapi.Widget, c client.Client, n *testapi.Counter) {
 			p, _ := reconcile.NewPatcher(c, w)
@@ -75,7 +75,7 @@ func TestClusterAPIPatchScenarios(t *testing.T) {
 			must(t, p.Patch(ctx, w))
 			got := get(t, w)
 			expect(t, got.Spec.Owner == "other" && got.Spec.Color == "blue" && got.Status.Phase == "Provisioned" &&
-				conditions.IsFalse(got, "Test") && conditions.IsTrue(got, conditions.Ready), "object %+v", got)
+				isFalse(got, "Test") && conditions.IsTrue(got, conditions.Ready), "object %+v", got)
 		}},
 		{"unresolvable conflict (differs: ours wins, no error)", func(t *testing.T, w *testapi.Widget, c client.Client, n *testapi.Counter) {
 			p, _ := reconcile.NewPatcher(c, w)
@@ -254,4 +254,10 @@ func expect(t *testing.T, ok bool, format string, args ...any) {
 	if !ok {
 		t.Errorf(format, args...)
 	}
+}
+
+// isFalse reports whether obj has the condition with status False.
+func isFalse(obj conditions.Getter, conditionType string) bool {
+	c := conditions.Get(obj, conditionType)
+	return c != nil && c.Status == metav1.ConditionFalse
 }

@@ -60,7 +60,7 @@ func TestFaults(t *testing.T) {
 			if !errors.As(err, &pe) || pe.Step != "status" || len(pe.Written) != 0 {
 				t.Fatalf("err = %v", err)
 			}
-			if conditions.Has(got, "Ready") || got.Spec.Size != 1 {
+			if conditions.Get(got, "Ready") != nil || got.Spec.Size != 1 {
 				t.Errorf("stored %+v", got)
 			}
 		}},
@@ -84,7 +84,7 @@ func TestFaults(t *testing.T) {
 			return &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Code: http.StatusForbidden,
 				Reason: metav1.StatusReasonForbidden, Message: `admission webhook "deny.example.com" denied the request`}}
 		}, func(t *testing.T, err error, got *testapi.Widget) {
-			if !apierrors.IsForbidden(err) || conditions.Has(got, "Ready") {
+			if !apierrors.IsForbidden(err) || conditions.Get(got, "Ready") != nil {
 				t.Errorf("err = %v", err)
 			}
 		}},

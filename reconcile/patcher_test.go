@@ -32,7 +32,7 @@ func TestPatcherIsReusable(t *testing.T) {
 		t.Fatalf("second Patch = %v", err)
 	}
 	got := get(t, w)
-	if conditions.Has(got, "Reconciling") || !conditions.IsTrue(got, "Ready") || got.Spec.Size != 7 {
+	if conditions.Get(got, "Reconciling") != nil || !conditions.IsTrue(got, "Ready") || got.Spec.Size != 7 {
 		t.Errorf("object = %+v", got)
 	}
 	if n.Get("PATCH") != 3 || n.Get("GET") != 0 {
@@ -136,7 +136,7 @@ func TestRequestsPerChange(t *testing.T) {
 			conditions.MarkFalse(w, "Synced", "Failed", "boom")
 			w.Status.Replicas = 3
 		}, 1, func(t *testing.T, got *testapi.Widget) {
-			if got.Status.Replicas != 3 || !conditions.IsFalse(got, "Synced") {
+			if got.Status.Replicas != 3 || !isFalse(got, "Synced") {
 				t.Errorf("status = %+v", got.Status)
 			}
 		}},

@@ -246,7 +246,7 @@ func TestBundleLifecycle(t *testing.T) {
 	if !finalizerOf(b, bundle.Finalizer) || b.Labels[applyset.IDLabel] != b.Status.ApplySetID {
 		t.Errorf("Bundle not a parent with the prune finalizer: labels %v, finalizers %v", b.Labels, b.Finalizers)
 	}
-	if conditions.Has(b, conditions.Reconciling) || conditions.Has(b, conditions.Stalled) {
+	if conditions.Get(b, conditions.Reconciling) != nil || conditions.Get(b, conditions.Stalled) != nil {
 		t.Errorf("converged Bundle still Reconciling or Stalled: %+v", b.Status.Conditions)
 	}
 	if got := kstatus(t, b); got != status.CurrentStatus {
@@ -356,7 +356,7 @@ func TestManifestErrorStallsWithoutHotLoop(t *testing.T) {
 			if ready == nil || ready.Status != metav1.ConditionFalse || ready.Reason != tc.reason || !strings.Contains(ready.Message, tc.message) {
 				t.Errorf("Ready = %+v, want False %s mentioning %q", ready, tc.reason, tc.message)
 			}
-			if conditions.Has(b, conditions.Reconciling) {
+			if conditions.Get(b, conditions.Reconciling) != nil {
 				t.Error("Stalled and Reconciling at once")
 			}
 			if got := kstatus(t, b); got != status.FailedStatus {
@@ -386,7 +386,7 @@ func TestManifestErrorStallsWithoutHotLoop(t *testing.T) {
 		t.Fatal(err)
 	}
 	b = readyAt(t, key)
-	if conditions.Has(b, conditions.Stalled) {
+	if conditions.Get(b, conditions.Stalled) != nil {
 		t.Errorf("Stalled after the fix: %+v", b.Status.Conditions)
 	}
 	deleteAndWait(t, key)
@@ -631,7 +631,7 @@ func TestServerFailuresAreRetriedNotStalled(t *testing.T) {
 				c := conditions.Get(b, conditions.Reconciling)
 				return c != nil && c.Reason == bundlev1alpha1.ReasonApplyFailed, fmt.Sprintf("%+v", b.Status.Conditions)
 			})
-			if conditions.Has(b, conditions.Stalled) || !conditions.IsFalse(b, conditions.Ready) {
+			if conditions.Get(b, conditions.Stalled) != nil || !isFalse(b, conditions.Ready) {
 				t.Errorf("a server failure: %+v", b.Status.Conditions)
 			}
 			failing.Store(false)
@@ -639,4 +639,10 @@ func TestServerFailuresAreRetriedNotStalled(t *testing.T) {
 			deleteAndWait(t, key)
 		})
 	}
+}
+
+// isFalse reports whether obj has the condition with status False.
+func isFalse(obj conditions.Getter, conditionType string) bool {
+	c := conditions.Get(obj, conditionType)
+	return c != nil && c.Status == metav1.ConditionFalse
 }

@@ -405,7 +405,7 @@ func TestTenantLifecycle(t *testing.T) {
 		t.Fatalf("ResourceQuota still has requests.memory: %v", c.rq.Spec.Hard)
 	}
 	// 4. they survived.
-	if !conditions.Has(tn, foreignCondition) || !slices.Contains(tn.Finalizers, foreignFinalizer) {
+	if conditions.Get(tn, foreignCondition) == nil || !slices.Contains(tn.Finalizers, foreignFinalizer) {
 		t.Fatalf("another writer's condition or finalizer was lost: %v %v", tn.Status.Conditions, tn.Finalizers)
 	}
 	assertNoWrites(t, op, tn.Name)

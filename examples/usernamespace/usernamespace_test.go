@@ -227,7 +227,7 @@ func TestUserLifecycle(t *testing.T) {
 		}
 		return checkChildren(ctx, u)
 	})
-	if !conditions.Has(u, foreignCondition) || !slices.Contains(u.Finalizers, foreignFinalizer) {
+	if conditions.Get(u, foreignCondition) == nil || !slices.Contains(u.Finalizers, foreignFinalizer) {
 		t.Fatalf("another writer's condition or finalizer was lost: %v %v", u.Status.Conditions, u.Finalizers)
 	}
 	u = waitReady(t, name, metav1.ConditionTrue, conditions.ReasonSucceeded)
