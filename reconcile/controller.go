@@ -8,7 +8,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	crreconcile "sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -18,14 +17,14 @@ import (
 	"github.com/steadyk8s/steady/predicates"
 )
 
-// Index is a field index that [Controller.Index] registers on the
+// index is a field index that [Controller.Index] registers on the
 // manager's cache: an *indexer.Index[T] is one.
-type Index interface {
+type index interface {
 	Name() string
 	Register(ctx context.Context, fi client.FieldIndexer) error
 }
 
-var _ Index = (*indexer.Index[client.Object])(nil)
+var _ index = (*indexer.Index[client.Object])(nil)
 
 // Controller sets up, in one place, what a steady controller of objects of
 // type T needs on a manager: the [For] reconciler, the indexes, and
@@ -56,37 +55,37 @@ var _ Index = (*indexer.Index[client.Object])(nil)
 //		Watches(&corev1.Namespace{}, ..., builder.WithPredicates(...)).
 //		Complete(rec)
 //
-// with these defaults, each of which a method overrides:
+// with these defaults:
 //
-//   - the client is the manager's ([Controller.Client]);
+//   - the client is the manager's, unless [Controller.Client] gives one;
 //   - [WithAPIReader] is the manager's API reader unless one is given
 //     ([Controller.With]);
 //   - the watch of T passes only [predicates.GenerationChanged]: an update
 //     that changes metadata.generation (the spec), starts the deletion or
-//     changes the finalizers, and every create and delete
-//     ([Controller.ForPredicates]). The status writes For makes do not
-//     change the generation, so a controller is not woken by its own
-//     writes; the deletion of an object with a finalizer is an update that
-//     sets deletionTimestamp, which passes, so its cleanup runs.
+//     changes the finalizers, and every create and delete. The status
+//     writes For makes do not change the generation, so a controller is
+//     not woken by its own writes; the deletion of an object with a
+//     finalizer is an update that sets deletionTimestamp, which passes, so
+//     its cleanup runs.
 //
-// Methods called more than once add to what was given before (Named,
-// Client and WithOptions replace it). A Controller is used once, by one
-// goroutine.
+// Other predicates for T, or controller-runtime's controller options
+// (MaxConcurrentReconciles, RateLimiter), mean the hand-written wiring
+// above: [For] with ctrl.NewControllerManagedBy.
+//
+// Methods called more than once add to what was given before (Named and
+// Client replace it). A Controller is used once, by one goroutine.
 type Controller[T any, P interface {
 	*T
 	client.Object
 }] struct {
-	mgr      ctrl.Manager
-	fn       Func[P]
-	name     string
-	client   client.Client
-	opts     []ForOption
-	owns     []client.Object
-	indexes  []Index
-	watches  []watch
-	preds    []predicate.Predicate
-	predsSet bool
-	options  *controller.Options
+	mgr     ctrl.Manager
+	fn      func(ctx context.Context, obj P) (ctrl.Result, error)
+	name    string
+	client  client.Client
+	opts    []ForOption
+	owns    []client.Object
+	indexes []index
+	watches []watch
 }
 
 // watch is one Watches call.
@@ -102,7 +101,7 @@ type watch struct {
 func NewController[T any, P interface {
 	*T
 	client.Object
-}](mgr ctrl.Manager, fn Func[P]) *Controller[T, P] {
+}](mgr ctrl.Manager, fn func(ctx context.Context, obj P) (ctrl.Result, error)) *Controller[T, P] {
 	return &Controller[T, P]{mgr: mgr, fn: fn}
 }
 
@@ -145,7 +144,7 @@ func (c *Controller[T, P]) Owns(objs ...client.Object) *Controller[T, P] {
 // Index registers these indexes on the manager's cache: the indexes the
 // reconcile or a watch's map function queries. Registering one that
 // another controller of the same manager registered too is a no-op.
-func (c *Controller[T, P]) Index(idx ...Index) *Controller[T, P] {
+func (c *Controller[T, P]) Index(idx ...index) *Controller[T, P] {
 	c.indexes = append(c.indexes, idx...)
 	return c
 }
@@ -155,22 +154,6 @@ func (c *Controller[T, P]) Index(idx ...Index) *Controller[T, P] {
 // with builder.WithPredicates).
 func (c *Controller[T, P]) Watches(obj client.Object, h handler.EventHandler, preds ...predicate.Predicate) *Controller[T, P] {
 	c.watches = append(c.watches, watch{obj: obj, h: h, preds: preds})
-	return c
-}
-
-// ForPredicates filters the events of T with preds instead of the default
-// [predicates.GenerationChanged]; with no preds, every event passes. A
-// controller that reads labels or annotations of T wants
-// [predicates.GenerationOrMetadataChanged].
-func (c *Controller[T, P]) ForPredicates(preds ...predicate.Predicate) *Controller[T, P] {
-	c.preds, c.predsSet = append(c.preds, preds...), true
-	return c
-}
-
-// WithOptions sets controller-runtime's options of the controller
-// (MaxConcurrentReconciles, RateLimiter, ...).
-func (c *Controller[T, P]) WithOptions(o controller.Options) *Controller[T, P] {
-	c.options = &o
 	return c
 }
 
@@ -228,10 +211,7 @@ func (c *Controller[T, P]) Complete() (crreconcile.Reconciler, error) {
 	if err := errors.Join(errs...); err != nil {
 		return fail(err)
 	}
-	preds := c.preds
-	if !c.predsSet {
-		preds = []predicate.Predicate{predicates.GenerationChanged()}
-	}
+	preds := []predicate.Predicate{predicates.GenerationChanged()}
 	b := ctrl.NewControllerManagedBy(c.mgr).For(zero, builder.WithPredicates(preds...))
 	if c.name != "" {
 		b = b.Named(c.name)
@@ -241,9 +221,6 @@ func (c *Controller[T, P]) Complete() (crreconcile.Reconciler, error) {
 	}
 	for _, w := range c.watches {
 		b = b.Watches(w.obj, w.h, builder.WithPredicates(w.preds...))
-	}
-	if c.options != nil {
-		b = b.WithOptions(*c.options)
 	}
 	if err := b.Complete(rec); err != nil {
 		return fail(err)

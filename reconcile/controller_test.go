@@ -120,7 +120,6 @@ func TestNewControllerWiresTheController(t *testing.T) {
 				return ctrl.Result{}, nil
 			}).
 				Named(name+"-bystander").
-				ForPredicates(predicate.NewPredicateFuncs(func(client.Object) bool { return false })).
 				Owns(&corev1.ConfigMap{}).
 				Index(widgetsByWiringColor, indexer.ControllerOwner[*corev1.ConfigMap]()).
 				Complete()

@@ -48,7 +48,7 @@
 //   - an object that is gone (deleted meanwhile, or released by its last
 //     finalizer) is success, not an error; a failed write is a
 //     [*PatchError] saying what was written before it; an object other than
-//     the snapshotted one is refused with a [*MismatchError]; a finalizer
+//     the snapshotted one is refused with an error naming both; a finalizer
 //     name or a condition the API server would refuse is refused before
 //     any write (a [*PatchError] wrapping the typed error that names the
 //     field);

@@ -2,6 +2,7 @@ package reconcile
 
 import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -9,7 +10,7 @@ import (
 // in after (the answer to a status write) differs from before's (the state
 // that write was rebased on). Conditions are read as JSON, so any shape
 // with type, status, reason and message counts.
-func recordReadyFlip(rec EventRecorder, before, after map[string]any, obj client.Object) {
+func recordReadyFlip(rec record.EventRecorder, before, after map[string]any, obj client.Object) {
 	was, _ := readyIn(before)
 	now, ok := readyIn(after)
 	if !ok || now["status"] == was["status"] {

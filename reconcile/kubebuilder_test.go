@@ -120,7 +120,6 @@ func TestForRefusesOptionsTheTypeCannotHold(t *testing.T) {
 		{"ConfigMap, summary", forWith[corev1.ConfigMap], []reconcile.ForOption{summary}, "WithReadySummary", "*v1.ConfigMap"},
 		{"ConfigMap, observedGeneration", forWith[corev1.ConfigMap], []reconcile.ForOption{gen}, "WithObservedGeneration", "*v1.ConfigMap"},
 		{"scaffold shape, observedGeneration", forWith[noGeneration], []reconcile.ForOption{summary, gen}, "WithObservedGeneration", "*reconcile_test.noGeneration"},
-		{"scaffold shape, in WithPatchOptions", forWith[noGeneration], []reconcile.ForOption{reconcile.WithPatchOptions(gen)}, "WithObservedGeneration", "*reconcile_test.noGeneration"},
 		{"scaffold shape, summary", forWith[noGeneration], []reconcile.ForOption{summary}, "", ""},
 		{"an int32 observedGeneration", forWith[narrowGeneration], []reconcile.ForOption{gen}, "WithObservedGeneration", "*reconcile_test.narrowGeneration"},
 		{"a status pointer, summary", forWith[narrowGeneration], []reconcile.ForOption{summary}, "", ""},

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -35,17 +35,17 @@ type PatchOptions struct {
 	CacheWaitOptions []cachewait.WaitOption
 	// Events, when set, records a Kubernetes Event on the object when a
 	// write flips its Ready condition (see [WithEvents]).
-	Events EventRecorder
+	Events record.EventRecorder
 	// Requeue, when set, is the reconcile's result, which
 	// [Patcher.PatchOnExit] makes a quiet requeue where the write was not
 	// a failure (see [WithRequeue]).
 	Requeue *ctrl.Result
 }
 
-// OptionError says that an option cannot work on the object's Go type:
+// optionError says that an option cannot work on the object's Go type:
 // [For] (and so [NewController]) returns it when it is built, and
 // [Patcher.Patch] before any write.
-type OptionError struct {
+type optionError struct {
 	// Type is the object's Go type, as %T prints it (*v1.Memcached).
 	Type string
 	// Option names the option (WithObservedGeneration).
@@ -55,14 +55,8 @@ type OptionError struct {
 }
 
 // Error implements error.
-func (e *OptionError) Error() string {
+func (e *optionError) Error() string {
 	return fmt.Sprintf("%s cannot work on %s: the type has no %s", e.Option, e.Type, e.Missing)
-}
-
-// EventRecorder records Kubernetes Events: client-go's record.EventRecorder,
-// which a manager's GetEventRecorderFor(name) returns, is one.
-type EventRecorder interface {
-	Eventf(object runtime.Object, eventtype, reason, messageFmt string, args ...any)
 }
 
 // PatchOption configures [Patcher.Patch]. Every PatchOption is also a
@@ -86,8 +80,9 @@ type PatcherOption interface {
 
 // ForOptions configures [For]. The zero value is no option.
 type ForOptions struct {
-	// Finalizers are registered, in order, on the finalizer handler of For.
-	Finalizers []FinalizerOption
+	// finalizers are registered, in order, on the finalizer handler of For
+	// (see [WithFinalizer]).
+	finalizers []finalizerOption
 	// ReadySummary sets the Ready condition from the others after the body.
 	ReadySummary bool
 	// SummaryOptions configure that summary.
@@ -122,8 +117,8 @@ func (w WithOptimisticLock) ApplyToFor(o *ForOptions) { o.PatchOptions = append(
 // The object's Go type needs an int64 status field observedGeneration
 // (kubebuilder's scaffold has none: add it to the type and its CRD). [For]
 // refuses the option on a type without one, and [Patcher.Patch] before any
-// write, with an [*OptionError]: the API server would prune the field, and
-// every reconcile would write it again.
+// write, with an error that names the type and the missing field: the API
+// server would prune the field, and every reconcile would write it again.
 type WithObservedGeneration struct{}
 
 // ApplyToPatch implements [PatchOption].
@@ -185,7 +180,7 @@ func (w WithCacheWait) ApplyToFor(o *ForOptions) { o.PatchOptions = append(o.Pat
 // flip written before a later write failed is recorded.
 //
 //	reconcile.WithEvents{Recorder: mgr.GetEventRecorderFor("bucket-controller")}
-type WithEvents struct{ Recorder EventRecorder }
+type WithEvents struct{ Recorder record.EventRecorder }
 
 // ApplyToPatch implements [PatchOption].
 func (w WithEvents) ApplyToPatch(o *PatchOptions) { o.Events = w.Recorder }
@@ -198,7 +193,7 @@ func (w WithEvents) ApplyToFor(o *ForOptions) { o.PatchOptions = append(o.PatchO
 // *StaleError alone (the reconcile computed from a copy older than the
 // live object or than this process's own write: nothing was written) or a
 // cachewait timeout alone leaves *reterr nil and sets Result.RequeueAfter
-// (to at most [StaleRequeue] or [CacheTimeoutRequeue]). controller-runtime
+// (to at most 100 milliseconds or 1 second). controller-runtime
 // then requeues quietly instead of logging "Reconciler error" and backing
 // off. Any other error, or one the reconcile returns itself, is joined
 // into *reterr as without it. [Patcher.Patch] ignores it.
@@ -236,9 +231,8 @@ func (w WithAPIReader) ApplyToFor(o *ForOptions) { o.APIReader = w.Reader }
 // ApplyToHandler implements [finalizer.HandlerOption].
 func (w WithAPIReader) ApplyToHandler(o *finalizer.HandlerOptions) { o.APIReader = w.Reader }
 
-// FinalizerOption registers a finalizer with [For]; make it with
-// [WithFinalizer].
-type FinalizerOption struct {
+// finalizerOption registers a finalizer with [For] (see [WithFinalizer]).
+type finalizerOption struct {
 	Name      string
 	Finalizer finalizer.Finalizer
 	// Options are passed to the handler's Register: finalizer.When limits
@@ -259,16 +253,14 @@ type FinalizerOption struct {
 //
 // An object it no longer selects has the cleanup run and the finalizer
 // removed, then the body runs.
-func WithFinalizer(name string, f finalizer.Finalizer, opts ...finalizer.RegisterOption) FinalizerOption {
-	return FinalizerOption{Name: name, Finalizer: f, Options: opts}
+func WithFinalizer(name string, f finalizer.Finalizer, opts ...finalizer.RegisterOption) ForOption {
+	return finalizerOption{Name: name, Finalizer: f, Options: opts}
 }
 
-// ApplyToFor implements [ForOption].
-func (f FinalizerOption) ApplyToFor(o *ForOptions) { o.Finalizers = append(o.Finalizers, f) }
+func (f finalizerOption) ApplyToFor(o *ForOptions) { o.finalizers = append(o.finalizers, f) }
 
-// ReadySummaryOption sets the Ready summary in [For]; make it with
-// [WithReadySummary].
-type ReadySummaryOption struct {
+// readySummaryOption sets the Ready summary in [For] (see [WithReadySummary]).
+type readySummaryOption struct {
 	Options []conditions.SummaryOption
 }
 
@@ -276,26 +268,14 @@ type ReadySummaryOption struct {
 // ran (see [conditions.SetSummary]). The object's Go type needs its
 // conditions: GetConditions and SetConditions methods, or, as kubebuilder
 // scaffolds it, a status.conditions field of type []metav1.Condition;
-// [For] refuses it on any other type with an [*OptionError].
-func WithReadySummary(opts ...conditions.SummaryOption) ReadySummaryOption {
-	return ReadySummaryOption{Options: opts}
+// [For] refuses it on any other type with an error that names the type.
+func WithReadySummary(opts ...conditions.SummaryOption) ForOption {
+	return readySummaryOption{Options: opts}
 }
 
-// ApplyToFor implements [ForOption].
-func (r ReadySummaryOption) ApplyToFor(o *ForOptions) {
+func (r readySummaryOption) ApplyToFor(o *ForOptions) {
 	o.ReadySummary, o.SummaryOptions = true, r.Options
 }
-
-// PatchOptionList passes options to every [Patcher.Patch] of [For]; make
-// it with [WithPatchOptions].
-type PatchOptionList []PatchOption
-
-// WithPatchOptions passes options to every [Patcher.Patch] of [For]. Each
-// PatchOption is also a ForOption, so this is only a grouping.
-func WithPatchOptions(opts ...PatchOption) PatchOptionList { return opts }
-
-// ApplyToFor implements [ForOption].
-func (l PatchOptionList) ApplyToFor(o *ForOptions) { o.PatchOptions = append(o.PatchOptions, l...) }
 
 func splitPaths(paths []string) [][]string {
 	var out [][]string
@@ -322,9 +302,8 @@ var (
 	_ ForOption = WithConditionLists(nil)
 	_ ForOption = WithAPIReader{}
 	_ ForOption = WithEvents{}
-	_ ForOption = FinalizerOption{}
-	_ ForOption = ReadySummaryOption{}
-	_ ForOption = PatchOptionList(nil)
+	_ ForOption = finalizerOption{}
+	_ ForOption = readySummaryOption{}
 
 	_ PatcherOption           = WithAPIReader{}
 	_ finalizer.HandlerOption = WithAPIReader{}

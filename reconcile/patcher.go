@@ -96,10 +96,10 @@ func snapshotOwn(obj client.Object) client.Object {
 	return c
 }
 
-// MismatchError is returned by [Patcher.Patch] when the object passed is not
+// mismatchError is returned by [Patcher.Patch] when the object passed is not
 // the one snapshotted: another kind, Go type, namespace or name. A patch
 // computed across two objects would delete fields of the target.
-type MismatchError struct {
+type mismatchError struct {
 	// Snapshot names the snapshotted object ("Kind namespace/name", with
 	// its Go type).
 	Snapshot string
@@ -108,7 +108,7 @@ type MismatchError struct {
 }
 
 // Error implements error.
-func (e *MismatchError) Error() string {
+func (e *mismatchError) Error() string {
 	return fmt.Sprintf("reconcile: Patch of %s with a Patcher of %s: not the same object", e.Object, e.Snapshot)
 }
 
@@ -157,7 +157,7 @@ func (e *PatchError) Unwrap() error { return e.Err }
 //     change (metadata, spec) is, as Written says.
 //
 // Read the object again and reconcile anew: [For] does, by requeueing
-// after [StaleRequeue] without an error.
+// after 100 milliseconds without an error.
 type StaleError struct {
 	// Object names the object as "Kind namespace/name".
 	Object string
@@ -246,7 +246,7 @@ func (p *Patcher) PatchOnExit(ctx context.Context, obj client.Object, reterr *er
 // (after the status subresource's 404).
 //
 // obj must be the snapshotted object (same kind, Go type, namespace and
-// name), else a [*MismatchError]. A finalizer this change adds that is no
+// name), else an error that names both. A finalizer this change adds that is no
 // qualified name, and a condition it adds or changes with a type, status,
 // reason or message the API server refuses in a metav1.Condition
 // ([conditions.Validate]; Set fits reasons and messages), are refused
@@ -329,13 +329,13 @@ func (p *Patcher) patch(ctx context.Context, obj client.Object, resnapshot bool,
 
 func (p *Patcher) sameObject(obj client.Object) error {
 	if obj == nil || reflect.ValueOf(obj).IsNil() {
-		return &MismatchError{Snapshot: p.describe(), Object: "nil"}
+		return &mismatchError{Snapshot: p.describe(), Object: "nil"}
 	}
 	bg, berr := object.GVK(p.before, p.scheme)
 	og, oerr := object.GVK(obj, p.scheme)
 	if reflect.TypeOf(obj) != reflect.TypeOf(p.before) || berr != nil || oerr != nil || bg != og ||
 		obj.GetNamespace() != p.before.GetNamespace() || obj.GetName() != p.before.GetName() {
-		return &MismatchError{
+		return &mismatchError{
 			Snapshot: fmt.Sprintf("%s (%T)", p.describe(), p.before),
 			Object:   fmt.Sprintf("%s (%T)", object.Describe(obj, p.scheme), obj),
 		}

@@ -337,7 +337,7 @@ type olderRun struct {
 	wroteStatus bool
 }
 
-func (h *olderHarness) forBody(name string) reconcile.Func[*testapi.Widget] {
+func (h *olderHarness) forBody(name string) func(context.Context, *testapi.Widget) (ctrl.Result, error) {
 	return func(ctx context.Context, w *testapi.Widget) (ctrl.Result, error) {
 		h.run = &olderRun{snapshot: w.DeepCopy()}
 		h.maybeForeign("between read and Patch", 3)

@@ -21,15 +21,15 @@ import (
 	"github.com/steadyk8s/steady/internal/scope"
 )
 
-// CacheTimeoutRequeue is the RequeueAfter [For] returns instead of an error
+// cacheTimeoutRequeue is the RequeueAfter [For] returns instead of an error
 // when the only failure was a [*cachewait.TimeoutError] (the write
 // succeeded, the cache has not caught up yet).
-const CacheTimeoutRequeue = time.Second
+const cacheTimeoutRequeue = time.Second
 
-// StaleRequeue is the RequeueAfter [For] returns instead of an error when
+// staleRequeue is the RequeueAfter [For] returns instead of an error when
 // Patch found what the reconcile computed older than the live object (a
 // [*StaleError]): the next reconcile reads it anew.
-const StaleRequeue = 100 * time.Millisecond
+const staleRequeue = 100 * time.Millisecond
 
 // ownWriteWait bounds the wait of [For], without an API reader, for a
 // cache that does not hold this process's own last write of the object.
@@ -83,11 +83,6 @@ func readOwnWrite(ctx context.Context, c client.Client, api client.Reader, st *s
 	}
 }
 
-// Func is the body of a reconcile for [For]: it gets the live object, changes
-// it (spec, metadata, status, conditions) and returns; [For] writes what
-// changed.
-type Func[P client.Object] func(ctx context.Context, obj P) (ctrl.Result, error)
-
 // For returns a controller-runtime Reconciler for objects of type T that
 // does the usual steps around fn: read the object (a missing one is not an
 // error), run the finalizers (persisting them first; on deletion, running
@@ -113,13 +108,13 @@ type Func[P client.Object] func(ctx context.Context, obj P) (ctrl.Result, error)
 // with it yet, it
 // is read again through the API reader (one GET), or, without one, the
 // cache is waited for with backoff for up to 2 seconds, after which the
-// reconcile is requeued after [CacheTimeoutRequeue] without running fn. So
+// reconcile is requeued after 1 second without running fn. So
 // fn never computes from a state older than what this process wrote.
 //
 // What is not a failure is not returned as one: a [*cachewait.TimeoutError]
-// alone (from [WithCacheWait]) becomes RequeueAfter [CacheTimeoutRequeue];
+// alone (from [WithCacheWait]) becomes a RequeueAfter of 1 second;
 // a [*StaleError] (fn computed from a state older than the live object)
-// becomes RequeueAfter [StaleRequeue];
+// becomes a RequeueAfter of 100 milliseconds;
 // an object gone meanwhile ends the reconcile without error; a cleanup in
 // progress ([finalizer.InProgress]) becomes its RequeueAfter.
 //
@@ -127,7 +122,7 @@ type Func[P client.Object] func(ctx context.Context, obj P) (ctrl.Result, error)
 func For[T any, P interface {
 	*T
 	client.Object
-}](c client.Client, fn Func[P], opts ...ForOption) (crreconcile.Reconciler, error) {
+}](c client.Client, fn func(ctx context.Context, obj P) (ctrl.Result, error), opts ...ForOption) (crreconcile.Reconciler, error) {
 	cfg := ForOptions{}
 	for _, o := range opts {
 		o.ApplyToFor(&cfg)
@@ -148,9 +143,9 @@ func For[T any, P interface {
 		c = scope.Wrap(c, st)
 	}
 	var h *finalizer.Handler
-	if len(cfg.Finalizers) > 0 {
+	if len(cfg.finalizers) > 0 {
 		h = finalizer.NewHandler(c, finalizer.WithAPIReader{Reader: cfg.APIReader})
-		for _, nf := range cfg.Finalizers {
+		for _, nf := range cfg.finalizers {
 			if err := h.Register(nf.Name, nf.Finalizer, nf.Options...); err != nil {
 				return nil, fmt.Errorf("reconcile: For[%T]: %w", zero, err)
 			}
@@ -189,7 +184,7 @@ func For[T any, P interface {
 			case err != nil:
 				return ctrl.Result{}, fmt.Errorf("reconcile: reading %s again: %w", req.NamespacedName, err)
 			case !caught:
-				return ctrl.Result{RequeueAfter: CacheTimeoutRequeue}, nil
+				return ctrl.Result{RequeueAfter: cacheTimeoutRequeue}, nil
 			}
 		}
 		var released time.Duration // a released finalizer's cleanup in progress
@@ -229,10 +224,10 @@ func notFailed(ctx context.Context, err error) (time.Duration, bool) {
 	case err == nil:
 		return 0, false
 	case errors.As(err, new(*cachewait.TimeoutError)):
-		return CacheTimeoutRequeue, true
+		return cacheTimeoutRequeue, true
 	case errors.As(err, &stale):
 		log.FromContext(ctx).V(1).Info("reconciling again: what this reconcile computed is older than the live object", "reason", stale.Reason)
-		return StaleRequeue, true
+		return staleRequeue, true
 	}
 	return 0, false
 }

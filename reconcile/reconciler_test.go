@@ -64,7 +64,7 @@ func TestForRunsTheWholeRoutine(t *testing.T) {
 			return nil
 		})),
 		reconcile.WithReadySummary(conditions.SummaryOptions{ConditionTypes: []string{"Synced"}}),
-		reconcile.WithPatchOptions(reconcile.WithObservedGeneration{}),
+		reconcile.WithObservedGeneration{},
 	)
 	if err != nil {
 		t.Fatal(err)

@@ -146,7 +146,7 @@ func setter(obj client.Object) conditions.Setter {
 }
 
 // checkOptions refuses the options of [For] that cannot work on obj's Go
-// type, with an [*OptionError]. An unstructured object's observedGeneration
+// type, with an *optionError. An unstructured object's observedGeneration
 // is not judged (its schema is not known here); the Ready summary is
 // refused on it, as on any type without a Setter or the field ([setter]
 // has no list to set).
@@ -157,7 +157,7 @@ func checkOptions(obj client.Object, cfg ForOptions) error {
 		if _, isU := obj.(*unstructured.Unstructured); isU {
 			missing = methods + " (on an unstructured object, set Ready in the body: conditions.ForUnstructured, conditions.SetSummary)"
 		}
-		return &OptionError{Type: fmt.Sprintf("%T", obj), Option: "WithReadySummary", Missing: missing}
+		return &optionError{Type: fmt.Sprintf("%T", obj), Option: "WithReadySummary", Missing: missing}
 	}
 	po := PatchOptions{}
 	for _, o := range cfg.PatchOptions {
@@ -178,7 +178,7 @@ func checkPatchOptions(obj client.Object, o PatchOptions) error {
 		return nil
 	}
 	if ft, ok := object.StatusFieldType(reflect.TypeOf(obj), "observedGeneration"); !ok || ft.Kind() != reflect.Int64 {
-		return &OptionError{Type: fmt.Sprintf("%T", obj), Option: "WithObservedGeneration",
+		return &optionError{Type: fmt.Sprintf("%T", obj), Option: "WithObservedGeneration",
 			Missing: "status.observedGeneration field of type int64"}
 	}
 	return nil

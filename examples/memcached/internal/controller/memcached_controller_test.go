@@ -2,7 +2,6 @@ package controller
 
 import (
 	"context"
-	stderrors "errors"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -28,8 +27,7 @@ var _ = Describe("steady's options on the scaffold's type", func() {
 	It("refuses WithObservedGeneration, which the type has no field for, when the reconciler is built", func() {
 		r := &MemcachedReconciler{Client: k8sClient, Scheme: k8sClient.Scheme()}
 		_, err := steady.For(r.Client, r.reconcileMemcached, steady.WithObservedGeneration{})
-		var oe *steady.OptionError
-		Expect(stderrors.As(err, &oe)).To(BeTrue(), "error: %v", err)
+		Expect(err).To(HaveOccurred())
 		Expect(err.Error()).To(ContainSubstring(
 			"WithObservedGeneration cannot work on *v1alpha1.Memcached: the type has no status.observedGeneration field of type int64"))
 	})
