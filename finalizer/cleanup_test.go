@@ -7,7 +7,13 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/steadyk8s/steady/conditions"
 	"github.com/steadyk8s/steady/finalizer"
@@ -93,7 +99,7 @@ func TestCleanupChangesAreWritten(t *testing.T) {
 	}
 	got, _ := stored(t, c, w)
 	if c := conditions.Get(got, "Ready"); c == nil || c.Message != "deleting 1 of 3 objects" || got.Status.Phase != "Deleting" ||
-		!conditions.IsTrue(got, "Theirs") || !finalizer.Has(got, bucketFinalizer) {
+		!conditions.IsTrue(got, "Theirs") || !controllerutil.ContainsFinalizer(got, bucketFinalizer) {
 		t.Fatalf("after step 1: %+v", got)
 	}
 	t.Logf("in progress: %s", n)
@@ -106,7 +112,7 @@ func TestCleanupChangesAreWritten(t *testing.T) {
 		t.Fatalf("Handle = %+v, %v", res, err)
 	}
 	got, _ = stored(t, c, w)
-	if c := conditions.Get(got, "Ready"); c == nil || c.Message != "deleting 2 of 3 objects" || !finalizer.Has(got, bucketFinalizer) {
+	if c := conditions.Get(got, "Ready"); c == nil || c.Message != "deleting 2 of 3 objects" || !controllerutil.ContainsFinalizer(got, bucketFinalizer) {
 		t.Fatalf("after step 2: %+v", got)
 	}
 
@@ -158,7 +164,7 @@ func TestInProgressWithoutATimeIsRequeued(t *testing.T) {
 			}
 			got, _ = stored(t, env.Client, w)
 			for _, n := range names {
-				if !finalizer.Has(got, n) {
+				if !controllerutil.ContainsFinalizer(got, n) {
 					t.Errorf("finalizer %s removed while its cleanup is in progress", n)
 				}
 			}
@@ -202,5 +208,42 @@ func TestWhenReleasesWhatItNoLongerSelects(t *testing.T) {
 	}
 	if got, _ := stored(t, c, w); !slices.Equal(got.Finalizers, []string{otherFinalizer}) || ext.calls[bucketFinalizer] != 2 {
 		t.Errorf("finalizers %v, cleanups %v", got.Finalizers, ext.calls)
+	}
+}
+
+// Several When given to Register select the objects all of them select
+// (before they were one option each, and the last one given won).
+func TestSeveralWhensAllSelect(t *testing.T) {
+	ctx := context.Background()
+	scheme := runtime.NewScheme()
+	_ = clientgoscheme.AddToScheme(scheme)
+	labeled := func(k string) finalizer.When {
+		return func(o client.Object) bool { return o.GetLabels()[k] == "y" }
+	}
+	for _, tc := range []struct {
+		labels map[string]string
+		want   bool
+	}{
+		{map[string]string{"a": "y"}, false},
+		{map[string]string{"b": "y"}, false},
+		{map[string]string{"a": "y", "b": "y"}, true},
+	} {
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "cm", Labels: tc.labels}}
+		c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(cm).Build()
+		h := finalizer.NewHandler(c)
+		noop := finalizer.Func(func(context.Context, client.Object) error { return nil })
+		if err := h.Register(bucketFinalizer, noop, labeled("a"), labeled("b")); err != nil {
+			t.Fatal(err)
+		}
+		got := &corev1.ConfigMap{}
+		if err := c.Get(ctx, client.ObjectKeyFromObject(cm), got); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := h.Handle(ctx, got); err != nil {
+			t.Fatal(err)
+		}
+		if on := controllerutil.ContainsFinalizer(got, bucketFinalizer); on != tc.want {
+			t.Errorf("labels %v: finalizer added %v, want %v", tc.labels, on, tc.want)
+		}
 	}
 }

@@ -2,12 +2,9 @@
 // external state when an object is deleted, in the order that never leaks
 // and never blocks deletion for ever.
 //
-// The mutators [Ensure], [Remove] and [Has] work on an object in memory and
-// report whether they changed it; [Ensure] refuses, with a [*DeletingError]
-// and no API call, to add a finalizer to an object that is already being
-// deleted (the API server would reject it), and with a [*NameError] a name
-// that is not a qualified name ("example.com/cleanup"), as [Handler.Register]
-// does.
+// To add, remove or look for a finalizer on an object in memory, use
+// controller-runtime's controllerutil.AddFinalizer, RemoveFinalizer and
+// ContainsFinalizer; they report whether they changed the object.
 //
 // A [Handler] runs the classic flow for any number of named finalizers, each
 // with its own cleanup:

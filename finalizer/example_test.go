@@ -2,7 +2,6 @@ package finalizer_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -15,30 +14,6 @@ import (
 
 	"github.com/steadyk8s/steady/finalizer"
 )
-
-// The mutators report whether they changed the object, and Ensure refuses an
-// object that is already being deleted, before any API call.
-func ExampleEnsure() {
-	obj := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "cart"}}
-	changed, err := finalizer.Ensure(obj, "example.com/cleanup")
-	fmt.Println(changed, err)
-	changed, err = finalizer.Ensure(obj, "example.com/cleanup")
-	fmt.Println(changed, err)
-
-	now := metav1.Now()
-	obj.DeletionTimestamp = &now
-	_, err = finalizer.Ensure(obj, "example.com/other")
-	var deleting *finalizer.DeletingError
-	fmt.Println(errors.As(err, &deleting))
-	fmt.Println(err)
-	fmt.Println(finalizer.Remove(obj, "example.com/cleanup"), finalizer.Has(obj, "example.com/cleanup"))
-	// Output:
-	// true <nil>
-	// false <nil>
-	// true
-	// finalizer: not adding example.com/other to ConfigMap shop/cart: the object is being deleted
-	// true false
-}
 
 // A cleanup that takes several rounds reports its progress on the object
 // and returns InProgress: Handle writes the progress, keeps the finalizer
@@ -80,16 +55,17 @@ func ExampleInProgress() {
 	// true
 }
 
-// A finalizer name must be a qualified name: Register, Ensure and
-// reconcile.Patcher refuse another with a *NameError before anything is
-// written.
-func ExampleValidateName() {
-	obj := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "cart"}}
-	_, err := finalizer.Ensure(obj, "clean up!")
-	var ne *finalizer.NameError
-	fmt.Println(errors.As(err, &ne), ne.Object, ne.Field, obj.Finalizers)
-	fmt.Println(finalizer.ValidateName(obj, "example.com/cleanup"))
+// A finalizer name must be a qualified name ("example.com/cleanup"):
+// Register refuses another, as reconcile.Patcher does before anything is
+// written. Several When are all to select an object.
+func ExampleHandler_Register() {
+	h := finalizer.NewHandler(nil)
+	noop := finalizer.Func(func(context.Context, client.Object) error { return nil })
+	fmt.Println(h.Register("clean up!", noop))
+	isLB := finalizer.When(func(o client.Object) bool { return o.(*corev1.Service).Spec.Type == corev1.ServiceTypeLoadBalancer })
+	mine := finalizer.When(func(o client.Object) bool { return o.GetLabels()["example.com/ip"] == "allocate" })
+	fmt.Println(h.Register("example.com/ip", noop, isLB, mine))
 	// Output:
-	// true ConfigMap shop/cart metadata.finalizers []
+	// finalizer: invalid name "clean up!" for field metadata.finalizers: name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')
 	// <nil>
 }

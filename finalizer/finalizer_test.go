@@ -2,7 +2,6 @@ package finalizer_test
 
 import (
 	"context"
-	"errors"
 	"os"
 	"slices"
 	"testing"
@@ -32,7 +31,7 @@ type external struct {
 	calls map[string]int
 }
 
-func (e *external) finalizer(name string) finalizer.Finalizer {
+func (e *external) finalizer(name string) finalizer.Func {
 	return finalizer.Func(func(ctx context.Context, obj client.Object) error {
 		e.calls[name]++
 		return e.fail[name]
@@ -113,11 +112,6 @@ func TestAddingToADeletingObjectIsRefusedWithoutAPICall(t *testing.T) {
 	w, _ = stored(t, c, w)
 	n.Reset()
 
-	changed, err := finalizer.Ensure(w, bucketFinalizer)
-	var de *finalizer.DeletingError
-	if changed || !errors.As(err, &de) || de.Finalizer != bucketFinalizer {
-		t.Fatalf("Ensure = %v, %v; want a DeletingError", changed, err)
-	}
 	res, err := h.Handle(ctx, w)
 	if err != nil || !res.Deleting || res.Updated {
 		t.Fatalf("Handle = %+v, %v", res, err)
@@ -172,22 +166,6 @@ func TestAnotherControllersFinalizerSurvives(t *testing.T) {
 	got, ok := stored(t, c, w)
 	if !ok || !slices.Equal(got.Finalizers, []string{otherFinalizer}) {
 		t.Fatalf("stored finalizers after removal = %v (exists %v)", got.Finalizers, ok)
-	}
-}
-
-func TestMutators(t *testing.T) {
-	w := &testapi.Widget{}
-	if ok, err := finalizer.Ensure(w, bucketFinalizer); !ok || err != nil {
-		t.Fatalf("Ensure = %v, %v", ok, err)
-	}
-	if ok, _ := finalizer.Ensure(w, bucketFinalizer); ok {
-		t.Error("second Ensure reported a change")
-	}
-	if !finalizer.Has(w, bucketFinalizer) {
-		t.Error("Has = false")
-	}
-	if !finalizer.Remove(w, bucketFinalizer) || finalizer.Remove(w, bucketFinalizer) || finalizer.Has(w, bucketFinalizer) {
-		t.Error("Remove did not report its change once")
 	}
 }
 

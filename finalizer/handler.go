@@ -11,6 +11,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/steadyk8s/steady/internal/object"
 	"github.com/steadyk8s/steady/internal/observe"
@@ -24,8 +25,8 @@ type Handler struct {
 	c     client.Client
 	w     patch.Writer
 	mu    sync.RWMutex
-	names []string
-	funcs map[string]Finalizer
+	order []string
+	funcs map[string]Func
 	when  map[string]func(client.Object) bool
 }
 
@@ -37,24 +38,20 @@ func NewHandler(c client.Client, opts ...HandlerOption) *Handler {
 	for _, opt := range opts {
 		opt.ApplyToHandler(&o)
 	}
-	return &Handler{c: c, w: patch.Writer{Client: observe.Client(c, "finalizer"), Reader: observe.Reader(o.APIReader, "finalizer")}, funcs: map[string]Finalizer{}, when: map[string]func(client.Object) bool{}}
+	return &Handler{c: c, w: patch.Writer{Client: observe.Client(c, "finalizer"), Reader: observe.Reader(o.APIReader, "finalizer")}, funcs: map[string]Func{}, when: map[string]func(client.Object) bool{}}
 }
 
 // Register adds a named finalizer with its cleanup. Names must be qualified
-// names ("example.com/cleanup"), else a [*NameError]; registering a name
-// twice is an error.
-// Cleanups run in registration order. [When] limits the finalizer to the
-// objects it selects.
-func (h *Handler) Register(name string, f Finalizer, opts ...RegisterOption) error {
-	o := RegisterOptions{}
-	for _, opt := range opts {
-		opt.ApplyToRegister(&o)
-	}
-	if err := ValidateName(nil, name); err != nil {
+// names ("example.com/cleanup"), else an error that names the finalizer
+// and what is wrong; registering a name twice is an error. Cleanups run in
+// registration order. when limits the finalizer to the objects it selects
+// (see [When]); with several, to the objects all of them select.
+func (h *Handler) Register(name string, f Func, when ...When) error {
+	if err := object.ValidateFinalizerName(nil, name); err != nil {
 		return err
 	}
 	if f == nil {
-		return fmt.Errorf("finalizer: %s registered without a Finalizer", name)
+		return fmt.Errorf("finalizer: %s registered without a Func", name)
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -62,18 +59,25 @@ func (h *Handler) Register(name string, f Finalizer, opts ...RegisterOption) err
 		return fmt.Errorf("finalizer: %s is already registered", name)
 	}
 	h.funcs[name] = f
-	if o.When != nil {
-		h.when[name] = o.When
+	if len(when) > 0 {
+		h.when[name] = func(obj client.Object) bool {
+			for _, w := range when {
+				if w != nil && !w(obj) {
+					return false
+				}
+			}
+			return true
+		}
 	}
-	h.names = append(h.names, name)
+	h.order = append(h.order, name)
 	return nil
 }
 
-// Names lists the registered finalizers in registration order.
-func (h *Handler) Names() []string {
+// names lists the registered finalizers in registration order.
+func (h *Handler) names() []string {
 	h.mu.RLock()
 	defer h.mu.RUnlock()
-	return append([]string(nil), h.names...)
+	return append([]string(nil), h.order...)
 }
 
 // Handle runs the flow on obj, which must have been read from the API server
@@ -111,13 +115,13 @@ func (h *Handler) Handle(ctx context.Context, obj client.Object) (Result, error)
 		return h.finalize(ctx, obj)
 	}
 	var add, released []string // missing on obj; on obj but no longer selected by their When
-	for _, n := range h.Names() {
-		switch has := Has(obj, n); {
+	for _, n := range h.names() {
+		switch on := controllerutil.ContainsFinalizer(obj, n); {
 		case !h.selects(n, obj):
-			if has {
+			if on {
 				released = append(released, n)
 			}
-		case !has:
+		case !on:
 			add = append(add, n)
 		}
 	}
@@ -132,7 +136,7 @@ func (h *Handler) Handle(ctx context.Context, obj client.Object) (Result, error)
 		before = finalizersCopy(obj)
 	}
 	for _, n := range add {
-		_, _ = Ensure(obj, n) // cannot fail: obj is not being deleted
+		obj.SetFinalizers(append(obj.GetFinalizers(), n)) // a valid name (Register), on an object not being deleted
 	}
 	if len(released) > 0 {
 		return h.release(ctx, before, obj, released)
@@ -235,15 +239,15 @@ func (h *Handler) cleanups(ctx context.Context, obj client.Object, names []strin
 	var errs []error
 	var done []string
 	for _, n := range names {
-		err := funcs[n].Finalize(ctx, obj)
-		var ip *InProgressError
+		err := funcs[n](ctx, obj)
+		var ip *inProgressError
 		switch {
 		case err == nil:
 			done = append(done, n)
 		case errors.As(err, &ip):
 			d := ip.RequeueAfter
 			if d <= 0 {
-				d = DefaultInProgressRequeue
+				d = defaultInProgressRequeue
 			}
 			if res.RequeueAfter == 0 || d < res.RequeueAfter {
 				res.RequeueAfter = d
@@ -258,8 +262,8 @@ func (h *Handler) cleanups(ctx context.Context, obj client.Object, names []strin
 func (h *Handler) finalize(ctx context.Context, obj client.Object) (Result, error) {
 	before := obj.DeepCopyObject().(client.Object)
 	var present []string
-	for _, n := range h.Names() {
-		if Has(before, n) {
+	for _, n := range h.names() {
+		if controllerutil.ContainsFinalizer(before, n) {
 			present = append(present, n)
 		}
 	}

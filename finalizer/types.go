@@ -3,32 +3,18 @@ package finalizer
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
-	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	"github.com/steadyk8s/steady/internal/object"
 )
 
-// Finalizer cleans up what an object owns outside the API server. Finalize
-// must be idempotent: it runs again when an earlier run failed, or succeeded
-// but the finalizer's removal did not reach the API server. It may change
-// obj (status, conditions: "deleting 3 of 5 objects"): [Handler.Handle]
-// writes those changes, whether the cleanup succeeded, failed or returned
+// Func cleans up what an object owns outside the API server. It must be
+// idempotent: it runs again when an earlier run failed, or succeeded but
+// the finalizer's removal did not reach the API server. It may change obj
+// (status, conditions: "deleting 3 of 5 objects"): [Handler.Handle] writes
+// those changes, whether the cleanup succeeded, failed or returned
 // [InProgress]. It must not remove its own finalizer; Handle does.
-type Finalizer interface {
-	Finalize(ctx context.Context, obj client.Object) error
-}
-
-// Func adapts a function to [Finalizer].
 type Func func(ctx context.Context, obj client.Object) error
-
-// Finalize implements [Finalizer].
-func (f Func) Finalize(ctx context.Context, obj client.Object) error { return f(ctx, obj) }
-
-var _ Finalizer = Func(nil)
 
 // Result says what [Handler.Handle] did.
 type Result struct {
@@ -46,63 +32,6 @@ type Result struct {
 	// RequeueAfter is set when a cleanup is in progress ([InProgress]): look
 	// again then (the shortest of the cleanups' times; never zero then).
 	RequeueAfter time.Duration
-}
-
-// DeletingError is returned by [Ensure] for an object that is being deleted:
-// the API server refuses new finalizers then.
-type DeletingError struct {
-	// Object names the object, as "Kind namespace/name".
-	Object string
-	// Finalizer is the finalizer that was not added.
-	Finalizer string
-}
-
-// Error implements error.
-func (e *DeletingError) Error() string {
-	return fmt.Sprintf("finalizer: not adding %s to %s: the object is being deleted", e.Finalizer, e.Object)
-}
-
-// NameError is returned for a finalizer name the API server would refuse
-// in metadata.finalizers (it must be a qualified name,
-// "example.com/cleanup"): by [Handler.Register], and by [Ensure] before it
-// changes the object.
-type NameError struct {
-	// Object names the object, as "Kind namespace/name"; empty from
-	// Register.
-	Object string
-	// Field is the field the name was for: metadata.finalizers.
-	Field string
-	// Finalizer is the name refused.
-	Finalizer string
-	// Reason says what is wrong with it.
-	Reason string
-}
-
-// Error implements error.
-func (e *NameError) Error() string {
-	of := ""
-	if e.Object != "" {
-		of = " of " + e.Object
-	}
-	return fmt.Sprintf("finalizer: invalid name %q for field %s%s: %s", e.Finalizer, e.Field, of, e.Reason)
-}
-
-// ValidateName returns a [*NameError] naming obj (none when nil) when the
-// API server would refuse name in metadata.finalizers: it must be a
-// qualified name ("example.com/cleanup").
-func ValidateName(obj client.Object, name string) error {
-	if object.IsQualifiedName(name) {
-		return nil
-	}
-	errs := validation.IsQualifiedName(name)
-	if len(errs) == 0 {
-		return nil
-	}
-	e := &NameError{Field: "metadata.finalizers", Finalizer: name, Reason: strings.Join(errs, "; ")}
-	if obj != nil {
-		e.Object = object.Describe(obj, nil)
-	}
-	return e
 }
 
 // CleanupError is the error of one finalizer's cleanup; [Handler.Handle]
@@ -124,32 +53,35 @@ func (e *CleanupError) Error() string {
 // Unwrap returns the underlying error.
 func (e *CleanupError) Unwrap() error { return e.Err }
 
-// InProgressError is returned by a cleanup that started but has not
+// inProgressError is returned by a cleanup that started but has not
 // finished (waiting for children to go, say): [Handler.Handle] keeps the
 // finalizer, writes what the cleanup changed on the object (a status line
 // "deleting 3 of 5"), returns no error and asks for a requeue after
 // RequeueAfter. Make it with [InProgress].
-type InProgressError struct {
+type inProgressError struct {
 	// RequeueAfter is when to look again; zero (or less):
-	// [DefaultInProgressRequeue].
+	// [defaultInProgressRequeue].
 	RequeueAfter time.Duration
 	// Message says what is pending.
 	Message string
 }
 
-// DefaultInProgressRequeue is the RequeueAfter of a cleanup in progress
+// defaultInProgressRequeue is the RequeueAfter of a cleanup in progress
 // that gave none: a Result with a zero RequeueAfter and no error is never
 // requeued, and the cleanup would not be looked at again.
-const DefaultInProgressRequeue = 5 * time.Second
+const defaultInProgressRequeue = 5 * time.Second
 
-// InProgress returns an [*InProgressError]: the cleanup goes on, look again
-// after requeueAfter.
+// InProgress returns the error a cleanup returns when it started but has
+// not finished (waiting for children to go, say): [Handler.Handle] keeps
+// the finalizer, writes what the cleanup changed on the object (a status
+// line "deleting 3 of 5"), returns no error and asks for a requeue after
+// requeueAfter (5 seconds when zero or less). It may be wrapped.
 func InProgress(requeueAfter time.Duration, format string, args ...any) error {
-	return &InProgressError{RequeueAfter: requeueAfter, Message: fmt.Sprintf(format, args...)}
+	return &inProgressError{RequeueAfter: requeueAfter, Message: fmt.Sprintf(format, args...)}
 }
 
 // Error implements error.
-func (e *InProgressError) Error() string {
+func (e *inProgressError) Error() string {
 	return fmt.Sprintf("finalizer: cleanup in progress: %s", e.Message)
 }
 
@@ -178,18 +110,6 @@ func (w WithAPIReader) ApplyToHandler(o *HandlerOptions) { o.APIReader = w.Reade
 
 var _ HandlerOption = WithAPIReader{}
 
-// RegisterOptions configures [Handler.Register]. The zero value is no
-// option.
-type RegisterOptions struct {
-	// When, if set, selects the objects the finalizer is for.
-	When func(client.Object) bool
-}
-
-// RegisterOption configures [Handler.Register].
-type RegisterOption interface {
-	ApplyToRegister(*RegisterOptions)
-}
-
 // When limits a finalizer to the objects it selects, for a controller of a
 // kind it shares with others (a Service, a Node, a Pod): the finalizer is
 // added only to selected objects; an object that carries it but is no
@@ -197,8 +117,3 @@ type RegisterOption interface {
 // cleanup run and the finalizer removed once it succeeded. On deletion the
 // cleanup runs whatever When says, as long as the finalizer is there.
 type When func(client.Object) bool
-
-// ApplyToRegister implements [RegisterOption].
-func (w When) ApplyToRegister(o *RegisterOptions) { o.When = w }
-
-var _ RegisterOption = When(nil)

@@ -234,10 +234,9 @@ func (w WithAPIReader) ApplyToHandler(o *finalizer.HandlerOptions) { o.APIReader
 // finalizerOption registers a finalizer with [For] (see [WithFinalizer]).
 type finalizerOption struct {
 	Name      string
-	Finalizer finalizer.Finalizer
-	// Options are passed to the handler's Register: finalizer.When limits
-	// the finalizer to the objects it selects.
-	Options []finalizer.RegisterOption
+	Finalizer finalizer.Func
+	// When limits the finalizer to the objects it selects.
+	When []finalizer.When
 }
 
 // WithFinalizer registers a finalizer and its cleanup: [For] persists it
@@ -251,10 +250,11 @@ type finalizerOption struct {
 //			return o.(*corev1.Service).Spec.Type == corev1.ServiceTypeLoadBalancer
 //		}))
 //
-// An object it no longer selects has the cleanup run and the finalizer
-// removed, then the body runs.
-func WithFinalizer(name string, f finalizer.Finalizer, opts ...finalizer.RegisterOption) ForOption {
-	return finalizerOption{Name: name, Finalizer: f, Options: opts}
+// Several When select the objects all of them select. An object no longer
+// selected has the cleanup run and the finalizer removed, then the body
+// runs.
+func WithFinalizer(name string, f finalizer.Func, when ...finalizer.When) ForOption {
+	return finalizerOption{Name: name, Finalizer: f, When: when}
 }
 
 func (f finalizerOption) ApplyToFor(o *ForOptions) { o.finalizers = append(o.finalizers, f) }

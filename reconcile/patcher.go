@@ -250,9 +250,9 @@ func (p *Patcher) PatchOnExit(ctx context.Context, obj client.Object, reterr *er
 // qualified name, and a condition it adds or changes with a type, status,
 // reason or message the API server refuses in a metav1.Condition
 // ([conditions.Validate]; Set fits reasons and messages), are refused
-// before any write: a [*PatchError] with Written empty that wraps a
-// [*finalizer.NameError] or a [*conditions.FieldError] naming the field
-// (status.conditions[2].status). A failed write is a [*PatchError] that
+// before any write: a [*PatchError] with Written empty that wraps an
+// error naming the finalizer and metadata.finalizers, or a
+// [*conditions.FieldError] naming the field (status.conditions[2].status). A failed write is a [*PatchError] that
 // says what was written before it. On success obj holds the API server's
 // answer to the last write and becomes the Patcher's new snapshot.
 func (p *Patcher) Patch(ctx context.Context, obj client.Object, opts ...PatchOption) error {

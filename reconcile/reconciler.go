@@ -146,7 +146,7 @@ func For[T any, P interface {
 	if len(cfg.finalizers) > 0 {
 		h = finalizer.NewHandler(c, finalizer.WithAPIReader{Reader: cfg.APIReader})
 		for _, nf := range cfg.finalizers {
-			if err := h.Register(nf.Name, nf.Finalizer, nf.Options...); err != nil {
+			if err := h.Register(nf.Name, nf.Finalizer, nf.When...); err != nil {
 				return nil, fmt.Errorf("reconcile: For[%T]: %w", zero, err)
 			}
 		}

@@ -11,10 +11,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/steadyk8s/steady/cachewait"
 	"github.com/steadyk8s/steady/conditions"
 	"github.com/steadyk8s/steady/finalizer"
+	"github.com/steadyk8s/steady/internal/object"
 	"github.com/steadyk8s/steady/internal/testapi"
 	"github.com/steadyk8s/steady/reconcile"
 )
@@ -79,7 +81,7 @@ func TestForRunsTheWholeRoutine(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := get(t, w)
-	if !finalizer.Has(got, "test.steady.dev/external") || !conditions.IsTrue(got, conditions.Ready) ||
+	if !controllerutil.ContainsFinalizer(got, "test.steady.dev/external") || !conditions.IsTrue(got, conditions.Ready) ||
 		got.Status.Phase != "Running" || got.Status.ObservedGeneration != got.Generation {
 		t.Fatalf("after the first reconcile: %+v", got)
 	}
@@ -98,7 +100,7 @@ func TestForRunsTheWholeRoutine(t *testing.T) {
 	if _, err := r.Reconcile(ctx, req); !errors.Is(err, cleanupErr) {
 		t.Fatalf("reconcile with a failing cleanup = %v", err)
 	}
-	if got := get(t, w); !finalizer.Has(got, "test.steady.dev/external") {
+	if got := get(t, w); !controllerutil.ContainsFinalizer(got, "test.steady.dev/external") {
 		t.Fatal("the finalizer went although its cleanup failed")
 	}
 	failCleanup = false
@@ -122,8 +124,8 @@ func TestForRefusesBadOptions(t *testing.T) {
 	if _, err := reconcile.For(env.Client, fn, reconcile.WithReadySummary()); err == nil {
 		t.Error("a Ready summary on an object without conditions was accepted")
 	}
-	var ne *finalizer.NameError
+	var ne *object.FinalizerNameError
 	if _, err := reconcile.For(env.Client, fn, reconcile.WithFinalizer("bad name", finalizer.Func(nil))); !errors.As(err, &ne) || ne.Finalizer != "bad name" {
-		t.Errorf("an invalid finalizer name: %v; want a *finalizer.NameError", err)
+		t.Errorf("an invalid finalizer name: %v; want an invalid-name error", err)
 	}
 }

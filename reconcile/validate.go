@@ -13,13 +13,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/steadyk8s/steady/conditions"
-	"github.com/steadyk8s/steady/finalizer"
 	"github.com/steadyk8s/steady/internal/object"
 )
 
 // checkInput refuses, before any write, what this change adds that the API
 // server would refuse in one write after another was made: a finalizer name
-// that is no qualified name ([*finalizer.NameError]), and a condition added
+// that is no qualified name (an invalid-name error), and a condition added
 // or changed that [conditions.Validate] refuses ([*conditions.FieldError]
 // naming status.conditions[i] and its field). Entries that were there
 // before are not judged: they are not this change's.
@@ -28,8 +27,8 @@ func (p *Patcher) checkInput(obj client.Object, lists [][]string) error {
 		if slices.Contains(p.before.GetFinalizers(), f) {
 			continue
 		}
-		if err := finalizer.ValidateName(obj, f); err != nil {
-			var ne *finalizer.NameError
+		if err := object.ValidateFinalizerName(obj, f); err != nil {
+			var ne *object.FinalizerNameError
 			if errors.As(err, &ne) {
 				ne.Object = p.describe()
 			}
