@@ -25,7 +25,7 @@ func TestMain(m *testing.M) { os.Exit(env.Run(m)) }
 // web is a Deployment built wholesale, as operators build children: the
 // API server fills in defaults the desired object does not have, so only
 // a remembered verdict spares the write that would store nothing.
-func web(d *appsv1.Deployment) ownership.MutateFn {
+func web(d *appsv1.Deployment) controllerutil.MutateFn {
 	return func() error {
 		labels := map[string]string{"app": d.Name}
 		d.Spec = appsv1.DeploymentSpec{

@@ -52,11 +52,12 @@ const createOnly = "1"
 // was sent, as the read showed it).
 //
 // Besides owner's controller reference, the owner references config sets
-// that are not controller references are applied ([SetOwnerReference]).
-// The owner is recorded as [SetControllerReference] records it
-// ([OwnerKindLabel] and [OwnerNameLabel], or [OwnerAnnotation] when the
-// owner's kind or name is not a label value), and a child is taken or
-// refused by its record as [SetControllerReference] says. The apply
+// that are not controller references are applied (controllerutil's
+// SetOwnerReference sets them on a configuration built from an object).
+// The owner is recorded as [CreateOrUpdate] records it ([OwnerKindLabel]
+// and [OwnerNameLabel], or [OwnerAnnotation] when the owner's kind or name
+// is not a label value), and a child is taken or refused by its record as
+// the package documentation (Backup and restore) says. The apply
 // always carries the record in that form and not the other: an
 // [OwnerAnnotation] of an earlier version that this field manager applied
 // is removed by the API server with the apply, one that another writer
@@ -99,9 +100,8 @@ const createOnly = "1"
 // server unless the manager's client caches unstructured objects.
 //
 // A config that names no apiVersion, kind or name is an
-// [*InvalidOwnerError] naming the field, and one that is nil, not a
-// pointer or not JSON an [*InvalidOwnerError] saying so, before any
-// request.
+// error naming the field, and one that is nil, not a pointer or not JSON
+// an error saying so, before any request.
 func Apply(ctx context.Context, c client.Client, owner client.Object, config runtime.ApplyConfiguration, fieldManager string, opts ...ApplyOption) (controllerutil.OperationResult, error) {
 	return result(apply(ctx, c, owner, config, fieldManager, opts))
 }
@@ -280,7 +280,7 @@ func applyFailed(released, name string, err error) (controllerutil.OperationResu
 // where c's scheme has one) with its namespace and name, to read it into.
 func fromConfiguration(c client.Client, owner client.Object, config runtime.ApplyConfiguration) (*unstructured.Unstructured, client.Object, error) {
 	bad := func(child, field, reason string) error {
-		return &InvalidOwnerError{Child: child, Owner: object.Describe(owner, c.Scheme()), Field: field, Reason: reason}
+		return &invalidOwnerError{Child: child, Owner: object.Describe(owner, c.Scheme()), Field: field, Reason: reason}
 	}
 	if v := reflect.ValueOf(config); config == nil || v.Kind() != reflect.Pointer || v.IsNil() {
 		// A value would take no answer; a nil one is no configuration.
@@ -324,7 +324,7 @@ func fromConfiguration(c client.Client, owner client.Object, config runtime.Appl
 
 // withReferences sets on u owner's controller reference ref, beside the
 // owner references u sets that are not controller references (the
-// caller's other owners: SetOwnerReference), and the record r in the form
+// caller's other owners), and the record r in the form
 // it is written for a new child, and not the other (a configuration built
 // from a child as an earlier Apply answered it may carry it).
 func withReferences(u *unstructured.Unstructured, ref metav1.OwnerReference, r ownerRecord) {

@@ -109,7 +109,7 @@ func TestApplyResultAfterAStaleRead(t *testing.T) {
 }
 
 // TestApplyKeepsTheChildsOtherOwnerReferences: the non-controller owner
-// references the caller put on the child (SetOwnerReference) are applied
+// references the caller put on the child (controllerutil.SetOwnerReference) are applied
 // beside the controller reference, not dropped; a controller reference of
 // another owner that the child was read with is not applied back.
 func TestApplyKeepsTheChildsOtherOwnerReferences(t *testing.T) {
@@ -118,7 +118,7 @@ func TestApplyKeepsTheChildsOtherOwnerReferences(t *testing.T) {
 	ns := env.Namespace(t)
 	a, b, x := owner(t, ns, "a"), owner(t, ns, "b"), owner(t, ns, "x")
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cfg"}, Data: map[string]string{"k": "v"}}
-	if _, err := ownership.SetOwnerReference(b, cm, env.Scheme); err != nil {
+	if err := controllerutil.SetOwnerReference(b, cm, env.Scheme); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := applyObject(ctx, remembering(), a, cm, "steady-test"); err != nil {

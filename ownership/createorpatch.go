@@ -56,15 +56,12 @@ import (
 // AlreadyExists (a cache that has not seen the child yet) or a patch
 // answered NotFound (a child deleted since the read) is handled as in
 // [CreateOrUpdate].
-func CreateOrPatch(ctx context.Context, c client.Client, owner, child client.Object, mutate MutateFn, opts ...CreateOrPatchOption) (controllerutil.OperationResult, error) {
+func CreateOrPatch(ctx context.Context, c client.Client, owner, child client.Object, mutate controllerutil.MutateFn, opts ...MutateOption) (controllerutil.OperationResult, error) {
 	return result(createOrPatch(ctx, c, owner, child, mutate, opts))
 }
 
-func createOrPatch(ctx context.Context, c client.Client, owner, child client.Object, mutate MutateFn, opts []CreateOrPatchOption) (controllerutil.OperationResult, error) {
-	o := CreateOrPatchOptions{}
-	for _, opt := range opts {
-		opt.ApplyToCreateOrPatch(&o)
-	}
+func createOrPatch(ctx context.Context, c client.Client, owner, child client.Object, mutate controllerutil.MutateFn, opts []MutateOption) (controllerutil.OperationResult, error) {
+	o := mutateOptions(opts)
 	ctx = scope.Carry(ctx, c) // the State of c's cluster, for the calls through the wrapper below
 	c = observe.Client(c, "ownership")
 	w, err := newWriteCall(c, o.APIReader, owner, child, mutate, o.Adopt, patchVerdicts) // For's API reader found on a re-read

@@ -18,8 +18,9 @@ import (
 
 // CreateOrUpdate reads child (by its namespace and name), runs mutate on it,
 // makes owner its controller (recording owner in [OwnerKindLabel] and
-// [OwnerNameLabel], or [OwnerAnnotation]: see [SetControllerReference] for
-// the record and the children it takes and refuses; the record is judged
+// [OwnerNameLabel], or [OwnerAnnotation]: see the package documentation,
+// Backup and restore, for the record and the children it takes and
+// refuses, and [Adopt]; the record is judged
 // and kept as the live child has it, whatever mutate drops or sets there,
 // and a new child is judged without one: a mutate that copies its owner's
 // labels copies the owner's record of its own owner), and creates it, or
@@ -70,7 +71,7 @@ import (
 // in both cases, so it may run more than once per call.
 //
 // On success child holds the live object, as written or as read.
-func CreateOrUpdate(ctx context.Context, c client.Client, owner, child client.Object, mutate MutateFn, opts ...CreateOrUpdateOption) (controllerutil.OperationResult, error) {
+func CreateOrUpdate(ctx context.Context, c client.Client, owner, child client.Object, mutate controllerutil.MutateFn, opts ...MutateOption) (controllerutil.OperationResult, error) {
 	return result(createOrUpdate(ctx, c, owner, child, mutate, opts))
 }
 
@@ -84,8 +85,8 @@ func result(op controllerutil.OperationResult, err error) (controllerutil.Operat
 	return op, err
 }
 
-func createOrUpdate(ctx context.Context, c client.Client, owner, child client.Object, mutate MutateFn, opts []CreateOrUpdateOption) (controllerutil.OperationResult, error) {
-	o := createOrUpdateOptions(opts)
+func createOrUpdate(ctx context.Context, c client.Client, owner, child client.Object, mutate controllerutil.MutateFn, opts []MutateOption) (controllerutil.OperationResult, error) {
+	o := mutateOptions(opts)
 	ctx = scope.Carry(ctx, c) // the State of c's cluster, for the calls through the wrapper below
 	c = observe.Client(c, "ownership")
 	w, err := newWriteCall(c, o.APIReader, owner, child, mutate, o.Adopt, updateVerdicts) // For's API reader found on a re-read
@@ -165,15 +166,15 @@ func rememberKept(key memKey, want map[string]any, answer client.Object, a map[s
 	}
 }
 
-// createOrUpdateOptions are opts applied. Without any, the common call,
-// nothing is allocated: the options an option's method is handed escape.
-func createOrUpdateOptions(opts []CreateOrUpdateOption) CreateOrUpdateOptions {
+// mutateOptions are opts applied. Without any, the common call, nothing
+// is allocated: the options an option's method is handed escape.
+func mutateOptions(opts []MutateOption) MutateOptions {
 	if len(opts) == 0 {
-		return CreateOrUpdateOptions{}
+		return MutateOptions{}
 	}
-	o := &CreateOrUpdateOptions{}
+	o := &MutateOptions{}
 	for _, opt := range opts {
-		opt.ApplyToCreateOrUpdate(o)
+		opt.ApplyToMutate(o)
 	}
 	return *o
 }

@@ -78,18 +78,19 @@
 // The controller reference is set inside the mutate path. A child controlled
 // by another owner is an [*AlreadyOwnedError] naming both, never stolen;
 // [Adopt]{} takes it over explicitly. References the API server or the
-// garbage collector would reject are an [*InvalidOwnerError] before any
-// write: a namespaced owner of a cluster-scoped child, an owner in another
-// namespace, an owner without a UID (SetControllerReference and
-// SetOwnerReference refuse the last two, and a child without a namespace
-// under a namespaced owner, in memory, as controllerutil does). The last
-// two are refused before any request; the scope of the child's kind, which
+// garbage collector would reject are an error naming the owner, the child
+// and the field, before any write: a namespaced owner of a cluster-scoped
+// child, an owner in another namespace, an owner without a UID (and a
+// child without a namespace under a namespaced owner). The last two are
+// refused before any request; the scope of the child's kind, which
 // the REST mapper tells, is asked only when there is something to write (a
 // call that finds the child as mutate wants it asks nothing), and once per
 // kind and cluster: a namespaced kind is remembered, a refusal is asked
 // again every time. Options are
 // small types passed to each call that takes them: [Adopt] (CreateOrUpdate,
-// CreateOrPatch, Apply, SetControllerReference) and [Force] (Apply).
+// CreateOrPatch, Apply) and [Force] (Apply). To set references in memory,
+// use controllerutil's SetControllerReference and SetOwnerReference; they
+// neither write nor honour the record below.
 //
 // # Backup and restore
 //
@@ -120,8 +121,7 @@
 // whose result says what the API server did (its apply is locked on the
 // resourceVersion read, so a stale cache read is read again, not taken for
 // the state the apply changed);
-// [SetOwnerReference] and [RemoveOwnerReference] handle non-controller
-// references; [ListChildren] lists an owner's children of one kind through
+// [RemoveOwnerReference] removes a reference with its record; [ListChildren] lists an owner's children of one kind through
 // the indexer package's controller-owner index when the reader has it, and
 // lists and filters otherwise (a direct client whose API server rejected
 // the index once is not asked for it again).

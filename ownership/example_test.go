@@ -8,6 +8,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/meta/testrestmapper"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
@@ -15,36 +16,40 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/steadyk8s/steady/ownership"
 )
 
-// SetControllerReference works in memory: it reports whether the child
-// changed, refuses to take a child from another controller, and takes it
-// over with ownership.Adopt{}.
-func ExampleSetControllerReference() {
+// A child controlled by another owner is refused with an
+// *AlreadyOwnedError naming its controller, and nothing is written;
+// ownership.Adopt{} takes it over.
+func ExampleAdopt() {
+	ctx := context.Background()
+	mapper := testrestmapper.TestOnlyStaticRESTMapper(scheme.Scheme)
+	c := fake.NewClientBuilder().WithScheme(scheme.Scheme).WithRESTMapper(mapper).Build() // a test's client
 	web := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web", UID: "uid-web"}}
 	api := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "api", UID: "uid-api"}}
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "settings"}}
+	settings := func() *corev1.ConfigMap {
+		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "settings"}}
+	}
 
-	changed, err := ownership.SetControllerReference(web, cm, scheme.Scheme)
-	fmt.Println(changed, err, metav1.IsControlledBy(cm, web))
+	cm := settings()
+	op, err := ownership.CreateOrUpdate(ctx, c, web, cm, nil)
+	fmt.Println(op, err, metav1.IsControlledBy(cm, web))
 
-	changed, err = ownership.SetControllerReference(web, cm, scheme.Scheme)
-	fmt.Println(changed, err)
-
-	_, err = ownership.SetControllerReference(api, cm, scheme.Scheme)
+	_, err = ownership.CreateOrUpdate(ctx, c, api, settings(), nil)
 	var owned *ownership.AlreadyOwnedError
 	fmt.Println(errors.As(err, &owned), owned.Controller)
 
-	changed, err = ownership.SetControllerReference(api, cm, scheme.Scheme, ownership.Adopt{})
-	fmt.Println(changed, err, metav1.IsControlledBy(cm, api), len(cm.OwnerReferences))
+	cm = settings()
+	op, err = ownership.CreateOrUpdate(ctx, c, api, cm, nil, ownership.Adopt{})
+	fmt.Println(op, err, metav1.IsControlledBy(cm, api), len(cm.OwnerReferences))
 	// Output:
-	// true <nil> true
-	// false <nil>
+	// created <nil> true
 	// true Deployment web
-	// true <nil> true 1
+	// updated <nil> true 1
 }
 
 // A restore from a backup brings the owner back with a new UID and its
@@ -52,9 +57,12 @@ func ExampleSetControllerReference() {
 // OwnerNameLabel (kind, group and name: not the UID) tells whose child it
 // is: its owner takes it back, another owner does not take it.
 func ExampleOwnerKindLabel() {
+	ctx := context.Background()
+	mapper := testrestmapper.TestOnlyStaticRESTMapper(scheme.Scheme)
+	c := fake.NewClientBuilder().WithScheme(scheme.Scheme).WithRESTMapper(mapper).Build() // a test's client
 	web := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web", UID: "uid-web"}}
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "settings"}}
-	if _, err := ownership.SetControllerReference(web, cm, scheme.Scheme); err != nil {
+	if _, err := ownership.CreateOrUpdate(ctx, c, web, cm, nil); err != nil {
 		panic(err)
 	}
 	fmt.Println(cm.Labels[ownership.OwnerKindLabel], cm.Labels[ownership.OwnerNameLabel])
@@ -63,17 +71,22 @@ func ExampleOwnerKindLabel() {
 	restored := web.DeepCopy()
 	restored.UID = "uid-web-restored"
 	cm.OwnerReferences = nil
+	if err := c.Update(ctx, cm); err != nil {
+		panic(err)
+	}
 
 	api := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "api", UID: "uid-api"}}
-	_, err := ownership.SetControllerReference(api, cm, scheme.Scheme)
+	cm = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "settings"}}
+	_, err := ownership.CreateOrUpdate(ctx, c, api, cm, nil)
 	fmt.Println(err)
 
-	changed, err := ownership.SetControllerReference(restored, cm, scheme.Scheme)
-	fmt.Println(changed, err, metav1.IsControlledBy(cm, restored))
+	cm = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "settings"}}
+	op, err := ownership.CreateOrUpdate(ctx, c, restored, cm, nil)
+	fmt.Println(op, err, metav1.IsControlledBy(cm, restored))
 	// Output:
 	// Deployment.apps web
 	// ownership: ConfigMap shop/settings has no controller, but its labels ownership.steady.dev/owner-kind and ownership.steady.dev/owner-name record Deployment web as its owner; not taking it over for Deployment shop/api (pass ownership.Adopt{} to do so)
-	// true <nil> true
+	// updated <nil> true
 }
 
 // An owner whose name is not a label value (an RBAC name with ':', a name
@@ -81,9 +94,12 @@ func ExampleOwnerKindLabel() {
 // "<group>/<Kind>/<namespace>/<name>". It is read as the labels are, and so
 // is the annotation that earlier versions wrote for every owner.
 func ExampleOwnerAnnotation() {
+	ctx := context.Background()
+	mapper := testrestmapper.TestOnlyStaticRESTMapper(scheme.Scheme)
+	c := fake.NewClientBuilder().WithScheme(scheme.Scheme).WithRESTMapper(mapper).Build() // a test's client
 	view := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "system:view", UID: "uid-view"}}
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "settings"}}
-	if _, err := ownership.SetControllerReference(view, cm, scheme.Scheme); err != nil {
+	if _, err := ownership.CreateOrUpdate(ctx, c, view, cm, nil); err != nil {
 		panic(err)
 	}
 	fmt.Println(cm.Annotations[ownership.OwnerAnnotation], len(cm.Labels))

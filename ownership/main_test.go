@@ -90,27 +90,16 @@ func service(s *corev1.Service) ownership.MutateFn {
 
 // option is an option of both CreateOrUpdate and CreateOrPatch (Adopt{},
 // WithAPIReader{...}).
-type option interface {
-	ownership.CreateOrUpdateOption
-	ownership.CreateOrPatchOption
-}
+type option = ownership.MutateOption
 
 type createOr func(context.Context, client.Client, client.Object, client.Object, ownership.MutateFn, ...option) (controllerutil.OperationResult, error)
 
 func createOrUpdate(ctx context.Context, c client.Client, o, child client.Object, f ownership.MutateFn, opts ...option) (controllerutil.OperationResult, error) {
-	var os []ownership.CreateOrUpdateOption
-	for _, a := range opts {
-		os = append(os, a)
-	}
-	return ownership.CreateOrUpdate(ctx, c, o, child, f, os...)
+	return ownership.CreateOrUpdate(ctx, c, o, child, f, opts...)
 }
 
 func createOrPatch(ctx context.Context, c client.Client, o, child client.Object, f ownership.MutateFn, opts ...option) (controllerutil.OperationResult, error) {
-	var os []ownership.CreateOrPatchOption
-	for _, a := range opts {
-		os = append(os, a)
-	}
-	return ownership.CreateOrPatch(ctx, c, o, child, f, os...)
+	return ownership.CreateOrPatch(ctx, c, o, child, f, opts...)
 }
 
 type fnCase struct {

@@ -12,39 +12,32 @@ import (
 // Each option is a small exported type implementing the ApplyTo of every
 // call it makes sense for.
 var (
-	_ ownership.CreateOrUpdateOption         = ownership.Adopt{}
-	_ ownership.CreateOrPatchOption          = ownership.Adopt{}
-	_ ownership.ApplyOption                  = ownership.Adopt{}
-	_ ownership.SetControllerReferenceOption = ownership.Adopt{}
-	_ ownership.ApplyOption                  = ownership.Force{}
-	_ ownership.CreateOrUpdateOption         = ownership.WithAPIReader{}
-	_ ownership.CreateOrPatchOption          = ownership.WithAPIReader{}
+	_ ownership.MutateOption = ownership.Adopt{}
+	_ ownership.ApplyOption  = ownership.Adopt{}
+	_ ownership.ApplyOption  = ownership.Force{}
+	_ ownership.MutateOption = ownership.WithAPIReader{}
+	_ ownership.ApplyOption  = ownership.WithAPIReader{}
 )
 
 func TestOptions(t *testing.T) {
-	var u ownership.CreateOrUpdateOptions
-	var p ownership.CreateOrPatchOptions
+	var m ownership.MutateOptions
 	var a ownership.ApplyOptions
-	var s ownership.SetControllerReferenceOptions
-	if u != (ownership.CreateOrUpdateOptions{}) || a.Adopt || a.Force {
+	if m != (ownership.MutateOptions{}) || a.Adopt || a.Force {
 		t.Fatal("the zero options are not 'no option'")
 	}
-	ownership.Adopt{}.ApplyToCreateOrUpdate(&u)
-	ownership.Adopt{}.ApplyToCreateOrPatch(&p)
+	ownership.Adopt{}.ApplyToMutate(&m)
 	ownership.Adopt{}.ApplyToApply(&a)
-	ownership.Adopt{}.ApplyToSetControllerReference(&s)
-	if !u.Adopt || !p.Adopt || !a.Adopt || !s.Adopt || a.Force {
-		t.Errorf("Adopt{}: %+v %+v %+v %+v", u, p, a, s)
+	if !m.Adopt || !a.Adopt || a.Force {
+		t.Errorf("Adopt{}: %+v %+v", m, a)
 	}
 	ownership.Force{}.ApplyToApply(&a)
 	if !a.Force {
 		t.Error("Force{} did not set Force")
 	}
 	r := fakeReader{}
-	ownership.WithAPIReader{Reader: r}.ApplyToCreateOrUpdate(&u)
-	ownership.WithAPIReader{Reader: r}.ApplyToCreateOrPatch(&p)
-	if u.APIReader != r || p.APIReader != r {
-		t.Errorf("WithAPIReader: %+v %+v", u, p)
+	ownership.WithAPIReader{Reader: r}.ApplyToMutate(&m)
+	if m.APIReader != r {
+		t.Errorf("WithAPIReader: %+v", m)
 	}
 	msg := (&ownership.AlreadyOwnedError{Child: "ConfigMap ns/c", Owner: "Widget ns/b", Controller: "Widget a"}).Error()
 	if !strings.Contains(msg, "ownership.Adopt{}") {

@@ -16,12 +16,6 @@ import (
 	"github.com/steadyk8s/steady/internal/object"
 )
 
-// MutateFn sets the desired state on the child it closes over. It runs on
-// the live child (or on the new one, when there is none yet). It may run
-// more than once in one call: again on the child read anew when a write
-// showed that the first read was stale (see [CreateOrUpdate]).
-type MutateFn func() error
-
 // maxAttempts bounds the rounds (read, mutate, write) of one CreateOrUpdate
 // or CreateOrPatch call: a write that shows the read was stale (a create
 // answered AlreadyExists, an update answered NotFound) starts one more.
@@ -56,7 +50,7 @@ type writeCall struct {
 	apiReader    client.Reader
 	resolved     bool
 	owner, child client.Object
-	mutate       MutateFn
+	mutate       controllerutil.MutateFn
 	adopt        bool
 	// given is the child as the caller passed it, which each round starts
 	// from.
@@ -76,7 +70,7 @@ type writeCall struct {
 // newWriteCall checks the reference from the objects alone and starts a
 // call; the child's scope, which the REST mapper tells, is checked before
 // the first write (see [writeCall.run]).
-func newWriteCall(c client.Client, apiReader client.Reader, owner, child client.Object, mutate MutateFn, adopt bool, verdict string) (writeCall, error) {
+func newWriteCall(c client.Client, apiReader client.Reader, owner, child client.Object, mutate controllerutil.MutateFn, adopt bool, verdict string) (writeCall, error) {
 	if err := check(owner, child, c.Scheme()); err != nil {
 		return writeCall{}, err
 	}

@@ -12,9 +12,8 @@ import (
 )
 
 // OwnerKindLabel and [OwnerNameLabel] are the labels in which
-// [CreateOrUpdate], [CreateOrPatch], [Apply] and [SetControllerReference]
-// record on each child who its controller is, when both values are valid
-// label values (at most 63 characters of [A-Za-z0-9-_.], the first and last
+// [CreateOrUpdate], [CreateOrPatch] and [Apply] record on each child who
+// its controller is, when both values are valid label values (at most 63 characters of [A-Za-z0-9-_.], the first and last
 // a letter or digit): the owner's kind, as "<Kind>.<group>"
 // ("Bucket.example.com"; "<Kind>" for the core group: "Secret"), and its
 // name. Not its UID: a restore from a backup creates the owner again with a

@@ -38,7 +38,7 @@ func reference(owner client.Object, scheme *runtime.Scheme, controller bool) (me
 // find it and deletes the child).
 func check(owner, child client.Object, scheme *runtime.Scheme) error {
 	bad := func(field, reason string) error {
-		return &InvalidOwnerError{Child: object.Describe(child, scheme), Owner: object.Describe(owner, scheme), Field: field, Reason: reason}
+		return &invalidOwnerError{Child: object.Describe(child, scheme), Owner: object.Describe(owner, scheme), Field: field, Reason: reason}
 	}
 	if owner.GetUID() == "" {
 		return bad("metadata.uid", "the owner has no UID (create it, or read it from the API server, first)")
@@ -81,7 +81,7 @@ func validateScope(ctx context.Context, c client.Client, owner, child client.Obj
 		return fmt.Errorf("ownership: %w", err)
 	}
 	if !namespaced {
-		return &InvalidOwnerError{Child: object.Describe(child, c.Scheme()), Owner: object.Describe(owner, c.Scheme()),
+		return &invalidOwnerError{Child: object.Describe(child, c.Scheme()), Owner: object.Describe(owner, c.Scheme()),
 			Field: "metadata.namespace", Reason: "a namespaced owner cannot own a cluster-scoped object"}
 	}
 	if gvkErr == nil {
@@ -99,34 +99,21 @@ func validateScope(ctx context.Context, c client.Client, owner, child client.Obj
 // the mapper.
 const factNamespaced = "namespaced"
 
-// SetControllerReference makes owner the controller of child in memory,
-// records owner on child ([OwnerKindLabel] and [OwnerNameLabel], or
+// setController makes owner the controller of child in memory, records
+// owner on child ([OwnerKindLabel] and [OwnerNameLabel], or
 // [OwnerAnnotation] when the owner's kind or name is not a label value),
 // and reports whether child changed. A child that already records owner
 // in either form, as it would be written (an earlier version's annotation
 // too), keeps its record. Another controller is an [*AlreadyOwnedError]
-// unless [Adopt]{} is given, and so is a child without a controller whose
-// record, in either form, names another owner. A child controlled by an
-// earlier owner of owner's kind and name (deleted and created again since,
-// as a restore from a backup does: the reference holds the old UID) that
-// records owner is taken back: the stale reference is replaced by owner's.
-// That trusts owner to be the one the API server holds now (read it
-// afresh; CreateOrUpdate, CreateOrPatch and Apply check it). As with
-// controllerutil, an owner without a UID, or a namespaced owner of a child
-// in another namespace or in none, is an [*InvalidOwnerError] and child is
-// left as it was.
-func SetControllerReference(owner, child client.Object, scheme *runtime.Scheme, opts ...SetControllerReferenceOption) (bool, error) {
-	o := SetControllerReferenceOptions{}
-	for _, opt := range opts {
-		opt.ApplyToSetControllerReference(&o)
-	}
-	changed, _, err := setController(owner, child, scheme, o.Adopt)
-	return changed, err
-}
-
-// setController is [SetControllerReference]; it also returns the stale
-// reference it replaced (an earlier owner of owner's kind and name,
-// recorded), if any, which the caller may check against the API server.
+// unless adopt, and so is a child without a controller whose record, in
+// either form, names another owner. A child controlled by an earlier
+// owner of owner's kind and name (deleted and created again since, as a
+// restore from a backup does: the reference holds the old UID) that
+// records owner is taken back: the stale reference is replaced by
+// owner's, and returned, for the caller to check owner against the API
+// server (see ownerIsCurrent). An owner without a UID, or a namespaced
+// owner of a child in another namespace or in none, is an
+// [*invalidOwnerError] and child is left as it was.
 func setController(owner, child client.Object, scheme *runtime.Scheme, adopt bool) (bool, *metav1.OwnerReference, error) {
 	return setControllerRecorded(owner, child, recordOf(child), scheme, adopt)
 }
@@ -188,24 +175,6 @@ func claim(owner, child client.Object, ref metav1.OwnerReference, rec recordedOn
 		return nil, false, &AlreadyOwnedError{Child: object.Describe(child, scheme), Owner: object.Describe(owner, scheme),
 			Controller: controllerName(cur)}
 	}
-}
-
-// SetOwnerReference adds owner as a non-controller owner of child, or
-// updates its reference, and reports whether child changed. It refuses the
-// references [SetControllerReference] refuses, with an [*InvalidOwnerError].
-func SetOwnerReference(owner, child client.Object, scheme *runtime.Scheme) (bool, error) {
-	if err := check(owner, child, scheme); err != nil {
-		return false, err
-	}
-	ref, _, err := reference(owner, scheme, false)
-	if err != nil {
-		return false, err
-	}
-	if cur := slices.IndexFunc(child.GetOwnerReferences(), func(r metav1.OwnerReference) bool { return r.UID == ref.UID }); cur >= 0 {
-		existing := child.GetOwnerReferences()[cur]
-		ref.Controller, ref.BlockOwnerDeletion = existing.Controller, existing.BlockOwnerDeletion // keep a controller reference one
-	}
-	return setReference(child, child.GetOwnerReferences(), ref), nil
 }
 
 // setReference puts ref in refs (replacing one with its UID, or the same

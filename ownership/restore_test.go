@@ -761,7 +761,7 @@ func TestTheRecordInMemory(t *testing.T) {
 	} {
 		child = cm(other.ann)
 		child.Labels = other.labels
-		if _, err := ownership.SetOwnerReference(w, child, s); err != nil {
+		if err := controllerutil.SetOwnerReference(w, child, s); err != nil {
 			t.Fatal(err)
 		}
 		if !ownership.RemoveOwnerReference(w, child) || !reflect.DeepEqual(child.Labels, other.labels) || !reflect.DeepEqual(child.Annotations, other.ann) {

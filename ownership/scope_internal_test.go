@@ -42,9 +42,9 @@ func TestScopeRememberedForTheKindAsked(t *testing.T) {
 	if err := validateScope(ctx, c, owner, odd); err != nil {
 		t.Fatalf("a ConfigMap (of odd type meta): %v", err)
 	}
-	var ioe *InvalidOwnerError
+	var ioe *invalidOwnerError
 	cr := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "r"}}
 	if err := validateScope(ctx, c, owner, cr); !errors.As(err, &ioe) {
-		t.Fatalf("a ClusterRole with a namespaced owner: %v, want *InvalidOwnerError", err)
+		t.Fatalf("a ClusterRole with a namespaced owner: %v, want *invalidOwnerError", err)
 	}
 }

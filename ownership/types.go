@@ -49,9 +49,9 @@ func (e *AlreadyOwnedError) Error() string {
 		e.Child, e.Controller, e.Owner)
 }
 
-// InvalidOwnerError is returned, before any write, for an owner reference
+// invalidOwnerError is returned, before any write, for an owner reference
 // that the API server or the garbage collector would not honour.
-type InvalidOwnerError struct {
+type invalidOwnerError struct {
 	// Child and Owner name the objects, as "Kind namespace/name".
 	Child, Owner string
 	// Field is the field at fault: "metadata.uid" (the owner's: it has
@@ -63,13 +63,14 @@ type InvalidOwnerError struct {
 }
 
 // Error implements error.
-func (e *InvalidOwnerError) Error() string {
+func (e *invalidOwnerError) Error() string {
 	return fmt.Sprintf("ownership: %s cannot own %s: field %s: %s", e.Owner, e.Child, e.Field, e.Reason)
 }
 
-// CreateOrUpdateOptions are the options of [CreateOrUpdate]; the zero value
-// is no option.
-type CreateOrUpdateOptions struct {
+// MutateOptions are the options of [CreateOrUpdate] and [CreateOrPatch],
+// the calls that build the child with a mutate function; the zero value is
+// no option.
+type MutateOptions struct {
 	// Adopt takes over a child controlled by another owner.
 	Adopt bool
 	// APIReader reads the child from the API server when the client's
@@ -78,25 +79,9 @@ type CreateOrUpdateOptions struct {
 	APIReader client.Reader
 }
 
-// CreateOrUpdateOption configures [CreateOrUpdate].
-type CreateOrUpdateOption interface {
-	ApplyToCreateOrUpdate(*CreateOrUpdateOptions)
-}
-
-// CreateOrPatchOptions are the options of [CreateOrPatch]; the zero value
-// is no option.
-type CreateOrPatchOptions struct {
-	// Adopt takes over a child controlled by another owner.
-	Adopt bool
-	// APIReader reads the child from the API server when the client's
-	// read proved stale (nil: read the client again, a bounded number of
-	// times).
-	APIReader client.Reader
-}
-
-// CreateOrPatchOption configures [CreateOrPatch].
-type CreateOrPatchOption interface {
-	ApplyToCreateOrPatch(*CreateOrPatchOptions)
+// MutateOption configures [CreateOrUpdate] and [CreateOrPatch].
+type MutateOption interface {
+	ApplyToMutate(*MutateOptions)
 }
 
 // ApplyOptions are the options of [Apply]; the zero value is no option.
@@ -116,37 +101,19 @@ type ApplyOption interface {
 	ApplyToApply(*ApplyOptions)
 }
 
-// SetControllerReferenceOptions are the options of
-// [SetControllerReference]; the zero value is no option.
-type SetControllerReferenceOptions struct {
-	// Adopt replaces another controller's reference.
-	Adopt bool
-}
-
-// SetControllerReferenceOption configures [SetControllerReference].
-type SetControllerReferenceOption interface {
-	ApplyToSetControllerReference(*SetControllerReferenceOptions)
-}
-
 // Adopt replaces another owner's controller reference on the child with
 // ours, or takes a child without a controller whose record
 // ([OwnerKindLabel] and [OwnerNameLabel], or [OwnerAnnotation]) names
 // another owner, and records ours, instead of returning an
-// [*AlreadyOwnedError]. It works for [CreateOrUpdate], [CreateOrPatch],
-// [Apply] and [SetControllerReference].
+// [*AlreadyOwnedError]. It works for [CreateOrUpdate], [CreateOrPatch] and
+// [Apply].
 type Adopt struct{}
 
-// ApplyToCreateOrUpdate implements [CreateOrUpdateOption].
-func (Adopt) ApplyToCreateOrUpdate(o *CreateOrUpdateOptions) { o.Adopt = true }
-
-// ApplyToCreateOrPatch implements [CreateOrPatchOption].
-func (Adopt) ApplyToCreateOrPatch(o *CreateOrPatchOptions) { o.Adopt = true }
+// ApplyToMutate implements [MutateOption].
+func (Adopt) ApplyToMutate(o *MutateOptions) { o.Adopt = true }
 
 // ApplyToApply implements [ApplyOption].
 func (Adopt) ApplyToApply(o *ApplyOptions) { o.Adopt = true }
-
-// ApplyToSetControllerReference implements [SetControllerReferenceOption].
-func (Adopt) ApplyToSetControllerReference(o *SetControllerReferenceOptions) { o.Adopt = true }
 
 // Force makes [Apply] take over fields that other field managers own
 // (server-side apply's force).
@@ -179,24 +146,18 @@ type WithAPIReader struct {
 	Reader client.Reader
 }
 
-// ApplyToCreateOrUpdate implements [CreateOrUpdateOption].
-func (w WithAPIReader) ApplyToCreateOrUpdate(o *CreateOrUpdateOptions) { o.APIReader = w.Reader }
-
-// ApplyToCreateOrPatch implements [CreateOrPatchOption].
-func (w WithAPIReader) ApplyToCreateOrPatch(o *CreateOrPatchOptions) { o.APIReader = w.Reader }
+// ApplyToMutate implements [MutateOption].
+func (w WithAPIReader) ApplyToMutate(o *MutateOptions) { o.APIReader = w.Reader }
 
 // ApplyToApply implements [ApplyOption].
 func (w WithAPIReader) ApplyToApply(o *ApplyOptions) { o.APIReader = w.Reader }
 
 var (
-	_ CreateOrUpdateOption         = WithAPIReader{}
-	_ CreateOrPatchOption          = WithAPIReader{}
-	_ ApplyOption                  = WithAPIReader{}
-	_ CreateOrUpdateOption         = Adopt{}
-	_ CreateOrPatchOption          = Adopt{}
-	_ ApplyOption                  = Adopt{}
-	_ SetControllerReferenceOption = Adopt{}
-	_ ApplyOption                  = Force{}
+	_ MutateOption = WithAPIReader{}
+	_ ApplyOption  = WithAPIReader{}
+	_ MutateOption = Adopt{}
+	_ ApplyOption  = Adopt{}
+	_ ApplyOption  = Force{}
 )
 
 // immutable adds to err, the API server's refusal of a write that changes

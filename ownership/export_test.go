@@ -1,0 +1,22 @@
+package ownership
+
+import (
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+)
+
+// Names the tests of package ownership_test use for what is unexported or
+// gone.
+type (
+	MutateFn          = controllerutil.MutateFn
+	InvalidOwnerError = invalidOwnerError
+)
+
+// SetControllerReference is setController, the reference and record the
+// write calls set, without the stale reference it returns: the tests of
+// the record judge it in memory.
+func SetControllerReference(owner, child client.Object, scheme *runtime.Scheme, opts ...MutateOption) (bool, error) {
+	changed, _, err := setController(owner, child, scheme, mutateOptions(opts).Adopt)
+	return changed, err
+}
