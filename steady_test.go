@@ -58,7 +58,7 @@ func TestTwoManagersShareNothing(t *testing.T) {
 		t.Helper()
 		m.Counter.Reset()
 		d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}}
-		op, err := ownership.CreateOrUpdate(ctx, m.Client, owner, d, web(d), ownership.WithAPIReader{Reader: m.APIReader})
+		op, err := ownership.CreateOrUpdate(ctx, m.Client, owner, d, web(d))
 		if err != nil {
 			t.Fatal(err)
 		}

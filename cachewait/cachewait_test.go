@@ -209,14 +209,14 @@ func TestPatcherWaitsForItsOwnPatch(t *testing.T) {
 		if err := cachewait.ForWrite(ctx, cached, w); err != nil {
 			t.Fatal(err)
 		}
-		p, err := reconcile.NewPatcher(env.Client, w)
+		p, err := reconcile.NewPatcher(cached, w) // WithCacheWait waits on the Patcher's client
 		if err != nil {
 			t.Fatal(err)
 		}
 		w.Spec.Size++
 		var opts []reconcile.PatchOption
 		if wait {
-			opts = append(opts, reconcile.WithCacheWait{Reader: cached})
+			opts = append(opts, reconcile.WithCacheWait{})
 		}
 		if err := p.Patch(ctx, w, opts...); err != nil {
 			t.Fatal(err)

@@ -180,10 +180,10 @@ func TestPatcherReleaseWithCacheWait(t *testing.T) {
 	must(t, cachewait.ForWrite(ctx, cc.Client, w))
 	must(t, env.Client.Delete(ctx, w))
 	must(t, env.Client.Get(ctx, client.ObjectKeyFromObject(w), w))
-	p, err := reconcile.NewPatcher(env.Client, w)
+	p, err := reconcile.NewPatcher(cc.Client, w) // WithCacheWait waits on the Patcher's client
 	must(t, err)
 	w.Finalizers = nil
-	err = p.Patch(ctx, w, reconcile.WithCacheWait{Reader: cc.Client, Options: []cachewait.WaitOption{cachewait.WithTimeout(3 * time.Second)}})
+	err = p.Patch(ctx, w, reconcile.WithCacheWait{Options: []cachewait.WaitOption{cachewait.WithTimeout(3 * time.Second)}})
 	if err != nil {
 		t.Fatalf("Patch releasing the object with the cache wait: %v", err)
 	}

@@ -9,7 +9,7 @@
 // A [Handler] runs the classic flow for any number of named finalizers, each
 // with its own cleanup:
 //
-//	h := finalizer.NewHandler(mgr.GetClient(), finalizer.WithAPIReader{Reader: mgr.GetAPIReader()})
+//	h := finalizer.NewHandler(steady.NewClient(mgr))
 //	_ = h.Register("buckets.example.com/cleanup", finalizer.Func(deleteBucket))
 //
 //	func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
@@ -33,8 +33,8 @@
 // Writes go through the same engine as reconcile.Patcher: the finalizer
 // list is rebased on the latest object and locked, so another controller's
 // finalizers are never dropped and nothing they removed comes back; a
-// conflict re-reads the object (from the API reader given with
-// [WithAPIReader], else with backoff until a lagging cache catches up);
+// conflict re-reads the object (through the API reader the client carries,
+// steady.NewClient's, else with backoff until a lagging cache catches up);
 // every write carries the object's UID, so an object deleted and recreated
 // under the same name is never touched. An object that is gone is
 // Result.Gone, not an error.

@@ -30,15 +30,14 @@ type Handler struct {
 	when  map[string]func(client.Object) bool
 }
 
-// NewHandler returns a Handler that writes through c. Give it the
-// manager's API reader with [WithAPIReader] when c is the manager's cached
-// client.
-func NewHandler(c client.Client, opts ...HandlerOption) *Handler {
-	o := HandlerOptions{}
-	for _, opt := range opts {
-		opt.ApplyToHandler(&o)
-	}
-	return &Handler{c: c, w: patch.Writer{Client: observe.Client(c, "finalizer"), Reader: observe.Reader(o.APIReader, "finalizer")}, funcs: map[string]Func{}, when: map[string]func(client.Object) bool{}}
+// NewHandler returns a Handler that writes through c. Give it
+// steady.NewClient(mgr), which carries the manager's API reader: the
+// re-reads after a conflict go through it. Given a client that carries
+// none (a manager's GetClient() itself), a re-read that still shows the
+// conflicting state (a lagging cache) is repeated with backoff instead.
+func NewHandler(c client.Client) *Handler {
+	api := scope.Held(c).APIReader()
+	return &Handler{c: c, w: patch.Writer{Client: observe.Client(c, "finalizer"), Reader: observe.Reader(api, "finalizer")}, funcs: map[string]Func{}, when: map[string]func(client.Object) bool{}}
 }
 
 // Register adds a named finalizer with its cleanup. Names must be qualified
@@ -106,8 +105,8 @@ func (h *Handler) names() []string {
 // Writes go through one engine with reconcile.Patcher: the finalizer list
 // is rebased on the latest object and locked on its resourceVersion, so
 // another writer's finalizers are never dropped; a conflict re-reads the
-// object (from the [WithAPIReader] reader when given, waiting with backoff
-// for a lagging cache otherwise); every write carries the object's UID as a
+// object (through the API reader c carries, waiting with backoff for a
+// lagging cache without one); every write carries the object's UID as a
 // precondition, so a recreated object is never written. After a write, obj
 // holds the API server's answer.
 func (h *Handler) Handle(ctx context.Context, obj client.Object) (Result, error) {

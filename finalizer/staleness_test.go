@@ -25,11 +25,11 @@ func TestHandleThroughALaggingCache(t *testing.T) {
 		t.Run(map[bool]string{true: "with API reader", false: "cache only"}[withAPIReader], func(t *testing.T) {
 			cc := testapi.StartManager(t, env, testapi.ManagerOptions{Delay: 300 * time.Millisecond, Informers: []client.Object{&testapi.Widget{}}})
 			ctx := context.Background()
-			var opts []finalizer.HandlerOption
+			c := cc.CacheOnly
 			if withAPIReader {
-				opts = append(opts, finalizer.WithAPIReader{Reader: cc.APIReader})
+				c = cc.Client
 			}
-			h := finalizer.NewHandler(cc.Client, opts...)
+			h := finalizer.NewHandler(c)
 			_ = h.Register(bucketFinalizer, finalizer.Func(func(context.Context, client.Object) error { return nil }))
 			w := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: env.Namespace(t), Name: "w"}}
 			if err := env.Client.Create(ctx, w); err != nil {

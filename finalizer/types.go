@@ -85,31 +85,6 @@ func (e *inProgressError) Error() string {
 	return fmt.Sprintf("finalizer: cleanup in progress: %s", e.Message)
 }
 
-// HandlerOptions configures [NewHandler]. The zero value is no option.
-type HandlerOptions struct {
-	// APIReader re-reads the object after a conflict (see [WithAPIReader]).
-	APIReader client.Reader
-}
-
-// HandlerOption configures [NewHandler].
-type HandlerOption interface {
-	ApplyToHandler(*HandlerOptions)
-}
-
-// WithAPIReader gives a reader that reads from the API server, not a cache
-// (a manager's GetAPIReader()), for the re-reads after a conflict. Without
-// it they go through the Handler's client; when that is a manager's cached
-// client, a conflict with this controller's own previous write waits, with
-// backoff, until the cache holds it.
-type WithAPIReader struct {
-	Reader client.Reader
-}
-
-// ApplyToHandler implements [HandlerOption].
-func (w WithAPIReader) ApplyToHandler(o *HandlerOptions) { o.APIReader = w.Reader }
-
-var _ HandlerOption = WithAPIReader{}
-
 // When limits a finalizer to the objects it selects, for a controller of a
 // kind it shares with others (a Service, a Node, a Pod): the finalizer is
 // added only to selected objects; an object that carries it but is no

@@ -21,20 +21,18 @@ import (
 	"github.com/steadyk8s/steady/multicluster"
 	"github.com/steadyk8s/steady/multicluster/fleettest"
 	"github.com/steadyk8s/steady/ownership"
-	"github.com/steadyk8s/steady/reconcile"
 )
 
 // TestForReadsEachClusterThroughItsOwnAPIReader: review of reconcile.For
 // handing its API reader to the body's ownership calls. multicluster.For
-// passes opts, the same for every cluster, after each cluster's
-// WithAPIReader; a reconcile.WithAPIReader among them (the single-cluster
-// idiom, with the host's API reader) must not become every cluster's
-// reader, now that ownership reads children and owners through it. Here
-// member 1's child carries the controller reference of an earlier owner of
-// the same name (recorded on it): CreateOrUpdate checks that the owner it
-// was given is the live one before it replaces that reference. Read
-// through member 0's API reader, it finds member 0's owner, another UID,
-// and refuses, in every reconcile: member 1 never converges.
+// gives each cluster's For steady.NewClient of that cluster, whose API
+// reader the body's ownership calls with the cluster's client read
+// through: never another cluster's. Here member 1's child carries the
+// controller reference of an earlier owner of the same name (recorded on
+// it): CreateOrUpdate checks that the owner it was given is the live one
+// before it replaces that reference. Read through member 0's API reader
+// (or the host's), it would find member 0's owner, another UID, and
+// refuse, in every reconcile: member 1 would never converge.
 func TestForReadsEachClusterThroughItsOwnAPIReader(t *testing.T) {
 	fleet.Require(t)
 	ctx := context.Background()
@@ -54,7 +52,7 @@ func TestForReadsEachClusterThroughItsOwnAPIReader(t *testing.T) {
 			lastErr[i] = err
 			mu.Unlock()
 			return ctrl.Result{}, err
-		}, reconcile.WithAPIReader{Reader: mgr.GetLocalManager().GetAPIReader()})
+		})
 		if err != nil {
 			return err
 		}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"sync"
 
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -79,7 +78,7 @@ var (
 // with multicluster-runtime's builder:
 //
 //	r, err := multicluster.New(mgr, func(c multicluster.Cluster) (reconcile.Reconciler, error) {
-//		return &BucketReconciler{Client: c.GetClient(), APIReader: c.GetAPIReader()}, nil
+//		return &BucketReconciler{Client: steady.NewClient(c)}, nil // the cluster's client and API reader
 //	})
 //	...
 //	err = mcbuilder.ControllerManagedBy(mgr).For(&v1.Bucket{}).Complete(r)
@@ -170,13 +169,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req mcreconcile.Request) (ct
 type Func[P client.Object] func(ctx context.Context, c Cluster, obj P) (ctrl.Result, error)
 
 // For returns a Reconciler that runs steady's [reconcile.For] in every
-// cluster of the fleet: per cluster, For with the cluster's client (its
-// cached client), opts (the same for every cluster; a finalizer finds its
-// cluster with [ClusterFrom]) and [reconcile.WithAPIReader] with the
-// cluster's API reader, around fn. A WithAPIReader among opts is
-// overridden: one reader for every cluster would make For's re-reads, and
-// those of the ownership calls in fn, read another cluster (use [New] for
-// a reader of your own per cluster).
+// cluster of the fleet: per cluster, For with steady.NewClient of the
+// cluster (its cached client, carrying its API reader and a memory of its
+// own) and opts (the same for every cluster; a finalizer finds its cluster
+// with [ClusterFrom]), around fn. For's re-reads, and those of the
+// ownership calls fn makes with a client of the cluster, go through that
+// cluster's API reader.
 //
 //	r, err := multicluster.For[v1.Bucket](mgr, reconcileBucket,
 //		reconcile.WithReadySummary(conditions.SummaryOptions{ConditionTypes: []string{"BucketReady"}}))
@@ -199,12 +197,10 @@ func For[T any, P interface {
 	}
 	return New(mgr, func(c Cluster) (crreconcile.Reconciler, error) {
 		body := func(ctx context.Context, obj P) (ctrl.Result, error) { return fn(ctx, c, obj) }
-		// The cluster's own API reader last: one given among opts would be
-		// every cluster's, reading the wrong cluster.
-		all := append(slices.Clone(opts), reconcile.WithAPIReader{Reader: c.GetAPIReader()})
-		// The cluster's own steady client: what For remembers (its own
-		// writes, ownership's verdicts in the body, which finds it in the
-		// context) is this cluster's, pruned by its informers.
-		return reconcile.For[T, P](steady.NewClient(c), body, all...)
+		// The cluster's own steady client: its API reader, and what For
+		// remembers (its own writes, ownership's verdicts in the body,
+		// which finds it in the context), are this cluster's, pruned by
+		// its informers.
+		return reconcile.For[T, P](steady.NewClient(c), body, opts...)
 	})
 }

@@ -82,9 +82,9 @@ const createOnly = "1"
 // again and refused. A child the read did not find is applied so that it
 // can only be created (a resourceVersion no stored object has);
 // when it exists after all (a cache that has not shown it yet) that is a
-// conflict, and it is read again, through [WithAPIReader]'s reader when
-// given (one GET), else through the client until it shows the child
-// (backing off, about 2.5 seconds at most), checked (another controller's
+// conflict, and it is read again, through the API reader when there is
+// one (one GET; see [CreateOrUpdate]), else through the client until it
+// shows the child (backing off, about 2.5 seconds at most), checked (another controller's
 // child is an [*AlreadyOwnedError]) and applied again. The result says
 // what the API server did, from its answer: created when the apply
 // created the child; unchanged when the child's resourceVersion is the one
@@ -112,9 +112,8 @@ func apply(ctx context.Context, c client.Client, owner client.Object, config run
 		opt.ApplyToApply(&o)
 	}
 	// The reader of re-reads after a conflict. A child the client does not
-	// show is read through o.APIReader only: through For's, every new child
-	// would cost a GET.
-	conflictReader := rereader(ctx, c, o.APIReader)
+	// show is not read through it: every new child would cost a GET.
+	conflictReader := rereader(ctx, c)
 	ctx = scope.Carry(ctx, c) // the State of c's cluster, for the calls through the wrapper below
 	c = observe.Client(c, "ownership")
 	u, child, err := fromConfiguration(c, owner, config)
@@ -138,7 +137,7 @@ func apply(ctx context.Context, c client.Client, owner client.Object, config run
 		applyOpts = append(applyOpts, client.ForceOwnership)
 	}
 
-	live, err := readForApply(ctx, c, o.APIReader, child, name, nil, nil)
+	live, err := readForApply(ctx, c, nil, child, name, nil, nil)
 	if err != nil {
 		return controllerutil.OperationResultNone, err
 	}
@@ -401,11 +400,11 @@ func movedByAnother(live client.Object, answer *unstructured.Unstructured, u *un
 }
 
 // readForApply reads the child into a new object of its type (typed: from
-// a manager's cache), or nil when there is none. A child c does not show
-// is read through apiReader when given. With stale, the lock of an apply
-// that answered a conflict, it reads again: through apiReader when given,
-// else through c until it shows a child other than the lock's (backing
-// off; conflict, the apply's error, when it does not).
+// a manager's cache), or nil when there is none. With stale, the lock of
+// an apply that answered a conflict, it reads again: through apiReader
+// when given (and not refused), else through c until it shows a child
+// other than the lock's (backing off; conflict, the apply's error, when it
+// does not).
 func readForApply(ctx context.Context, c client.Client, apiReader client.Reader, child client.Object, name string, stale *memo, conflict error) (client.Object, error) {
 	key := client.ObjectKeyFromObject(child)
 	get := func(r client.Reader) (client.Object, error) {
@@ -422,13 +421,10 @@ func readForApply(ctx context.Context, c client.Client, apiReader client.Reader,
 		if live, err := get(apiReader); !refused(apiReader, err) {
 			return live, err
 		}
-		// For's API reader may not get this kind: the client, as without it.
+		// The API reader may not get this kind: the client, as without it.
 	}
 	live, err := get(c)
 	if err != nil || stale == nil {
-		if err == nil && live == nil && apiReader != nil {
-			return get(apiReader)
-		}
 		return live, err
 	}
 	// The lock failed: the child exists, and not as the lock had it (a
@@ -450,7 +446,7 @@ func readForApply(ctx context.Context, c client.Client, apiReader client.Reader,
 	if newer(live) {
 		return live, nil
 	}
-	return nil, fmt.Errorf("ownership: applying %s: it changed since it was read, and the client did not show it in %d reads (ownership.WithAPIReader reads it from the API server): %w",
+	return nil, fmt.Errorf("ownership: applying %s: it changed since it was read, and the client did not show it in %d reads (a client made by steady.NewClient reads it from the API server): %w",
 		name, len(staleReadBackoff)+1, conflict)
 }
 

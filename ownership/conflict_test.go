@@ -11,8 +11,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
-
-	"github.com/steadyk8s/steady/ownership"
 )
 
 // A child whose own controller writes its status between the read and the
@@ -63,21 +61,21 @@ func TestAConflictWithTheChildsControllerIsReadAgain(t *testing.T) {
 						return c.Patch(ctx, obj, p, opts...)
 					},
 				})
-				var opts []option
+				var writer client.Client = racing
 				if withReader {
-					opts = append(opts, ownership.WithAPIReader{Reader: c}) // counted: the re-read
+					writer = readingThrough(racing, c) // c counted: the re-read
 				}
 				n.Reset()
 				d = &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}}
 				// A change of a list, which CreateOrPatch locks too: the
 				// container's ports.
-				op, err := tc.fn(ctx, racing, o, d, func() error {
+				op, err := tc.fn(ctx, writer, o, d, func() error {
 					if err := deployment(d, "nginx:2")(); err != nil {
 						return err
 					}
 					d.Spec.Template.Spec.Containers[0].Ports = append(d.Spec.Template.Spec.Containers[0].Ports, corev1.ContainerPort{ContainerPort: 9090})
 					return nil
-				}, opts...)
+				})
 				live := &appsv1.Deployment{}
 				if err := env.Client.Get(ctx, client.ObjectKeyFromObject(d), live); err != nil {
 					t.Fatal(err)

@@ -55,16 +55,20 @@ import (
 // The update carries the resourceVersion that was read (put back if mutate
 // rebuilt the metadata), so a child changed since (a stale cache, its own
 // controller writing its status) is never overwritten: with an API reader
-// ([WithAPIReader], or For's in a reconcile.For body) the conflict reads
-// the child again through it (one GET), runs mutate on what it found and
-// decides anew, at most 3 rounds in all; without one, the conflict is
-// returned, to requeue on.
+// the conflict reads the child again through it (one GET), runs mutate on
+// what it found and decides anew, at most 3 rounds in all; without one,
+// the conflict is returned, to requeue on. The API reader is the one c
+// carries (steady.NewClient(mgr) carries the manager's), or, for a c of
+// its cluster, the one of the reconcile.For whose body makes the call; a
+// re-read it is refused (Forbidden: no get on the child's kind) goes to
+// the client, as without one. Nothing is read through it on the common
+// path.
 //
 // A cached client may not have seen a child created a moment ago (by this
 // call's previous run, say): the create then answers AlreadyExists, and
-// CreateOrUpdate reads the child again, through [WithAPIReader]'s reader
-// when given (one GET), else through the client, backing off until it
-// shows the child (about 2.5 seconds at most), runs mutate on what it found
+// CreateOrUpdate reads the child again, through the API reader when there
+// is one (one GET), else through the client, backing off until it shows
+// the child (about 2.5 seconds at most), runs mutate on what it found
 // and goes on as an update; the reference checks apply to it as to any
 // child read ([*AlreadyOwnedError]). A child deleted since the read (the
 // update answers NotFound, nothing written) is created. mutate runs again
@@ -89,7 +93,7 @@ func createOrUpdate(ctx context.Context, c client.Client, owner, child client.Ob
 	o := mutateOptions(opts)
 	ctx = scope.Carry(ctx, c) // the State of c's cluster, for the calls through the wrapper below
 	c = observe.Client(c, "ownership")
-	w, err := newWriteCall(c, o.APIReader, owner, child, mutate, o.Adopt, updateVerdicts) // For's API reader found on a re-read
+	w, err := newWriteCall(c, owner, child, mutate, o.Adopt, updateVerdicts) // the API reader found on a re-read
 	if err != nil {
 		return controllerutil.OperationResultNone, err
 	}

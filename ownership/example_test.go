@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
+	"github.com/steadyk8s/steady"
 	"github.com/steadyk8s/steady/ownership"
 )
 
@@ -183,20 +184,22 @@ func ExampleListChildren() {
 	}
 }
 
-// WithAPIReader reads a child the manager's cache has not seen yet (a
-// create that answers AlreadyExists) from the API server, one GET, and goes
+// Through steady.NewClient(mgr), which carries the manager's API reader, a
+// child the manager's cache has not seen yet (a create that answers
+// AlreadyExists) is read from the API server, one GET, and the call goes
 // on as an update, instead of returning the error.
-func ExampleWithAPIReader() {
+func ExampleCreateOrUpdate_manager() {
 	var (
 		ctx context.Context
 		mgr ctrl.Manager
 		app client.Object
 	)
+	c := steady.NewClient(mgr) // once per manager, shared by its reconcilers
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: app.GetNamespace(), Name: app.GetName() + "-settings"}}
-	op, err := ownership.CreateOrUpdate(ctx, mgr.GetClient(), app, cm, func() error {
+	op, err := ownership.CreateOrUpdate(ctx, c, app, cm, func() error {
 		cm.Data = map[string]string{"mode": "production"}
 		return nil
-	}, ownership.WithAPIReader{Reader: mgr.GetAPIReader()})
+	})
 	if err != nil {
 		return
 	}

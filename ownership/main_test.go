@@ -88,8 +88,7 @@ func service(s *corev1.Service) ownership.MutateFn {
 	}
 }
 
-// option is an option of both CreateOrUpdate and CreateOrPatch (Adopt{},
-// WithAPIReader{...}).
+// option is an option of both CreateOrUpdate and CreateOrPatch (Adopt{}).
 type option = ownership.MutateOption
 
 type createOr func(context.Context, client.Client, client.Object, client.Object, ownership.MutateFn, ...option) (controllerutil.OperationResult, error)
@@ -186,7 +185,9 @@ func startCachedUnstructured(t *testing.T) *testapi.Cached {
 	n := &testapi.Counter{}
 	mgr := env.StartManager(t, testenv.WithTransport(n.Wrap), testenv.WithTransport(testenv.DelayWatches(300*time.Millisecond)),
 		testenv.WithManagerOptions(ctrl.Options{Client: client.Options{Cache: &client.CacheOptions{Unstructured: true}}}))
-	return &testapi.Cached{Manager: mgr, Client: steady.NewClient(mgr), APIReader: mgr.GetAPIReader(), Counter: n}
+	cc := &testapi.Cached{Manager: mgr, Client: steady.NewClient(mgr), APIReader: mgr.GetAPIReader(), Counter: n}
+	cc.CacheOnly = cc.Reading(nil)
+	return cc
 }
 
 // cachedSees waits until the cache holds obj at the resourceVersion the API
@@ -242,4 +243,11 @@ func applyObject(ctx context.Context, c client.Client, owner, obj client.Object,
 		err = berr
 	}
 	return op, err
+}
+
+// readingThrough is c carrying a State of its own, without informers (it
+// remembers nothing between calls), whose API reader is api: a client
+// that re-reads through api, as steady.NewClient's through the manager's.
+func readingThrough(c client.Client, api client.Reader) client.Client {
+	return scope.Wrap(c, scope.New(c, api, nil))
 }

@@ -4,8 +4,6 @@ import (
 	"strings"
 	"testing"
 
-	"sigs.k8s.io/controller-runtime/pkg/client"
-
 	"github.com/steadyk8s/steady/ownership"
 )
 
@@ -15,8 +13,6 @@ var (
 	_ ownership.MutateOption = ownership.Adopt{}
 	_ ownership.ApplyOption  = ownership.Adopt{}
 	_ ownership.ApplyOption  = ownership.Force{}
-	_ ownership.MutateOption = ownership.WithAPIReader{}
-	_ ownership.ApplyOption  = ownership.WithAPIReader{}
 )
 
 func TestOptions(t *testing.T) {
@@ -34,16 +30,8 @@ func TestOptions(t *testing.T) {
 	if !a.Force {
 		t.Error("Force{} did not set Force")
 	}
-	r := fakeReader{}
-	ownership.WithAPIReader{Reader: r}.ApplyToMutate(&m)
-	if m.APIReader != r {
-		t.Errorf("WithAPIReader: %+v", m)
-	}
 	msg := (&ownership.AlreadyOwnedError{Child: "ConfigMap ns/c", Owner: "Widget ns/b", Controller: "Widget a"}).Error()
 	if !strings.Contains(msg, "ownership.Adopt{}") {
 		t.Errorf("the error does not name the option as it is spelled now: %s", msg)
 	}
 }
-
-// fakeReader is a client.Reader to compare by identity.
-type fakeReader struct{ client.Reader }

@@ -11,9 +11,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
-	"github.com/steadyk8s/steady/internal/apireader"
 	"github.com/steadyk8s/steady/internal/backoff"
 	"github.com/steadyk8s/steady/internal/object"
+	"github.com/steadyk8s/steady/internal/scope"
 )
 
 // maxAttempts bounds the rounds (read, mutate, write) of one CreateOrUpdate
@@ -45,8 +45,8 @@ const (
 // writeCall is one CreateOrUpdate or CreateOrPatch call.
 type writeCall struct {
 	c client.Client
-	// apiReader is the reader given ([WithAPIReader]), and once resolved
-	// (see resolveAPIReader) the one re-reads go through.
+	// apiReader, once resolved (see resolveAPIReader), is the one re-reads
+	// go through, or nil.
 	apiReader    client.Reader
 	resolved     bool
 	owner, child client.Object
@@ -70,11 +70,11 @@ type writeCall struct {
 // newWriteCall checks the reference from the objects alone and starts a
 // call; the child's scope, which the REST mapper tells, is checked before
 // the first write (see [writeCall.run]).
-func newWriteCall(c client.Client, apiReader client.Reader, owner, child client.Object, mutate controllerutil.MutateFn, adopt bool, verdict string) (writeCall, error) {
+func newWriteCall(c client.Client, owner, child client.Object, mutate controllerutil.MutateFn, adopt bool, verdict string) (writeCall, error) {
 	if err := check(owner, child, c.Scheme()); err != nil {
 		return writeCall{}, err
 	}
-	return writeCall{c: c, apiReader: apiReader, owner: owner, child: child, mutate: mutate, adopt: adopt,
+	return writeCall{c: c, owner: owner, child: child, mutate: mutate, adopt: adopt,
 		given: child.DeepCopyObject().(client.Object), verdict: verdict}, nil
 }
 
@@ -186,31 +186,19 @@ func (w *writeCall) prepare(ctx context.Context, mode readMode) (client.Object, 
 }
 
 // rereader is the reader a call re-reads through after a conflict: the
-// one given ([WithAPIReader]), else the one a reconcile.For body's context
-// carries for c's cluster (For's API reader), as a [contextReader], else
-// nil (the client is read again, backing off).
-func rereader(ctx context.Context, c client.Client, given client.Reader) client.Reader {
-	if given != nil {
-		return given
-	}
-	if r := apireader.For(ctx, c); r != nil {
-		return contextReader{r}
-	}
-	return nil
+// API reader of the State of c's cluster (see scope.Of: the one c carries,
+// steady.NewClient's, else the one a reconcile.For body's context
+// carries), else nil (the client is read again, backing off).
+func rereader(ctx context.Context, c client.Client) client.Reader {
+	return scope.Of(ctx, c).APIReader()
 }
 
-// contextReader is For's API reader, which the call was not given: the
-// operator may not have get on the child's kind (a child is read from the
-// cache, which needs list and watch), and a re-read of the child it is
-// refused goes to the client instead, as without a reader (see [refused]).
-type contextReader struct{ client.Reader }
-
-// refused reports whether err is r's Forbidden and r is a [contextReader]:
-// the read is then made through the client, as without a reader. A reader
-// given with [WithAPIReader] that is refused is an error.
+// refused reports whether err is the API reader's Forbidden: the operator
+// may not have get on the child's kind (a child is read from the cache,
+// which needs list and watch), and the read is then made through the
+// client instead, as without a reader.
 func refused(r client.Reader, err error) bool {
-	_, ok := r.(contextReader)
-	return ok && apierrors.IsForbidden(err)
+	return r != nil && apierrors.IsForbidden(err)
 }
 
 // resolveAPIReader makes w.apiReader, on its first use, the reader
@@ -218,7 +206,7 @@ func refused(r client.Reader, err error) bool {
 // common one, does not look in its context for one (nor wraps it).
 func (w *writeCall) resolveAPIReader(ctx context.Context) {
 	if !w.resolved {
-		w.apiReader, w.resolved = rereader(ctx, w.c, w.apiReader), true
+		w.apiReader, w.resolved = rereader(ctx, w.c), true
 	}
 }
 
@@ -278,7 +266,7 @@ func (w *writeCall) read(ctx context.Context, key client.ObjectKey, mode readMod
 			err = r.Get(ctx, key, live)
 		}
 		if apierrors.IsNotFound(err) {
-			return nil, fmt.Errorf("ownership: creating %s: it exists, but the client did not show it in %d reads (ownership.WithAPIReader reads it from the API server): %w",
+			return nil, fmt.Errorf("ownership: creating %s: it exists, but the client did not show it in %d reads (a client made by steady.NewClient reads it from the API server): %w",
 				name, len(staleReadBackoff)+1, w.exists)
 		}
 	}

@@ -3,6 +3,7 @@ package ownership_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -184,14 +185,29 @@ func TestARecreatedChildOfAnotherOwnerIsNotWritten(t *testing.T) {
 
 // TestARecreatedChildsStatusIsNotWritten: the same for a status-only
 // change of CreateOrPatch, which the status subresource would take whatever
-// UID the patch carries: it is locked on the resourceVersion read.
+// UID the patch carries: it is locked on the resourceVersion read. The
+// lock's conflict is returned without an API reader; with one
+// (steady.NewClient's), the child read again through it is the other
+// owner's: an *AlreadyOwnedError.
 func TestARecreatedChildsStatusIsNotWritten(t *testing.T) {
 	env.Require(t)
-	ctx := context.Background()
 	cc := startCached(t)
+	for i, withReader := range []bool{false, true} {
+		t.Run(fmt.Sprintf("APIReader=%v", withReader), func(t *testing.T) {
+			c := cc.CacheOnly
+			if withReader {
+				c = cc.Client
+			}
+			recreatedChildsStatus(t, cc, c, fmt.Sprintf("w%d", i), withReader)
+		})
+	}
+}
+
+func recreatedChildsStatus(t *testing.T, cc *testapi.Cached, c client.Client, name string, withReader bool) {
+	ctx := context.Background()
 	ns := env.Namespace(t)
 	a, b := owner(t, ns, "a"), owner(t, ns, "b")
-	w := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "w"}}
+	w := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
 	if _, err := ownership.CreateOrPatch(ctx, remembering(), a, w, func() error { w.Status.Phase = "a1"; return nil }); err != nil {
 		t.Fatal(err)
 	}
@@ -199,17 +215,22 @@ func TestARecreatedChildsStatusIsNotWritten(t *testing.T) {
 	if err := env.Client.Delete(ctx, w); err != nil {
 		t.Fatal(err)
 	}
-	theirs := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "w"}}
+	theirs := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
 	if _, err := ownership.CreateOrPatch(ctx, remembering(), b, theirs, func() error { theirs.Status.Phase = "b"; return nil }); err != nil {
 		t.Fatal(err)
 	}
-	w = &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "w"}}
-	op, err := ownership.CreateOrPatch(ctx, cc.Client, a, w, func() error { w.Status.Phase = "a2"; return nil })
+	w = &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+	op, err := ownership.CreateOrPatch(ctx, c, a, w, func() error { w.Status.Phase = "a2"; return nil })
 	var got testapi.Widget
-	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "w"}, &got); err != nil {
+	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &got); err != nil {
 		t.Fatal(err)
 	}
-	if got.Status.Phase != "b" || !apierrors.IsConflict(err) {
-		t.Errorf("%s, %v; stored phase %q: want a conflict and the other owner's status kept", op, err, got.Status.Phase)
+	var aoe *ownership.AlreadyOwnedError
+	refused, want := apierrors.IsConflict(err), "a conflict"
+	if withReader {
+		refused, want = errors.As(err, &aoe) && aoe.Controller == "Widget b", "an *AlreadyOwnedError naming Widget b"
+	}
+	if got.Status.Phase != "b" || !refused {
+		t.Errorf("%s, %v; stored phase %q: want %s and the other owner's status kept", op, err, got.Status.Phase, want)
 	}
 }

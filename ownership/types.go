@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // AlreadyOwnedError is returned when the child has another controller, or
@@ -73,10 +72,6 @@ func (e *invalidOwnerError) Error() string {
 type MutateOptions struct {
 	// Adopt takes over a child controlled by another owner.
 	Adopt bool
-	// APIReader reads the child from the API server when the client's
-	// read proved stale (nil: read the client again, a bounded number of
-	// times).
-	APIReader client.Reader
 }
 
 // MutateOption configures [CreateOrUpdate] and [CreateOrPatch].
@@ -90,10 +85,6 @@ type ApplyOptions struct {
 	Adopt bool
 	// Force takes over fields owned by other field managers.
 	Force bool
-	// APIReader reads the child from the API server when the client's
-	// read did not find it or proved stale (nil: read the client again, a
-	// bounded number of times).
-	APIReader client.Reader
 }
 
 // ApplyOption configures [Apply].
@@ -122,39 +113,7 @@ type Force struct{}
 // ApplyToApply implements [ApplyOption].
 func (Force) ApplyToApply(o *ApplyOptions) { o.Force = true }
 
-// WithAPIReader gives [CreateOrUpdate], [CreateOrPatch] and [Apply] a
-// reader that reads from the API server, not from a cache: a manager's
-// GetAPIReader(). A cached client may not have seen a child created or
-// changed a moment ago; when a write shows that (a create answers
-// AlreadyExists, an apply's lock a conflict), the child is read again
-// through Reader, one GET, and the call goes on with what it found. Apply
-// also reads through it a child the client does not show. Without it, the
-// cached client is read again a bounded number of times (backing off, for
-// about 2.5 seconds at most) until it shows the child. Nothing is read
-// through Reader on the common path.
-//
-// In the body of a reconcile.For, a call made with a client of For's
-// cluster (For's client, or one wrapping it: the same REST mapper) and
-// without this option re-reads after a conflict through For's API reader
-// (reconcile.WithAPIReader; reconcile.NewController gives the manager's).
-// A re-read of the child that reader is refused (Forbidden: no get on the
-// child's kind) goes to the client, as without a reader. A child the
-// client does not show is read through a reader given here only: Apply
-// would otherwise pay one GET for every new child.
-type WithAPIReader struct {
-	// Reader reads from the API server.
-	Reader client.Reader
-}
-
-// ApplyToMutate implements [MutateOption].
-func (w WithAPIReader) ApplyToMutate(o *MutateOptions) { o.APIReader = w.Reader }
-
-// ApplyToApply implements [ApplyOption].
-func (w WithAPIReader) ApplyToApply(o *ApplyOptions) { o.APIReader = w.Reader }
-
 var (
-	_ MutateOption = WithAPIReader{}
-	_ ApplyOption  = WithAPIReader{}
 	_ MutateOption = Adopt{}
 	_ ApplyOption  = Adopt{}
 	_ ApplyOption  = Force{}

@@ -23,15 +23,15 @@ import (
 
 // readers are the two ways a call reads a child again when its cached read
 // proved stale: the cached client again (backing off), or the manager's API
-// reader.
+// reader, which steady.NewClient's client carries.
 func readers(cc *testapi.Cached) []struct {
 	name string
-	opts []option
+	c    client.Client
 } {
 	return []struct {
 		name string
-		opts []option
-	}{{"cache", nil}, {"APIReader", []option{ownership.WithAPIReader{Reader: cc.APIReader}}}}
+		c    client.Client
+	}{{"cache", cc.CacheOnly}, {"APIReader", cc.Client}}
 }
 
 // TestAChildTheCacheHasNotSeenIsNoError: through a manager's cached client
@@ -54,7 +54,7 @@ func TestAChildTheCacheHasNotSeenIsNoError(t *testing.T) {
 			t.Run(fn.name+"/"+r.name, func(t *testing.T) {
 				call := func(image string) (controllerutil.OperationResult, error) {
 					d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
-					return fn.fn(ctx, cc.Client, o, d, deployment(d, image), r.opts...)
+					return fn.fn(ctx, r.c, o, d, deployment(d, image))
 				}
 				for i, step := range []struct {
 					image string
@@ -163,12 +163,12 @@ func TestAnotherOwnersChildTheCacheHasNotSeenIsNotTaken(t *testing.T) {
 					if _, err := fn.fn(ctx, env.Client, a, cm, func() error { cm.Data = map[string]string{"k": "a"}; return nil }); err != nil {
 						t.Fatal(err)
 					}
-					opts := r.opts
+					var opts []option
 					if adopt {
 						opts = append(opts, ownership.Adopt{})
 					}
 					cm = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
-					op, err := fn.fn(ctx, cc.Client, b, cm, func() error { cm.Data = map[string]string{"k": "b"}; return nil }, opts...)
+					op, err := fn.fn(ctx, r.c, b, cm, func() error { cm.Data = map[string]string{"k": "b"}; return nil }, opts...)
 					var got corev1.ConfigMap
 					if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &got); err != nil {
 						t.Fatal(err)
@@ -226,18 +226,18 @@ func TestReadingAgainIsBounded(t *testing.T) {
 						return nil
 					},
 				})
-				var opts []option
+				var cc client.Client = c
 				if withReader {
-					opts = append(opts, ownership.WithAPIReader{Reader: c})
+					cc = readingThrough(c, c)
 				}
 				cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cm"}}
 				start := time.Now()
-				op, err := fn.fn(ctx, c, o, cm, func() error { cm.Data = map[string]string{"k": "v"}; return nil }, opts...)
+				op, err := fn.fn(ctx, cc, o, cm, func() error { cm.Data = map[string]string{"k": "v"}; return nil })
 				t.Logf("%s, %v after %d reads, %d creates in %v", op, err, gets, creates, time.Since(start))
 				if !apierrors.IsAlreadyExists(err) || op != "" || writes != 0 {
 					t.Errorf("%s, %v, %d writes; want AlreadyExists, no result, no write", op, err, writes)
 				}
-				if !withReader && !strings.Contains(err.Error(), "WithAPIReader") {
+				if !withReader && !strings.Contains(err.Error(), "steady.NewClient") {
 					t.Errorf("the error does not say how to read the API server: %v", err)
 				}
 				if gets > 20 || creates > 3 {
@@ -266,7 +266,7 @@ func TestOwnCreateTheCacheHasNotSeenIsReadNotCreated(t *testing.T) {
 		t.Run(fn.name, func(t *testing.T) {
 			call := func() (controllerutil.OperationResult, error) {
 				d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
-				return fn.fn(ctx, cc.Client, o, d, deployment(d, "nginx:1"), ownership.WithAPIReader{Reader: cc.APIReader})
+				return fn.fn(ctx, cc.Client, o, d, deployment(d, "nginx:1"))
 			}
 			expect := func(what string, want controllerutil.OperationResult, gets, posts int) {
 				t.Helper()

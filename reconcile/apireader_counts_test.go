@@ -57,7 +57,7 @@ func TestForBodyOwnershipCostsNoGETOnTheCommonPath(t *testing.T) {
 		_, err := applyObject(ctx, cc.Client, w, cm, "review7")
 		return ctrl.Result{}, err
 	}
-	r, err := reconcile.For(cc.Client, body, reconcile.WithAPIReader{Reader: cc.APIReader},
+	r, err := reconcile.For(cc.Client, body,
 		reconcile.WithFinalizer("review7.steady.dev/f", finalizer.Func(func(context.Context, client.Object) error { return nil })))
 	if err != nil {
 		t.Fatal(err)

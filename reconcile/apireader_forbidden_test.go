@@ -61,10 +61,11 @@ func TestForBodyChildReadWithoutGetPermission(t *testing.T) {
 				t.Fatal(err)
 			}
 			waitCached(t, cc.Client, owner, owner.ResourceVersion)
-			r, err := reconcile.For(cc.Client, func(ctx context.Context, w *testapi.Widget) (ctrl.Result, error) {
+			c := cc.Reading(api) // the manager's client, with the reader without get
+			r, err := reconcile.For(c, func(ctx context.Context, w *testapi.Widget) (ctrl.Result, error) {
 				cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: w.Name + "-child"}}
 				if call == "CreateOrUpdate" {
-					_, err := ownership.CreateOrUpdate(ctx, cc.Client, w, cm, func() error {
+					_, err := ownership.CreateOrUpdate(ctx, c, w, cm, func() error {
 						cm.Data = map[string]string{"k": "v"}
 						return nil
 					})
@@ -72,9 +73,9 @@ func TestForBodyChildReadWithoutGetPermission(t *testing.T) {
 				}
 				cm.TypeMeta = metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"}
 				cm.Data = map[string]string{"k": "v"}
-				_, err := applyObject(ctx, cc.Client, w, cm, "review7")
+				_, err := applyObject(ctx, c, w, cm, "review7")
 				return ctrl.Result{}, err
-			}, reconcile.WithAPIReader{Reader: api})
+			})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -83,7 +83,7 @@ func staleOwnerInForBody(t *testing.T, cc *testapi.Cached, call string) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	c := &staleOwnerClient{Client: cc.Client, owner: deleted}
+	c := reading(&staleOwnerClient{Client: cc.Client, owner: deleted}, cc.APIReader)
 	var childErr error
 	r, err := reconcile.For(c, func(ctx context.Context, w *testapi.Widget) (ctrl.Result, error) {
 		child := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: cm.Name}}
@@ -102,7 +102,7 @@ func staleOwnerInForBody(t *testing.T, cc *testapi.Cached, call string) {
 			_, childErr = applyObject(ctx, c, w, child, "review7")
 		}
 		return ctrl.Result{}, childErr
-	}, reconcile.WithAPIReader{Reader: cc.APIReader})
+	})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -89,9 +89,9 @@ func TestForHandsItsAPIReaderToOwnership(t *testing.T) {
 			}
 			// The cache shows the owner but not the child: its reads of
 			// the child answer NotFound.
-			c := &hidingClient{Client: cc.Client, hidden: client.ObjectKeyFromObject(child)}
-			body := tc.body(c, client.ObjectKeyFromObject(child))
 			api := &countingReader{Reader: cc.APIReader}
+			c := reading(&hidingClient{Client: cc.Client, hidden: client.ObjectKeyFromObject(child)}, api)
+			body := tc.body(c, client.ObjectKeyFromObject(child))
 			var op controllerutil.OperationResult
 			r, err := reconcile.For(c, func(ctx context.Context, w *testapi.Widget) (ctrl.Result, error) {
 				cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: child.Name}}
@@ -101,7 +101,7 @@ func TestForHandsItsAPIReaderToOwnership(t *testing.T) {
 					return nil
 				})
 				return ctrl.Result{}, err
-			}, reconcile.WithAPIReader{Reader: api})
+			})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -47,8 +47,7 @@ var _ index = (*indexer.Index[client.Object])(nil)
 //	TenantsByNamespace.Register(ctx, mgr.GetFieldIndexer())
 //	indexer.ControllerOwner[*corev1.ResourceQuota]().Register(ctx, mgr.GetFieldIndexer())
 //	indexer.ControllerOwner[*corev1.LimitRange]().Register(ctx, mgr.GetFieldIndexer())
-//	rec, err := reconcile.For[v1alpha1.Tenant](mgr.GetClient(), r.reconcile,
-//		reconcile.WithAPIReader{Reader: mgr.GetAPIReader()}, ...)
+//	rec, err := reconcile.For[v1alpha1.Tenant](steady.NewClient(mgr), r.reconcile, ...)
 //	ctrl.NewControllerManagedBy(mgr).Named("tenant").
 //		For(&v1alpha1.Tenant{}, builder.WithPredicates(predicates.GenerationChanged())).
 //		Owns(&corev1.ResourceQuota{}).Owns(&corev1.LimitRange{}).
@@ -57,9 +56,8 @@ var _ index = (*indexer.Index[client.Object])(nil)
 //
 // with these defaults:
 //
-//   - the client is the manager's, unless [Controller.Client] gives one;
-//   - [WithAPIReader] is the manager's API reader unless one is given
-//     ([Controller.With]);
+//   - the client is the manager's, carrying the manager's API reader and
+//     a memory of its own, unless [Controller.Client] gives one;
 //   - the watch of T passes only [predicates.GenerationChanged]: an update
 //     that changes metadata.generation (the spec), starts the deletion or
 //     changes the finalizers, and every create and delete. The status
@@ -116,15 +114,16 @@ func (c *Controller[T, P]) Named(name string) *Controller[T, P] {
 // Client sets the client [For] reads and writes through; nil, as without
 // it, is the manager's (cached) client. One that carries no memory of its
 // own (one not made by steady.NewClient) gets one, ended by the
-// manager's informers.
+// manager's informers, with the manager's API reader; one made by
+// steady.NewClient (share it between the controllers of a manager) brings
+// its own, and its API reader.
 func (c *Controller[T, P]) Client(cl client.Client) *Controller[T, P] {
 	c.client = cl
 	return c
 }
 
 // With adds options of [For]: finalizers, the Ready summary,
-// observedGeneration, Patch options. Without a [WithAPIReader] (or with
-// one whose Reader is nil) the manager's API reader is used.
+// observedGeneration, Patch options.
 func (c *Controller[T, P]) With(opts ...ForOption) *Controller[T, P] {
 	c.opts = append(c.opts, opts...)
 	return c
@@ -177,21 +176,13 @@ func (c *Controller[T, P]) Complete() (crreconcile.Reconciler, error) {
 	if cl == nil {
 		cl = c.mgr.GetClient()
 	}
-	cfg := ForOptions{}
-	for _, o := range c.opts {
-		o.ApplyToFor(&cfg)
-	}
-	opts := c.opts
-	if cfg.APIReader == nil {
-		opts = append(opts[:len(opts):len(opts)], WithAPIReader{Reader: c.mgr.GetAPIReader()})
-	}
 	if scope.Held(cl) == nil {
 		// What the reconciler remembers hangs off the manager: ended by its
-		// informers (which watch T and the owned kinds), as with
-		// steady.NewClient.
+		// informers (which watch T and the owned kinds), and its API reader
+		// is the manager's, as with steady.NewClient.
 		cl = scope.Wrap(cl, scope.New(cl, c.mgr.GetAPIReader(), c.mgr.GetCache()))
 	}
-	rec, err := For[T, P](cl, c.fn, opts...)
+	rec, err := For[T, P](cl, c.fn, c.opts...)
 	if err != nil {
 		return fail(err)
 	}

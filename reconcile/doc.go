@@ -10,7 +10,7 @@
 //		if err := r.Get(ctx, req.NamespacedName, bucket); err != nil {
 //			return ctrl.Result{}, client.IgnoreNotFound(err)
 //		}
-//		p, err := reconcile.NewPatcher(r.Client, bucket, reconcile.WithAPIReader{Reader: r.APIReader})
+//		p, err := reconcile.NewPatcher(r.Client, bucket) // r.Client: steady.NewClient(mgr)
 //		if err != nil {
 //			return ctrl.Result{}, err
 //		}
@@ -39,10 +39,11 @@
 //     type reads it; unstructured objects keep every field), are rebased on the latest
 //     object and written under optimistic locking; on a conflict Patch
 //     re-reads and rebases (the entries this reconcile changed win);
-//   - re-reads go to the API reader given with [WithAPIReader]; without one,
-//     a read that still shows the conflicting state (a lagging cache) is
-//     repeated with backoff, so a reconcile right after this controller's own
-//     write converges either way;
+//   - re-reads go to the API reader the client carries (steady.NewClient(mgr)
+//     carries the manager's); without one, a read that still shows the
+//     conflicting state (a lagging cache) is repeated with backoff, so a
+//     reconcile right after this controller's own write converges either
+//     way;
 //   - a deleted and recreated object (another UID) is never written: every
 //     write carries the UID as a precondition;
 //   - an object that is gone (deleted meanwhile, or released by its last
@@ -50,8 +51,7 @@
 //     [*PatchError] saying what was written before it; an object other than
 //     the snapshotted one is refused with an error naming both; a finalizer
 //     name or a condition the API server would refuse is refused before
-//     any write (a [*PatchError] wrapping the typed error that names the
-//     field);
+//     any write (a [*PatchError] wrapping an error that names the field);
 //   - a kind without a status subresource gets its status written with the
 //     object, in one write with the rest of the change, and [WithObservedGeneration] then records the generation that
 //     write produces, so repeated reconciles make no write;
@@ -64,6 +64,5 @@
 // cache wait that timed out is a requeue, an object gone is done.
 //
 // Options follow one style: each is a small exported type implementing
-// ApplyToPatch, ApplyToPatcher or ApplyToFor (every PatchOption is also a
-// ForOption; [WithAPIReader] also configures finalizer.NewHandler).
+// ApplyToPatch or ApplyToFor (every PatchOption is also a ForOption).
 package reconcile

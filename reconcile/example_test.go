@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
+	"github.com/steadyk8s/steady"
 	"github.com/steadyk8s/steady/finalizer"
 	"github.com/steadyk8s/steady/reconcile"
 )
@@ -121,17 +122,18 @@ func ExampleFor() {
 	// Output: [example.com/cleanup] hello
 }
 
-// With a manager, give For the manager's API reader: re-reads after a
-// conflict then see the API server, not the (lagging) cache.
-func ExampleWithAPIReader() {
+// With a manager, give For steady.NewClient(mgr): the manager's cached
+// client carrying its API reader, so that re-reads after a conflict see the
+// API server, not the (lagging) cache.
+func ExampleFor_manager() {
 	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{})
 	if err != nil {
 		panic(err)
 	}
-	r, err := reconcile.For(mgr.GetClient(), func(ctx context.Context, cm *corev1.ConfigMap) (ctrl.Result, error) {
+	r, err := reconcile.For(steady.NewClient(mgr), func(ctx context.Context, cm *corev1.ConfigMap) (ctrl.Result, error) {
 		cm.Labels = map[string]string{"reconciled": "true"}
 		return ctrl.Result{}, nil
-	}, reconcile.WithAPIReader{Reader: mgr.GetAPIReader()})
+	})
 	if err != nil {
 		panic(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/steadyk8s/steady/internal/scope"
 	"github.com/steadyk8s/steady/internal/testapi"
 )
 
@@ -133,4 +134,11 @@ const (
 
 func runtimeToMap(obj runtime.Object) (map[string]any, error) {
 	return runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+}
+
+// reading is c carrying a State of its own, without informers, whose API
+// reader is api: what For makes of a client that carries none, with the
+// API reader a test gives (one that counts its GETs, say).
+func reading(c client.Client, api client.Reader) client.Client {
+	return scope.Wrap(c, scope.New(c, api, nil))
 }

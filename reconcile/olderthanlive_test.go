@@ -45,18 +45,18 @@ func TestForReadsItsOwnWrites(t *testing.T) {
 			waitCached(t, cc.Client, w, w.ResourceVersion)
 
 			healthy := false
-			var opts []reconcile.ForOption
+			c := cc.CacheOnly
 			if withAPIReader {
-				opts = append(opts, reconcile.WithAPIReader{Reader: cc.APIReader})
+				c = cc.Client
 			}
-			r, err := reconcile.For(cc.Client, func(ctx context.Context, w *testapi.Widget) (ctrl.Result, error) {
+			r, err := reconcile.For(c, func(ctx context.Context, w *testapi.Widget) (ctrl.Result, error) {
 				if healthy {
 					conditions.MarkTrue(w, conditions.Ready, "Applied", "")
 				} else {
 					conditions.MarkFalse(w, conditions.Ready, "ApplyFailed", "already exists")
 				}
 				return ctrl.Result{}, nil
-			}, opts...)
+			})
 			must(t, err)
 			req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(w)}
 			if _, err := r.Reconcile(ctx, req); err != nil {
@@ -140,16 +140,16 @@ func TestObservedGenerationNeverGoesBackwards(t *testing.T) {
 				t.Fatalf("setup: generation %d, Ready %+v", w.Generation, conditions.Get(w, conditions.Ready))
 			}
 
-			opts := []reconcile.ForOption{reconcile.WithObservedGeneration{}}
+			c := cc.CacheOnly
 			if withAPIReader {
-				opts = append(opts, reconcile.WithAPIReader{Reader: cc.APIReader})
+				c = cc.Client
 			}
 			seen := int64(0)
-			r, err := reconcile.For(cc.Client, func(ctx context.Context, w *testapi.Widget) (ctrl.Result, error) {
+			r, err := reconcile.For(c, func(ctx context.Context, w *testapi.Widget) (ctrl.Result, error) {
 				seen = w.Generation
 				conditions.MarkTrue(w, conditions.Ready, "Done", "")
 				return ctrl.Result{}, nil
-			}, opts...)
+			}, reconcile.WithObservedGeneration{})
 			must(t, err)
 			res, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(w)})
 			if seen != 1 {

@@ -6,7 +6,6 @@ import (
 
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/steadyk8s/steady/cachewait"
 	"github.com/steadyk8s/steady/conditions"
@@ -28,9 +27,10 @@ type PatchOptions struct {
 	// ("status.deprecated.v1beta1.conditions"), merged by type like
 	// status.conditions.
 	ConditionLists []string
-	// CacheReader, when set, is waited on after a write until it holds the
-	// patched object (see cachewait.ForWrite).
-	CacheReader client.Reader
+	// CacheWait waits after a write until the Patcher's client (a
+	// manager's reads its cache) holds the patched object (see
+	// [WithCacheWait]).
+	CacheWait bool
 	// CacheWaitOptions configure that wait.
 	CacheWaitOptions []cachewait.WaitOption
 	// Events, when set, records a Kubernetes Event on the object when a
@@ -65,19 +65,6 @@ type PatchOption interface {
 	ApplyToPatch(*PatchOptions)
 }
 
-// PatcherOptions configures [NewPatcher]. The zero value is no option.
-type PatcherOptions struct {
-	// APIReader re-reads the object after a conflict. Nil: the client
-	// given to NewPatcher, whose reads, when it is a manager's cached
-	// client, may lag; Patch then waits for them with backoff.
-	APIReader client.Reader
-}
-
-// PatcherOption configures [NewPatcher].
-type PatcherOption interface {
-	ApplyToPatcher(*PatcherOptions)
-}
-
 // ForOptions configures [For]. The zero value is no option.
 type ForOptions struct {
 	// finalizers are registered, in order, on the finalizer handler of For
@@ -89,8 +76,6 @@ type ForOptions struct {
 	SummaryOptions []conditions.SummaryOption
 	// PatchOptions are passed to every Patch.
 	PatchOptions []PatchOption
-	// APIReader re-reads objects after conflicts (see [WithAPIReader]).
-	APIReader client.Reader
 }
 
 // ForOption configures [For].
@@ -153,19 +138,23 @@ func (w WithConditionLists) ApplyToPatch(o *PatchOptions) {
 // ApplyToFor implements [ForOption].
 func (w WithConditionLists) ApplyToFor(o *ForOptions) { o.PatchOptions = append(o.PatchOptions, w) }
 
-// WithCacheWait makes Patch, after it wrote, wait until Reader (the
-// manager's cached client) holds the patched object, so that the next
-// reconcile reads what this one wrote. A [*cachewait.TimeoutError] is
-// returned when it does not in time: requeue, the write itself succeeded
-// ([For] turns it into a requeue).
+// WithCacheWait makes Patch, after it wrote, wait until the Patcher's
+// client holds the patched object (cachewait.ForWrite), so that the next
+// reconcile reads what this one wrote: a manager's client
+// (steady.NewClient(mgr)) reads the manager's cache; a client that reads
+// the API server holds every write at once. The client's API reader
+// (steady.NewClient's) tells an object released by the write from a
+// lagging cache; Options configure the wait further. A
+// [*cachewait.TimeoutError] is returned when the client does not hold the
+// write in time: requeue, the write itself succeeded ([For] turns it into
+// a requeue).
 type WithCacheWait struct {
-	Reader  client.Reader
 	Options []cachewait.WaitOption
 }
 
 // ApplyToPatch implements [PatchOption].
 func (w WithCacheWait) ApplyToPatch(o *PatchOptions) {
-	o.CacheReader, o.CacheWaitOptions = w.Reader, w.Options
+	o.CacheWait, o.CacheWaitOptions = true, w.Options
 }
 
 // ApplyToFor implements [ForOption].
@@ -205,31 +194,6 @@ type WithRequeue struct{ Result *ctrl.Result }
 
 // ApplyToPatch implements [PatchOption].
 func (w WithRequeue) ApplyToPatch(o *PatchOptions) { o.Requeue = w.Result }
-
-// WithAPIReader gives a reader that reads from the API server, not a cache
-// (a manager's GetAPIReader()), for the re-reads after a conflict. Without
-// it they go through the client, and when that is a manager's cached
-// client, a conflict with this controller's own previous write waits, with
-// backoff, until the cache holds it. It works for [NewPatcher], [For] and
-// finalizer.NewHandler. [For] also hands it to the ownership calls its
-// body makes with a client of For's cluster (For's client, or one wrapping
-// it) and no reader of their own
-// (ownership.CreateOrUpdate, CreateOrPatch, Apply): a child the cache does
-// not show yet, whose create answers AlreadyExists (after an API server
-// restart, say), is then read with one GET instead of failing the
-// reconcile after a few seconds of waiting for the cache.
-type WithAPIReader struct {
-	Reader client.Reader
-}
-
-// ApplyToPatcher implements [PatcherOption].
-func (w WithAPIReader) ApplyToPatcher(o *PatcherOptions) { o.APIReader = w.Reader }
-
-// ApplyToFor implements [ForOption].
-func (w WithAPIReader) ApplyToFor(o *ForOptions) { o.APIReader = w.Reader }
-
-// ApplyToHandler implements [finalizer.HandlerOption].
-func (w WithAPIReader) ApplyToHandler(o *finalizer.HandlerOptions) { o.APIReader = w.Reader }
 
 // finalizerOption registers a finalizer with [For] (see [WithFinalizer]).
 type finalizerOption struct {
@@ -300,11 +264,7 @@ var (
 	_ ForOption = WithObservedGeneration{}
 	_ ForOption = WithOwnedConditions(nil)
 	_ ForOption = WithConditionLists(nil)
-	_ ForOption = WithAPIReader{}
 	_ ForOption = WithEvents{}
 	_ ForOption = finalizerOption{}
 	_ ForOption = readySummaryOption{}
-
-	_ PatcherOption           = WithAPIReader{}
-	_ finalizer.HandlerOption = WithAPIReader{}
 )

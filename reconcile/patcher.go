@@ -29,37 +29,38 @@ type Patcher struct {
 	// held says that w.State is the one the client carries (see
 	// steady.NewClient); else each Patch takes the one of its context.
 	held   bool
-	api    client.Reader // the API reader of WithAPIReader, nil without
+	api    client.Reader // the API reader of the client's State, nil without
+	cache  client.Reader // the client, which WithCacheWait waits on
 	scheme *runtime.Scheme
 	before client.Object
 }
 
-// NewPatcher snapshots obj, which should be as read from the API server.
-func NewPatcher(c client.Client, obj client.Object, opts ...PatcherOption) (*Patcher, error) {
-	return newPatcher(c, obj, false, opts)
+// NewPatcher snapshots obj, which should be as read from the API server,
+// for writes through c. Give it steady.NewClient(mgr): it knows this
+// process's own writes (see [StaleError]) and carries the manager's API
+// reader, through which Patch re-reads the object after a conflict. Given
+// a client that carries no API reader (a manager's GetClient() itself), a
+// re-read that still shows the conflicting state (a lagging cache) is
+// repeated with backoff instead.
+func NewPatcher(c client.Client, obj client.Object) (*Patcher, error) {
+	return newPatcher(c, obj, false)
 }
 
 // newPatcher is NewPatcher; own says that obj is the caller's own (For's,
 // which it read into and no one else holds), whose managedFields the
 // snapshot may share (see snapshotOwn).
-func newPatcher(c client.Client, obj client.Object, own bool, opts []PatcherOption) (*Patcher, error) {
+func newPatcher(c client.Client, obj client.Object, own bool) (*Patcher, error) {
 	if obj == nil || reflect.ValueOf(obj).IsNil() {
 		return nil, errors.New("reconcile: NewPatcher needs an object")
-	}
-	o := PatcherOptions{}
-	for _, opt := range opts {
-		opt.ApplyToPatcher(&o)
 	}
 	gvk, err := object.GVK(obj, c.Scheme())
 	if err != nil {
 		return nil, fmt.Errorf("reconcile: NewPatcher: %w", err)
 	}
 	// The client's State (steady.NewClient) records this process's writes
-	// and gives its API reader where none is given.
+	// and gives its API reader.
 	st := scope.Held(c)
-	if o.APIReader == nil {
-		o.APIReader = st.APIReader()
-	}
+	api := st.APIReader()
 	if err := object.NormalizeJSON(obj); err != nil {
 		return nil, fmt.Errorf("reconcile: NewPatcher: %w", err)
 	}
@@ -70,10 +71,11 @@ func newPatcher(c client.Client, obj client.Object, own bool, opts []PatcherOpti
 		before = obj.DeepCopyObject().(client.Object)
 	}
 	return &Patcher{
-		w: patch.Writer{Client: observe.Client(c, "reconcile"), Reader: observe.Reader(o.APIReader, "reconcile"),
+		w: patch.Writer{Client: observe.Client(c, "reconcile"), Reader: observe.Reader(api, "reconcile"),
 			State: st, Key: scope.Key{GVK: gvk, Namespace: obj.GetNamespace(), Name: obj.GetName()}},
 		held:   st != nil,
-		api:    o.APIReader,
+		api:    api,
+		cache:  c,
 		scheme: c.Scheme(),
 		before: before,
 	}, nil
@@ -181,7 +183,7 @@ func (e *StaleError) Error() string {
 //
 //	func (r *R) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, reterr error) {
 //		...
-//		p, err := reconcile.NewPatcher(r.Client, obj, reconcile.WithAPIReader{Reader: r.APIReader})
+//		p, err := reconcile.NewPatcher(r.Client, obj) // r.Client: steady.NewClient(mgr)
 //		...
 //		defer p.PatchOnExit(ctx, obj, &reterr)
 //
@@ -230,9 +232,10 @@ func (p *Patcher) PatchOnExit(ctx context.Context, obj client.Object, reterr *er
 // as obj's Go type reads it: an unstructured object keeps every field, a
 // typed one the fields its Go types have (a list is sent whole, so a field
 // the condition struct lacks is lost on every entry when the list is
-// written). On a conflict Patch reads the object again, from the
-// [WithAPIReader] reader when given, and rebases; a read that still shows
-// the conflicting state (a lagging cache) is repeated with backoff. The
+// written). On a conflict Patch reads the object again, through the API
+// reader of the Patcher's client when it carries one (steady.NewClient),
+// and rebases; a read that still shows the conflicting state (a lagging
+// cache) is repeated with backoff. The
 // metadata write rebases on the status write's answer.
 // [WithOptimisticLock] locks every write and returns the conflict instead.
 //
@@ -313,14 +316,14 @@ func (p *Patcher) patch(ctx context.Context, obj client.Object, resnapshot bool,
 	if res.Stale != "" {
 		return &StaleError{Object: p.describe(), Reason: res.Stale, Written: res.Wrote}
 	}
-	if o.CacheReader != nil && len(res.Wrote) > 0 {
+	if o.CacheWait && len(res.Wrote) > 0 {
 		wait := o.CacheWaitOptions
 		if p.api != nil {
 			// Tell a released object from a lagging cache (the caller's own
 			// options still win).
 			wait = append([]cachewait.WaitOption{cachewait.WithAPIReader{Reader: p.api}}, wait...)
 		}
-		if err := cachewait.ForWrite(ctx, o.CacheReader, obj, wait...); err != nil {
+		if err := cachewait.ForWrite(ctx, p.cache, obj, wait...); err != nil {
 			return fmt.Errorf("reconcile: %s: %w", p.describe(), err)
 		}
 	}

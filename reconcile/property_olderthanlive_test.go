@@ -33,8 +33,8 @@ import (
 
 // TestPropertyOlderThanLive runs, on one Widget, reconciles of ours that
 // start from snapshots of different ages (For and Patchers through a
-// manager's cache held back 200 ms, with and without an API reader; Patchers
-// from hand-kept old copies and from fresh reads), each writing our three
+// manager's cache held back 200 ms and steady.NewClient's API reader;
+// Patchers from hand-kept old copies and from fresh reads), each writing our three
 // conditions in its own order with WithObservedGeneration (some with
 // WithOwnedConditions), interleaved at random (seeded) with another writer
 // (its own conditions, finalizers, labels and annotations, spec bumps that
@@ -167,7 +167,7 @@ func newOlderHarness(t *testing.T) *olderHarness {
 	for _, name := range []string{"for-api", "for-cache"} {
 		opts := []reconcile.ForOption{reconcile.WithObservedGeneration{}}
 		if name == "for-api" {
-			opts = append(opts, reconcile.WithAPIReader{Reader: h.cc.APIReader}, reconcile.WithOwnedConditions(ourTypes),
+			opts = append(opts, reconcile.WithOwnedConditions(ourTypes),
 				reconcile.WithFinalizer("steady.test/ours", finalizer.Func(func(context.Context, client.Object) error { return nil })))
 		}
 		r, err := reconcile.For(h.mgrC, h.forBody(name), opts...)
@@ -471,14 +471,12 @@ func (h *olderHarness) runRound() {
 		clean = err == nil && res.RequeueAfter == 0
 		h.logf("%s: %+v, %v", name, res, err)
 	default:
-		w, c, opts := &testapi.Widget{}, h.dirC, []reconcile.PatcherOption(nil)
+		w, c := &testapi.Widget{}, h.dirC
 		switch name {
 		case "patcher-cached":
 			c = h.mgrC
 			must(h.t, h.cc.Client.Get(h.ctx, h.key, w))
-			if h.rng.Intn(2) == 0 {
-				opts = append(opts, reconcile.WithAPIReader{Reader: h.cc.APIReader})
-			}
+			_ = h.rng.Intn(2) // was: with an API reader of its own or not; kept for the seeds' sequences
 		case "patcher-old":
 			w = h.oldCopy()
 		case "patcher-status":
@@ -491,7 +489,7 @@ func (h *olderHarness) runRound() {
 		default:
 			must(h.t, env.Client.Get(h.ctx, h.key, w))
 		}
-		p, perr := reconcile.NewPatcher(c, w, opts...)
+		p, perr := reconcile.NewPatcher(c, w)
 		must(h.t, perr)
 		h.run = &olderRun{snapshot: w.DeepCopy()}
 		h.maybeForeign("between read and Patch", 3)

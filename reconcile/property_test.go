@@ -322,11 +322,11 @@ func TestPropertyLaggingCacheLosesNothing(t *testing.T) {
 			} else {
 				obj = get(t, w)
 			}
-			var opts []reconcile.PatcherOption
+			c := cc.CacheOnly
 			if apiReader {
-				opts = append(opts, reconcile.WithAPIReader{Reader: cc.APIReader})
+				c = cc.Client
 			}
-			p, _ := reconcile.NewPatcher(cc.Client, obj, opts...)
+			p, _ := reconcile.NewPatcher(c, obj)
 			// Ours.
 			mine := rng.Intn(8) + 1
 			if mine&1 != 0 {

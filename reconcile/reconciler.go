@@ -15,7 +15,6 @@ import (
 	"github.com/steadyk8s/steady/cachewait"
 	"github.com/steadyk8s/steady/conditions"
 	"github.com/steadyk8s/steady/finalizer"
-	"github.com/steadyk8s/steady/internal/apireader"
 	"github.com/steadyk8s/steady/internal/backoff"
 	"github.com/steadyk8s/steady/internal/object"
 	"github.com/steadyk8s/steady/internal/scope"
@@ -90,26 +89,29 @@ func readOwnWrite(ctx context.Context, c client.Client, api client.Reader, st *s
 // call fn, set the Ready summary, and write what changed in one deferred
 // [Patcher.Patch], joining its error with fn's. Use it as
 //
-//	r, err := reconcile.For[v1.Bucket](mgr.GetClient(), reconcileBucket,
-//		reconcile.WithAPIReader{Reader: mgr.GetAPIReader()},
+//	r, err := reconcile.For[v1.Bucket](steady.NewClient(mgr), reconcileBucket,
 //		reconcile.WithFinalizer("example.com/bucket", finalizer.Func(deleteBucket)),
 //		reconcile.WithReadySummary(conditions.SummaryOptions{ConditionTypes: []string{"BucketReady"}}),
 //		reconcile.WithObservedGeneration{})
 //	...
 //	err = ctrl.NewControllerManagedBy(mgr).For(&v1.Bucket{}).Complete(r)
 //
-// With a manager, pass [WithAPIReader] with mgr.GetAPIReader(): the
-// manager's client reads from its cache, and re-reads after a conflict
-// should not (without it they wait, with backoff, for the cache).
+// With a manager, give it steady.NewClient(mgr): the manager's client,
+// which reads from its cache, carrying the manager's API reader. Every
+// re-read that must not lag goes through that reader: the Patcher's and
+// the finalizer handler's after a conflict, the one below, and those of
+// the ownership calls fn makes with a client of c's cluster. Given a
+// client that carries no API reader (mgr.GetClient() itself), they wait,
+// with backoff, for the cache instead.
 //
 // For reads its own writes: when the object read is older than this
 // process's last write of it through the client's State (steady.NewClient's,
 // else For's own; see package steady), as the cache has not caught up
-// with it yet, it
-// is read again through the API reader (one GET), or, without one, the
-// cache is waited for with backoff for up to 2 seconds, after which the
-// reconcile is requeued after 1 second without running fn. So
-// fn never computes from a state older than what this process wrote.
+// with it yet, it is read again through the API reader (one GET), or,
+// without one, the cache is waited for with backoff for up to 2 seconds,
+// after which the reconcile is requeued after 1 second without running
+// fn. So fn never computes from a state older than what this process
+// wrote.
 //
 // What is not a failure is not returned as one: a [*cachewait.TimeoutError]
 // alone (from [WithCacheWait]) becomes a RequeueAfter of 1 second;
@@ -139,22 +141,23 @@ func For[T any, P interface {
 	// for the body's calls with another client of c's cluster.
 	st := scope.Held(c)
 	if st == nil {
-		st = scope.New(c, cfg.APIReader, nil)
+		st = scope.New(c, nil, nil)
 		c = scope.Wrap(c, st)
 	}
+	// The API reader of c's State (steady.NewClient's: the manager's), or
+	// none. The finalizer handler and the Patcher take it from c; the
+	// body's ownership calls from the State each reconcile's context
+	// carries.
+	api := st.APIReader()
 	var h *finalizer.Handler
 	if len(cfg.finalizers) > 0 {
-		h = finalizer.NewHandler(c, finalizer.WithAPIReader{Reader: cfg.APIReader})
+		h = finalizer.NewHandler(c)
 		for _, nf := range cfg.finalizers {
 			if err := h.Register(nf.Name, nf.Finalizer, nf.When...); err != nil {
 				return nil, fmt.Errorf("reconcile: For[%T]: %w", zero, err)
 			}
 		}
 	}
-	// The body's ownership calls with a client of c's cluster re-read
-	// through the API reader after a conflict, as the Patcher does; tied
-	// once here, not on every reconcile.
-	reader := apireader.Tie(c, cfg.APIReader)
 	// The kind names the object in st; an unstructured T tells it once read.
 	gvk, gvkErr := object.GVK(zero, c.Scheme())
 	return crreconcile.Func(func(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
@@ -177,7 +180,7 @@ func For[T any, P interface {
 			key, _ = scope.KeyOf(obj, c.Scheme())
 		}
 		if _, behind := st.OwnWriteAhead(key, obj); behind {
-			caught, err := readOwnWrite(ctx, c, cfg.APIReader, st, key, obj)
+			caught, err := readOwnWrite(ctx, c, api, st, key, obj)
 			switch {
 			case apierrors.IsNotFound(err):
 				return ctrl.Result{}, nil
@@ -195,11 +198,11 @@ func For[T any, P interface {
 			}
 			released = res.RequeueAfter
 		}
-		p, err := newPatcher(c, obj, true, []PatcherOption{WithAPIReader{Reader: cfg.APIReader}})
+		p, err := newPatcher(c, obj, true)
 		if err != nil {
 			return ctrl.Result{}, err
 		}
-		res, fnErr := fn(reader.Into(ctx), obj)
+		res, fnErr := fn(ctx, obj)
 		if released > 0 {
 			res = requeueWithin(res, released)
 		}

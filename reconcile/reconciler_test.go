@@ -30,10 +30,11 @@ func TestForMapsACacheTimeoutToARequeue(t *testing.T) {
 	if err := env.Client.Create(ctx, w); err != nil {
 		t.Fatal(err)
 	}
-	r, _ := reconcile.For(env.Client, func(ctx context.Context, obj *testapi.Widget) (ctrl.Result, error) {
+	waitCached(t, cc.Client, w, w.ResourceVersion)
+	r, _ := reconcile.For(cc.Client, func(ctx context.Context, obj *testapi.Widget) (ctrl.Result, error) {
 		obj.Status.Phase = "Changed"
 		return ctrl.Result{}, nil
-	}, reconcile.WithCacheWait{Reader: cc.Client, Options: []cachewait.WaitOption{cachewait.WithTimeout(time.Millisecond)}})
+	}, reconcile.WithCacheWait{Options: []cachewait.WaitOption{cachewait.WithTimeout(time.Millisecond)}})
 	res, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(w)})
 	if err != nil || res.RequeueAfter != reconcile.CacheTimeoutRequeue {
 		t.Errorf("Reconcile = %+v, %v; want a RequeueAfter and no error", res, err)

@@ -45,10 +45,11 @@ func TestForThroughALaggingCache(t *testing.T) {
 				reconcile.WithObservedGeneration{},
 				reconcile.WithReadySummary(conditions.SummaryOptions{ConditionTypes: []string{"Synced"}}),
 			}
+			c := cc.CacheOnly
 			if withAPIReader {
-				opts = append(opts, reconcile.WithAPIReader{Reader: cc.APIReader})
+				c = cc.Client
 			}
-			r, err := reconcile.For(cc.Client, func(ctx context.Context, obj *testapi.Widget) (ctrl.Result, error) {
+			r, err := reconcile.For(c, func(ctx context.Context, obj *testapi.Widget) (ctrl.Result, error) {
 				n := round.Add(1)
 				conditions.MarkTrue(obj, "Synced", "Round", "round %d", n)
 				obj.Status.Replicas = int(n)
@@ -117,12 +118,11 @@ func TestForOnAStaleCopyOfAGoneObject(t *testing.T) {
 			return nil
 		},
 	})
-	r, _ := reconcile.For(c, func(ctx context.Context, obj *testapi.Widget) (ctrl.Result, error) {
+	r, _ := reconcile.For(reading(c, env.Client), func(ctx context.Context, obj *testapi.Widget) (ctrl.Result, error) {
 		obj.Status.Phase = "Running"
 		return ctrl.Result{}, nil
 	},
-		reconcile.WithFinalizer("test.steady.dev/mine", finalizer.Func(func(context.Context, client.Object) error { return nil })),
-		reconcile.WithAPIReader{Reader: env.Client})
+		reconcile.WithFinalizer("test.steady.dev/mine", finalizer.Func(func(context.Context, client.Object) error { return nil })))
 	for i := range 3 {
 		if res, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(w)}); err != nil {
 			t.Fatalf("reconcile %d = %+v, %v; want no error for a gone object", i, res, err)
@@ -146,9 +146,9 @@ func TestPatchFromAStaleCachedCopy(t *testing.T) {
 				if err := env.Client.Create(ctx, w); err != nil {
 					t.Fatal(err)
 				}
-				var opts []reconcile.PatcherOption
+				c := cc.CacheOnly
 				if withAPIReader {
-					opts = append(opts, reconcile.WithAPIReader{Reader: cc.APIReader})
+					c = cc.Client
 				}
 				read := func() *testapi.Widget {
 					obj := &testapi.Widget{}
@@ -159,14 +159,14 @@ func TestPatchFromAStaleCachedCopy(t *testing.T) {
 					return obj
 				}
 				first := read()
-				p, _ := reconcile.NewPatcher(cc.Client, first, opts...)
+				p, _ := reconcile.NewPatcher(c, first)
 				first.Finalizers = []string{"test.steady.dev/first"}
 				conditions.MarkTrue(first, "First", "Done", "")
 				if err := p.Patch(ctx, first); err != nil {
 					t.Fatal(err)
 				}
 				change := func(obj *testapi.Widget) error {
-					p, _ := reconcile.NewPatcher(cc.Client, obj, opts...)
+					p, _ := reconcile.NewPatcher(c, obj)
 					obj.Finalizers = append(obj.Finalizers, "test.steady.dev/second")
 					conditions.MarkTrue(obj, "Second", "Done", "")
 					obj.Status.Phase = "Second"

@@ -230,8 +230,8 @@ control plane (etcd, kube-apiserver and kube-controller-manager with its garbage
   ServiceAccount and a RoleBinding per Team, two conditions (` + "`ChildrenReady`" + `, ` + "`Ready`" + `),
   ` + "`status.observedGeneration`" + ` and a finalizer;
 - **steady** ([steady.go](../bench/operator/steady.go)): ` + "`reconcile.For`" + ` with ` + "`WithFinalizer`" + `,
-  ` + "`WithReadySummary`" + `, ` + "`WithObservedGeneration`" + ` and ` + "`WithAPIReader{mgr.GetAPIReader()}`" + `,
-  ` + "`conditions.MarkTrue`" + `, children with ` + "`ownership.CreateOrUpdate`" + `;
+  ` + "`WithReadySummary`" + ` and ` + "`WithObservedGeneration`" + `, on the manager's client carrying the manager's
+  API reader, ` + "`conditions.MarkTrue`" + `, children with ` + "`ownership.CreateOrUpdate`" + `;
 - **hand-written** ([handwritten.go](../bench/operator/handwritten.go)): careful controller-runtime
   code: ` + "`controllerutil.AddFinalizer`" + ` + ` + "`Update`" + `, ` + "`controllerutil.CreateOrUpdate`" + ` +
   ` + "`SetControllerReference`" + `, ` + "`meta.SetStatusCondition`" + `, ` + "`Status().Update`" + ` only when the

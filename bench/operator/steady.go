@@ -13,6 +13,7 @@ import (
 
 	"github.com/steadyk8s/steady/conditions"
 	"github.com/steadyk8s/steady/finalizer"
+	"github.com/steadyk8s/steady/internal/scope"
 	"github.com/steadyk8s/steady/ownership"
 	"github.com/steadyk8s/steady/reconcile"
 
@@ -37,11 +38,16 @@ func setupSteady(mgr ctrl.Manager, o Options) error {
 }
 
 // newSteady is the steady variant's reconciler on c, which reads its own
-// writes through apiReader.
+// writes through apiReader. c carries the memory For makes of a client that
+// carries none (its ledger, no informers), with apiReader: what was
+// measured when For took the reader as an option. steady.NewClient's
+// memory, which the manager's informers end, would also remember the
+// verdicts on the children, and change the requests measured
+// (docs/benchmarks.md).
 func newSteady(c client.Client, apiReader client.Reader) (crreconcile.Reconciler, error) {
+	c = scope.Wrap(c, scope.New(c, apiReader, nil))
 	r := &steadyReconciler{client: c}
 	return reconcile.For[benchv1.Team](c, r.reconcile,
-		reconcile.WithAPIReader{Reader: apiReader},
 		// Nothing outside the cluster to clean up: the garbage collector
 		// deletes the children. The finalizer is there to be measured.
 		reconcile.WithFinalizer(benchv1.Finalizer, finalizer.Func(func(context.Context, client.Object) error { return nil })),

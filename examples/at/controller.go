@@ -70,9 +70,6 @@ type Reconciler struct {
 	// Client reads and writes; SetupWithManager defaults it to the manager's
 	// (cached) client.
 	Client client.Client
-	// APIReader reads from the API server after a write conflict; nil
-	// means the manager's (reconcile.NewController's default).
-	APIReader client.Reader
 	// Now is the clock; nil means time.Now. Tests inject a fake one.
 	Now func() time.Time
 	// Name names the controller; empty means "at".
@@ -91,7 +88,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	rec, err := reconcile.NewController[v1alpha1.At](mgr, r.reconcile).
 		Named(cmp.Or(r.Name, "at")).
 		Client(r.Client).
-		With(reconcile.WithAPIReader{Reader: r.APIReader}, reconcile.WithObservedGeneration{}).
+		With(reconcile.WithObservedGeneration{}).
 		// The Pod's phase changes wake the At that owns it.
 		Owns(&corev1.Pod{}).
 		Complete()

@@ -132,9 +132,6 @@ type Reconciler struct {
 	// Client reads and writes; SetupWithManager defaults it to the manager's
 	// (cached) client.
 	Client client.Client
-	// APIReader reads from the API server after a write conflict; nil
-	// means the manager's (reconcile.NewController's default).
-	APIReader client.Reader
 	// S3 reaches object storage.
 	S3 S3Config
 	// Consumer holds the credentials written into each Bucket's Secret;
@@ -164,7 +161,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	rec, err := reconcile.NewController[v1alpha1.Bucket](mgr, r.reconcile).
 		Named(cmp.Or(r.Name, "bucket")).
 		Client(r.Client).
-		With(reconcile.WithAPIReader{Reader: r.APIReader},
+		With(
 			// Persisted before the body runs, so no bucket is created that a
 			// deletion could miss; on deletion its cleanup runs instead.
 			reconcile.WithFinalizer(Finalizer, finalizer.Func(r.finalize)),

@@ -71,7 +71,6 @@ func start(t *testing.T, counter *testenv.RequestCounter) *bundle.Reconciler {
 		testenv.WithManagerOptions{Controller: config.Controller{SkipNameValidation: ptr.To(true)}},
 		testenv.WithSetup(func(mgr ctrl.Manager) error {
 			r.Client = mgr.GetClient()
-			r.APIReader = mgr.GetAPIReader()
 			return r.SetupWithManager(mgr)
 		}))
 	return r
@@ -614,7 +613,6 @@ func TestServerFailuresAreRetriedNotStalled(t *testing.T) {
 				testenv.WithManagerOptions{Controller: config.Controller{SkipNameValidation: ptr.To(true)}},
 				testenv.WithSetup(func(mgr ctrl.Manager) error {
 					r.Client = faulty
-					r.APIReader = mgr.GetAPIReader()
 					return r.SetupWithManager(mgr)
 				}))
 			failing.Store(true)

@@ -58,10 +58,6 @@ type Reconciler struct {
 	// which a manager's client with default options reads from the API
 	// server.
 	Client client.Client
-	// APIReader reads from the API server (mgr.GetAPIReader()): the
-	// Patcher's re-reads after a conflict, and the check that pruned objects
-	// are gone.
-	APIReader client.Reader
 	// Name is the controller's name; empty means "bundle".
 	Name string
 	// WaitCurrent bounds how long one reconcile waits for the members to
@@ -74,6 +70,9 @@ type Reconciler struct {
 	// minutes when zero.
 	Resync time.Duration
 
+	// apiReader reads from the API server (mgr.GetAPIReader()): the check
+	// that pruned objects are gone.
+	apiReader  client.Reader
 	reconciler crreconcile.Reconciler
 }
 
@@ -96,14 +95,11 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Client == nil {
 		r.Client = steady.NewClient(mgr)
 	}
-	if r.APIReader == nil {
-		r.APIReader = mgr.GetAPIReader() // prune reads members through it too
-	}
+	r.apiReader = mgr.GetAPIReader() // prune reads members through it
 	rec, err := reconcile.NewController[bundlev1alpha1.Bundle](mgr, r.reconcile).
 		Named(cmp.Or(r.Name, "bundle")).
 		Client(r.Client).
-		With(reconcile.WithAPIReader{Reader: r.APIReader},
-			reconcile.WithFinalizer(Finalizer, finalizer.Func(r.prune)),
+		With(reconcile.WithFinalizer(Finalizer, finalizer.Func(r.prune)),
 			reconcile.WithReadySummary(conditions.SummaryOptions{ConditionTypes: []string{
 				bundlev1alpha1.AppliedCondition,
 				bundlev1alpha1.MembersCurrentCondition,
@@ -344,7 +340,7 @@ func (r *Reconciler) gone(ctx context.Context, o bundlev1alpha1.ObjectStatus) (b
 		return false, err
 	}
 	u.SetGroupVersionKind(mapping.GroupVersionKind)
-	err = r.APIReader.Get(ctx, client.ObjectKey{Namespace: o.Namespace, Name: o.Name}, u)
+	err = r.apiReader.Get(ctx, client.ObjectKey{Namespace: o.Namespace, Name: o.Name}, u)
 	if apierrors.IsNotFound(err) || meta.IsNoMatchError(err) {
 		return true, nil
 	}

@@ -44,7 +44,7 @@ type Options struct {
 // many clusters it serves.
 func SetupWithManager(mgr mcmanager.Manager, o Options) (*multicluster.Reconciler, error) {
 	r, err := multicluster.New(mgr, func(c multicluster.Cluster) (crreconcile.Reconciler, error) {
-		rec := &usernamespace.Reconciler{Client: steady.NewClient(c), APIReader: c.GetAPIReader()}
+		rec := &usernamespace.Reconciler{Client: steady.NewClient(c)}
 		return rec, rec.Init()
 	})
 	if err != nil {

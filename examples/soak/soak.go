@@ -416,11 +416,11 @@ func setup(mgr ctrl.Manager, s3 bucket.S3Config) error {
 		return err
 	}
 	for _, r := range []interface{ SetupWithManager(ctrl.Manager) error }{
-		&tenant.Reconciler{Client: c, APIReader: mgr.GetAPIReader(), ClusterRolesReady: roles.Ready()},
-		&usernamespace.Reconciler{Client: c, APIReader: mgr.GetAPIReader()},
-		&at.Reconciler{Client: c, APIReader: mgr.GetAPIReader()},
-		&bucket.Reconciler{Client: c, APIReader: mgr.GetAPIReader(), S3: s3},
-		&bundle.Reconciler{Client: c, APIReader: mgr.GetAPIReader()},
+		&tenant.Reconciler{Client: c, ClusterRolesReady: roles.Ready()},
+		&usernamespace.Reconciler{Client: c},
+		&at.Reconciler{Client: c},
+		&bucket.Reconciler{Client: c, S3: s3},
+		&bundle.Reconciler{Client: c},
 	} {
 		if err := r.SetupWithManager(mgr); err != nil {
 			return err

@@ -71,9 +71,6 @@ var TenantsByNamespace = indexer.New("status.namespaces", func(t *tenancyv1alpha
 type Reconciler struct {
 	// Client is the manager's (cached) client.
 	Client client.Client
-	// APIReader reads from the API server, for the Patcher's re-reads after
-	// a conflict (mgr.GetAPIReader()).
-	APIReader client.Reader
 	// Scheme is the manager's scheme.
 	Scheme *runtime.Scheme
 	// ClusterRolesReady, when set, is waited for (by requeueing) before any
@@ -103,7 +100,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	rec, err := reconcile.NewController[tenancyv1alpha1.Tenant](mgr, r.reconcile).
 		Named(cmp.Or(r.Name, "tenant")).
 		Client(r.Client).
-		With(reconcile.WithAPIReader{Reader: r.APIReader},
+		With(
 			reconcile.WithReadySummary(conditions.SummaryOptions{ConditionTypes: []string{
 				tenancyv1alpha1.NamespaceQuotaCondition,
 				tenancyv1alpha1.NamespacesConfiguredCondition,

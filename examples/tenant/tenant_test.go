@@ -92,7 +92,7 @@ func start(t *testing.T, source types.NamespacedName) *operator {
 				return err
 			}
 			op.tenants = &tenant.Reconciler{
-				Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(),
+				Client:            mgr.GetClient(),
 				ClusterRolesReady: roles.Ready(), Name: fmt.Sprintf("tenant-%d", n),
 			}
 			if err := op.tenants.SetupWithManager(mgr); err != nil {
@@ -667,7 +667,7 @@ func TestTenantWaitsForClusterRoles(t *testing.T) {
 		testenv.WithTransport(counter.Wrap),
 		testenv.WithManagerOptions{Controller: config.Controller{SkipNameValidation: ptr.To(true)}},
 		testenv.WithSetup(func(mgr ctrl.Manager) error {
-			r = &tenant.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), ClusterRolesReady: never,
+			r = &tenant.Reconciler{Client: mgr.GetClient(), ClusterRolesReady: never,
 				Name: fmt.Sprintf("tenant-%d", managers.Add(1))}
 			return r.SetupWithManager(mgr)
 		}))
@@ -791,7 +791,7 @@ func TestChildWriteFailureIsReported(t *testing.T) {
 			if err := mgr.Add(roles); err != nil {
 				return err
 			}
-			return (&tenant.Reconciler{Client: flaky, APIReader: mgr.GetAPIReader(), ClusterRolesReady: roles.Ready(),
+			return (&tenant.Reconciler{Client: flaky, ClusterRolesReady: roles.Ready(),
 				Name: fmt.Sprintf("tenant-%d", managers.Add(1))}).SetupWithManager(mgr)
 		}))
 	tn := newTenant(name(t, "t"), nil)

@@ -52,9 +52,6 @@ func NamespaceName(user string) string { return "user-" + user }
 type Reconciler struct {
 	// Client is the manager's (cached) client.
 	Client client.Client
-	// APIReader reads from the API server, for the Patcher's re-reads after
-	// a conflict (mgr.GetAPIReader()).
-	APIReader client.Reader
 	// Name is the controller's name; empty means "user".
 	Name string
 
@@ -74,7 +71,6 @@ type Reconciler struct {
 // SetupWithManager alike.
 func (r *Reconciler) forOptions() []reconcile.ForOption {
 	return []reconcile.ForOption{
-		reconcile.WithAPIReader{Reader: r.APIReader},
 		reconcile.WithReadySummary(conditions.SummaryOptions{ConditionTypes: []string{
 			identityv1alpha1.NamespaceReadyCondition,
 			identityv1alpha1.RBACReadyCondition,
@@ -83,9 +79,10 @@ func (r *Reconciler) forOptions() []reconcile.ForOption {
 	}
 }
 
-// Init builds the reconciler on Client and APIReader without registering a
-// controller: for a manager of many clusters (examples/fleet), where each
-// cluster gets a Reconciler of its own.
+// Init builds the reconciler on Client (steady.NewClient of the cluster,
+// which carries its API reader) without registering a controller: for a
+// manager of many clusters (examples/fleet), where each cluster gets a
+// Reconciler of its own.
 func (r *Reconciler) Init() error {
 	rec, err := reconcile.For[identityv1alpha1.User](r.Client, r.reconcile, r.forOptions()...)
 	if err != nil {

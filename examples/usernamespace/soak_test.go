@@ -205,7 +205,7 @@ func TestSoak(t *testing.T) {
 			// StartManager reports as the manager's error.
 			testenv.WithManagerOptions{Controller: config.Controller{SkipNameValidation: ptr.To(true), MaxConcurrentReconciles: 3, UsePriorityQueue: ptr.To(false)}},
 			testenv.WithSetup(func(mgr ctrl.Manager) error {
-				r := &usernamespace.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Name: fmt.Sprintf("user-%d", seq.Add(1))}
+				r := &usernamespace.Reconciler{Client: mgr.GetClient(), Name: fmt.Sprintf("user-%d", seq.Add(1))}
 				return r.SetupWithManager(mgr)
 			}))
 	}

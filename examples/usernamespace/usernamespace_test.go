@@ -67,7 +67,7 @@ func start(t *testing.T) (*usernamespace.Reconciler, *testenv.RequestCounter) {
 		testenv.WithTransport(counter.Wrap),
 		testenv.WithManagerOptions{Controller: config.Controller{SkipNameValidation: ptr.To(true)}},
 		testenv.WithSetup(func(mgr ctrl.Manager) error {
-			r = &usernamespace.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(),
+			r = &usernamespace.Reconciler{Client: mgr.GetClient(),
 				Name: fmt.Sprintf("user-%d", seq.Add(1))}
 			return r.SetupWithManager(mgr)
 		}))

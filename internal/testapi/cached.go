@@ -8,6 +8,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/steadyk8s/steady"
+	"github.com/steadyk8s/steady/internal/scope"
 	"github.com/steadyk8s/steady/testenv"
 )
 
@@ -15,10 +16,13 @@ import (
 // an operator runs it: Client (steady.NewClient's, which remembers through
 // the manager's informers) reads from the informer cache, whose watch
 // events arrive Delay late, and every request of the manager (the cache's
-// LISTs and WATCHes included) is counted in Counter.
+// LISTs and WATCHes included) is counted in Counter. CacheOnly is the
+// manager's client carrying a memory of its own, as Client does, but no
+// API reader: what reads only the cache, for the paths without one.
 type Cached struct {
 	Manager   ctrl.Manager
 	Client    client.Client
+	CacheOnly client.Client
 	APIReader client.Reader
 	Counter   *Counter
 }
@@ -51,5 +55,15 @@ func StartManager(t testing.TB, env *testenv.Environment, o ManagerOptions) *Cac
 			t.Fatalf("testapi: starting the informer of %T: %v", obj, err)
 		}
 	}
-	return &Cached{Manager: mgr, Client: steady.NewClient(mgr), APIReader: mgr.GetAPIReader(), Counter: n}
+	mc := mgr.GetClient()
+	return &Cached{Manager: mgr, Client: steady.NewClient(mgr), CacheOnly: scope.Wrap(mc, scope.New(mc, nil, mgr.GetCache())),
+		APIReader: mgr.GetAPIReader(), Counter: n}
+}
+
+// Reading is the manager's client carrying a memory of its own whose API
+// reader is r: steady.NewClient's with another reader (one that counts its
+// requests, or is refused), or, with a nil r, CacheOnly's like.
+func (c *Cached) Reading(r client.Reader) client.Client {
+	mc := c.Manager.GetClient()
+	return scope.Wrap(mc, scope.New(mc, r, c.Manager.GetCache()))
 }

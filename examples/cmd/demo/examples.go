@@ -39,7 +39,7 @@ func registry() []demoExample {
 				if err := mgr.Add(roles); err != nil {
 					return err
 				}
-				if err := (&tenant.Reconciler{Client: c, APIReader: mgr.GetAPIReader(), ClusterRolesReady: roles.Ready()}).SetupWithManager(mgr); err != nil {
+				if err := (&tenant.Reconciler{Client: c, ClusterRolesReady: roles.Ready()}).SetupWithManager(mgr); err != nil {
 					return err
 				}
 				return (&tenant.RegistrySecretReconciler{Client: c,
@@ -53,7 +53,7 @@ func registry() []demoExample {
 			AddToScheme: usernamespace.AddToScheme,
 			CRDs:        usernamespace.CRDs,
 			Setup: func(mgr ctrl.Manager, _ *demoContext) error {
-				return (&usernamespace.Reconciler{Client: steady.NewClient(mgr), APIReader: mgr.GetAPIReader()}).SetupWithManager(mgr)
+				return (&usernamespace.Reconciler{Client: steady.NewClient(mgr)}).SetupWithManager(mgr)
 			},
 			Owners:     []schema.GroupVersionKind{identityv1alpha1.GroupVersion.WithKind("User")},
 			ChildKinds: []schema.GroupVersionKind{{Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "ClusterRoleBinding"}},
@@ -64,7 +64,7 @@ func registry() []demoExample {
 			AddToScheme: at.AddToScheme,
 			CRDs:        at.CRDs,
 			Setup: func(mgr ctrl.Manager, _ *demoContext) error {
-				return (&at.Reconciler{Client: steady.NewClient(mgr), APIReader: mgr.GetAPIReader()}).SetupWithManager(mgr)
+				return (&at.Reconciler{Client: steady.NewClient(mgr)}).SetupWithManager(mgr)
 			},
 			Owners: []schema.GroupVersionKind{atv1alpha1.GroupVersion.WithKind("At")},
 		},
@@ -86,7 +86,7 @@ func registry() []demoExample {
 			},
 			Setup: func(mgr ctrl.Manager, dc *demoContext) error {
 				fake := dc.Values["bucket"].(*bucket.FakeS3)
-				return (&bucket.Reconciler{Client: steady.NewClient(mgr), APIReader: mgr.GetAPIReader(), S3: fake.S3}).SetupWithManager(mgr)
+				return (&bucket.Reconciler{Client: steady.NewClient(mgr), S3: fake.S3}).SetupWithManager(mgr)
 			},
 			Extra: func(ctx context.Context, dc *demoContext, owner *unstructured.Unstructured) ([]string, error) {
 				b := &bucketv1alpha1.Bucket{}
@@ -121,7 +121,7 @@ func registry() []demoExample {
 			AddToScheme: bundle.AddToScheme,
 			CRDs:        bundle.CRDs,
 			Setup: func(mgr ctrl.Manager, _ *demoContext) error {
-				return (&bundle.Reconciler{Client: steady.NewClient(mgr), APIReader: mgr.GetAPIReader()}).SetupWithManager(mgr)
+				return (&bundle.Reconciler{Client: steady.NewClient(mgr)}).SetupWithManager(mgr)
 			},
 			// A Bundle's members are found by its ApplySet labels, not by
 			// ownerReferences: the tree lists them as members.

@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	crreconcile "sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/steadyk8s/steady"
 	"github.com/steadyk8s/steady/finalizer"
 
 	"github.com/steadyk8s/steady/bench/weight/base"
@@ -16,7 +17,7 @@ import (
 
 func main() {
 	base.Main(func(mgr ctrl.Manager) crreconcile.Reconciler {
-		h := finalizer.NewHandler(mgr.GetClient(), finalizer.WithAPIReader{Reader: mgr.GetAPIReader()})
+		h := finalizer.NewHandler(steady.NewClient(mgr))
 		_ = h.Register("example.com/cleanup", finalizer.Func(func(context.Context, client.Object) error { return nil }))
 		return crreconcile.Func(func(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 			cm := &corev1.ConfigMap{}

@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	crreconcile "sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/steadyk8s/steady"
 	"github.com/steadyk8s/steady/reconcile"
 
 	"github.com/steadyk8s/steady/bench/weight/base"
@@ -16,12 +17,13 @@ import (
 
 func main() {
 	base.Main(func(mgr ctrl.Manager) crreconcile.Reconciler {
+		c := steady.NewClient(mgr)
 		return crreconcile.Func(func(ctx context.Context, req ctrl.Request) (_ ctrl.Result, reterr error) {
 			cm := &corev1.ConfigMap{}
 			if err := mgr.GetClient().Get(ctx, req.NamespacedName, cm); err != nil {
 				return ctrl.Result{}, client.IgnoreNotFound(err)
 			}
-			p, err := reconcile.NewPatcher(mgr.GetClient(), cm, reconcile.WithAPIReader{Reader: mgr.GetAPIReader()})
+			p, err := reconcile.NewPatcher(c, cm)
 			if err != nil {
 				return ctrl.Result{}, err
 			}

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	crreconcile "sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/steadyk8s/steady"
 	"github.com/steadyk8s/steady/conditions"
 	"github.com/steadyk8s/steady/finalizer"
 	"github.com/steadyk8s/steady/ownership"
@@ -21,7 +22,8 @@ import (
 
 func main() {
 	base.Main(func(mgr ctrl.Manager) crreconcile.Reconciler {
-		h := finalizer.NewHandler(mgr.GetClient(), finalizer.WithAPIReader{Reader: mgr.GetAPIReader()})
+		c := steady.NewClient(mgr)
+		h := finalizer.NewHandler(c)
 		_ = h.Register("example.com/cleanup", finalizer.Func(func(context.Context, client.Object) error { return nil }))
 		return crreconcile.Func(func(ctx context.Context, req ctrl.Request) (_ ctrl.Result, reterr error) {
 			owner := &corev1.ConfigMap{}
@@ -31,7 +33,7 @@ func main() {
 			if res, err := h.Handle(ctx, owner); err != nil || res.Deleting {
 				return ctrl.Result{RequeueAfter: res.RequeueAfter}, err
 			}
-			p, err := reconcile.NewPatcher(mgr.GetClient(), owner, reconcile.WithAPIReader{Reader: mgr.GetAPIReader()})
+			p, err := reconcile.NewPatcher(c, owner)
 			if err != nil {
 				return ctrl.Result{}, err
 			}

@@ -58,7 +58,6 @@ func main() {
 	}
 	if err := (&bundle.Reconciler{
 		Client:      steady.NewClient(mgr),
-		APIReader:   mgr.GetAPIReader(),
 		WaitCurrent: waitCurrent,
 		Resync:      resync,
 	}).SetupWithManager(mgr); err != nil {

@@ -51,22 +51,21 @@ type MemcachedReconciler struct {
 // reconcileMemcached on it and writes what changed (status and
 // conditions) in one PATCH, or none.
 func (r *MemcachedReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	rec, err := r.reconciler(nil)
+	rec, err := r.reconciler()
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 	return rec.Reconcile(ctx, req)
 }
 
-// reconciler makes the steady reconciler once, with api as its API
-// reader: SetupWithManager passes the manager's (re-reads after a conflict
-// or a lagging cache go to the API server), a test's first Reconcile none
-// (its client reads the API server anyway). An error (an option the type
-// cannot hold) is SetupWithManager's, at start-up.
-func (r *MemcachedReconciler) reconciler(api client.Reader) (crreconcile.Reconciler, error) {
+// reconciler makes the steady reconciler once, on r.Client: cmd/main.go
+// gives steady.NewClient(mgr), which carries the manager's API reader
+// (re-reads after a conflict or a lagging cache go to the API server), a
+// test its direct client (which reads the API server anyway). An error (an
+// option the type cannot hold) is SetupWithManager's, at start-up.
+func (r *MemcachedReconciler) reconciler() (crreconcile.Reconciler, error) {
 	r.once.Do(func() {
 		r.steady, r.err = reconcile.For(r.Client, r.reconcileMemcached,
-			reconcile.WithAPIReader{Reader: api},
 			reconcile.WithReadySummary(conditions.SummaryOptions{ConditionTypes: []string{typeAvailable}}))
 	})
 	return r.steady, r.err
@@ -125,7 +124,7 @@ func mutateDeployment(m *cachev1alpha1.Memcached, dep *appsv1.Deployment) {
 // (woken by a new generation, not by the controller's own status writes)
 // and the Deployments they own.
 func (r *MemcachedReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	if _, err := r.reconciler(mgr.GetAPIReader()); err != nil {
+	if _, err := r.reconciler(); err != nil {
 		return fmt.Errorf("memcached controller: %w", err)
 	}
 	return ctrl.NewControllerManagedBy(mgr).

@@ -66,7 +66,6 @@ func main() {
 	}
 	if err := (&tenant.Reconciler{
 		Client:            c,
-		APIReader:         mgr.GetAPIReader(),
 		ClusterRolesReady: roles.Ready(),
 	}).SetupWithManager(mgr); err != nil {
 		log.Error(err, "setting up the Tenant controller")

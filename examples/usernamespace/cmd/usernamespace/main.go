@@ -51,8 +51,7 @@ func main() {
 		os.Exit(1)
 	}
 	if err := (&usernamespace.Reconciler{
-		Client:    steady.NewClient(mgr),
-		APIReader: mgr.GetAPIReader(),
+		Client: steady.NewClient(mgr),
 	}).SetupWithManager(mgr); err != nil {
 		log.Error(err, "setting up the User controller")
 		os.Exit(1)
