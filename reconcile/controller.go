@@ -32,10 +32,10 @@ var _ index = (*indexer.Index[client.Object])(nil)
 // [NewController], describe it with its methods, and register it with
 // [Controller.Complete]:
 //
-//	rec, err := reconcile.NewController[v1alpha1.Tenant](mgr, r.reconcile).
+//	rec, err := reconcile.NewController[v1alpha1.Tenant](mgr, r.reconcile,
+//		reconcile.WithReadySummary(conditions.SummaryOptions{ConditionTypes: []string{"QuotaReady"}}),
+//		reconcile.WithObservedGeneration{}).
 //		Named("tenant").
-//		With(reconcile.WithReadySummary(conditions.SummaryOptions{ConditionTypes: []string{"QuotaReady"}}),
-//			reconcile.WithObservedGeneration{}).
 //		Owns(&corev1.ResourceQuota{}, &corev1.LimitRange{}).
 //		Index(TenantsByNamespace).
 //		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.tenantsOfNamespace),
@@ -94,13 +94,14 @@ type watch struct {
 }
 
 // NewController starts describing the controller of objects of type T that
-// runs fn through [For], on mgr. Nothing is registered until
-// [Controller.Complete].
+// runs fn through [For] with opts (finalizers, the Ready summary,
+// observedGeneration, Patch options: For's signature), on mgr. Nothing is
+// registered until [Controller.Complete].
 func NewController[T any, P interface {
 	*T
 	client.Object
-}](mgr ctrl.Manager, fn func(ctx context.Context, obj P) (ctrl.Result, error)) *Controller[T, P] {
-	return &Controller[T, P]{mgr: mgr, fn: fn}
+}](mgr ctrl.Manager, fn func(ctx context.Context, obj P) (ctrl.Result, error), opts ...ForOption) *Controller[T, P] {
+	return &Controller[T, P]{mgr: mgr, fn: fn, opts: opts}
 }
 
 // Named names the controller (its logs, metrics and workqueue). Empty, as
@@ -119,13 +120,6 @@ func (c *Controller[T, P]) Named(name string) *Controller[T, P] {
 // its own, and its API reader.
 func (c *Controller[T, P]) Client(cl client.Client) *Controller[T, P] {
 	c.client = cl
-	return c
-}
-
-// With adds options of [For]: finalizers, the Ready summary,
-// observedGeneration, Patch options.
-func (c *Controller[T, P]) With(opts ...ForOption) *Controller[T, P] {
-	c.opts = append(c.opts, opts...)
 	return c
 }
 

@@ -77,10 +77,10 @@ func ExampleNewController() {
 		}
 		return reqs
 	}
-	_, err = reconcile.NewController[Team](mgr, reconcileTeam).
+	_, err = reconcile.NewController[Team](mgr, reconcileTeam,
+		reconcile.WithReadySummary(conditions.SummaryOptions{ConditionTypes: []string{"QuotasReady"}}),
+		reconcile.WithObservedGeneration{}).
 		Named("team").
-		With(reconcile.WithReadySummary(conditions.SummaryOptions{ConditionTypes: []string{"QuotasReady"}}),
-			reconcile.WithObservedGeneration{}).
 		Owns(&corev1.ResourceQuota{}).
 		Index(TeamsByNamespace).
 		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(teamsOfNamespace),

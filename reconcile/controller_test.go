@@ -92,16 +92,16 @@ func TestNewControllerWiresTheController(t *testing.T) {
 					return ctrl.Result{}, err
 				}
 				return ctrl.Result{}, nil
-			}).
-				Named(name).
-				With(reconcile.WithFinalizer("test.steady.dev/wiring", finalizer.Func(func(_ context.Context, o client.Object) error {
+			},
+				reconcile.WithFinalizer("test.steady.dev/wiring", finalizer.Func(func(_ context.Context, o client.Object) error {
 					if o.GetNamespace() == ns {
 						cleanups.add(o.GetName())
 					}
 					return nil
 				})),
-					reconcile.WithReadySummary(conditions.SummaryOptions{ConditionTypes: []string{"Synced"}}),
-					reconcile.WithObservedGeneration{}).
+				reconcile.WithReadySummary(conditions.SummaryOptions{ConditionTypes: []string{"Synced"}}),
+				reconcile.WithObservedGeneration{}).
+				Named(name).
 				Owns(&corev1.ConfigMap{}).
 				Index(widgetsByWiringColor).
 				Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, s client.Object) []ctrl.Request {
@@ -265,7 +265,7 @@ func TestNewControllerReportsWhatItCannotRegister(t *testing.T) {
 	}
 	_, err = reconcile.NewController[corev1.ConfigMap](mgr, func(context.Context, *corev1.ConfigMap) (ctrl.Result, error) {
 		return ctrl.Result{}, nil
-	}).With(reconcile.WithReadySummary()).Complete()
+	}, reconcile.WithReadySummary()).Complete()
 	if err == nil || !strings.Contains(err.Error(), "WithReadySummary") {
 		t.Errorf("Complete with a Ready summary on a kind without conditions = %v", err)
 	}

@@ -14,7 +14,7 @@
 //		if err != nil {
 //			return ctrl.Result{}, err
 //		}
-//		defer p.PatchOnExit(ctx, bucket, &reterr, reconcile.WithObservedGeneration{})
+//		defer p.PatchOnExit(ctx, bucket, &res, &reterr, reconcile.WithObservedGeneration{})
 //
 //		conditions.MarkTrue(bucket, "BucketReady", "Created", "")
 //		return ctrl.Result{}, nil

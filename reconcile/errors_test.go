@@ -149,7 +149,7 @@ func TestPatchOnExitJoinsErrors(t *testing.T) {
 	w.Labels = map[string]string{"tier": "not valid!"}
 	reconcileErr := errors.New("reconcile failed")
 	err := reconcileErr
-	p.PatchOnExit(context.Background(), w, &err)
+	p.PatchOnExit(context.Background(), w, nil, &err)
 	if !errors.Is(err, reconcileErr) || !apierrors.IsInvalid(err) {
 		t.Errorf("PatchOnExit error = %v, want the reconcile error joined with the API server's Invalid", err)
 	}

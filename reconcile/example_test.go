@@ -144,10 +144,10 @@ func ExampleFor_manager() {
 }
 
 // The cluster-api shape, a Patcher and a deferred PatchOnExit, with named
-// results: WithRequeue makes a snapshot found stale (nothing written) a
-// quiet requeue in res, as For does, instead of an error that
+// results: given &res, PatchOnExit makes a snapshot found stale (nothing
+// written) a quiet requeue in res, as For does, instead of an error that
 // controller-runtime logs as "Reconciler error" and backs off on.
-func ExampleWithRequeue() {
+func ExamplePatcher_PatchOnExit() {
 	type ConfigReconciler struct{ client.Client }
 	reconcileConfig := func(ctx context.Context, r *ConfigReconciler, req ctrl.Request) (res ctrl.Result, reterr error) {
 		cm := &corev1.ConfigMap{}
@@ -158,7 +158,7 @@ func ExampleWithRequeue() {
 		if err != nil {
 			return ctrl.Result{}, err
 		}
-		defer p.PatchOnExit(ctx, cm, &reterr, reconcile.WithRequeue{Result: &res})
+		defer p.PatchOnExit(ctx, cm, &res, &reterr)
 		cm.Data = map[string]string{"greeting": "hello"}
 		return ctrl.Result{}, nil
 	}

@@ -5,7 +5,6 @@ import (
 	"strings"
 
 	"k8s.io/client-go/tools/record"
-	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/steadyk8s/steady/cachewait"
 	"github.com/steadyk8s/steady/conditions"
@@ -36,10 +35,6 @@ type PatchOptions struct {
 	// Events, when set, records a Kubernetes Event on the object when a
 	// write flips its Ready condition (see [WithEvents]).
 	Events record.EventRecorder
-	// Requeue, when set, is the reconcile's result, which
-	// [Patcher.PatchOnExit] makes a quiet requeue where the write was not
-	// a failure (see [WithRequeue]).
-	Requeue *ctrl.Result
 }
 
 // optionError says that an option cannot work on the object's Go type:
@@ -177,24 +172,6 @@ func (w WithEvents) ApplyToPatch(o *PatchOptions) { o.Events = w.Recorder }
 // ApplyToFor implements [ForOption].
 func (w WithEvents) ApplyToFor(o *ForOptions) { o.PatchOptions = append(o.PatchOptions, w) }
 
-// WithRequeue hands [Patcher.PatchOnExit] the reconcile's result, so that
-// what [For] does not count as a failure is not one there either: a
-// *StaleError alone (the reconcile computed from a copy older than the
-// live object or than this process's own write: nothing was written) or a
-// cachewait timeout alone leaves *reterr nil and sets Result.RequeueAfter
-// (to at most 100 milliseconds or 1 second). controller-runtime
-// then requeues quietly instead of logging "Reconciler error" and backing
-// off. Any other error, or one the reconcile returns itself, is joined
-// into *reterr as without it. [Patcher.Patch] ignores it.
-//
-//	func (r *R) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, reterr error) {
-//		...
-//		defer p.PatchOnExit(ctx, obj, &reterr, reconcile.WithRequeue{Result: &res})
-type WithRequeue struct{ Result *ctrl.Result }
-
-// ApplyToPatch implements [PatchOption].
-func (w WithRequeue) ApplyToPatch(o *PatchOptions) { o.Requeue = w.Result }
-
 // finalizerOption registers a finalizer with [For] (see [WithFinalizer]).
 type finalizerOption struct {
 	Name      string
@@ -253,7 +230,6 @@ func splitPaths(paths []string) [][]string {
 
 var (
 	_ PatchOption = WithCacheWait{}
-	_ PatchOption = WithRequeue{}
 	_ PatchOption = WithOptimisticLock{}
 	_ PatchOption = WithObservedGeneration{}
 	_ PatchOption = WithOwnedConditions(nil)

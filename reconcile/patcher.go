@@ -9,6 +9,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/steadyk8s/steady/cachewait"
@@ -179,29 +180,30 @@ func (e *StaleError) Error() string {
 }
 
 // PatchOnExit calls [Patcher.Patch] and joins its error into *reterr, for a
-// deferred call at the top of Reconcile:
+// deferred call at the top of Reconcile, with named results:
 //
-//	func (r *R) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, reterr error) {
+//	func (r *R) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, reterr error) {
 //		...
 //		p, err := reconcile.NewPatcher(r.Client, obj) // r.Client: steady.NewClient(mgr)
 //		...
-//		defer p.PatchOnExit(ctx, obj, &reterr)
+//		defer p.PatchOnExit(ctx, obj, &res, &reterr)
 //
-// With [WithRequeue], a write that is not a failure (a *StaleError or a
-// cachewait timeout, alone) is a quiet requeue in the result instead, as
-// in [For].
-func (p *Patcher) PatchOnExit(ctx context.Context, obj client.Object, reterr *error, opts ...PatchOption) {
+// With res, what [For] does not count as a failure is not one here either:
+// a *StaleError alone (the reconcile computed from a copy older than the
+// live object or than this process's own write: nothing was written) or a
+// cachewait timeout alone leaves *reterr nil and sets res.RequeueAfter (to
+// at most 100 milliseconds or 1 second). controller-runtime then requeues
+// quietly instead of logging "Reconciler error" and backing off. Any other
+// error, or one the reconcile returns itself, is joined into *reterr. With
+// a nil res every error of Patch is joined into *reterr.
+func (p *Patcher) PatchOnExit(ctx context.Context, obj client.Object, res *ctrl.Result, reterr *error, opts ...PatchOption) {
 	err := p.Patch(ctx, obj, opts...)
 	if err == nil {
 		return
 	}
-	if *reterr == nil {
-		o := PatchOptions{}
-		for _, opt := range opts {
-			opt.ApplyToPatch(&o)
-		}
-		if d, ok := notFailed(ctx, err); ok && o.Requeue != nil {
-			*o.Requeue = requeueWithin(*o.Requeue, d)
+	if *reterr == nil && res != nil {
+		if d, ok := notFailed(ctx, err); ok {
+			*res = requeueWithin(*res, d)
 			return
 		}
 	}

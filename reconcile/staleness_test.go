@@ -276,11 +276,11 @@ func TestRereadOfAnObjectTheCacheHasNotSeenIsNotGone(t *testing.T) {
 }
 
 // TestPatchOnExitRequeuesQuietly: the cluster-api shape (NewPatcher and a
-// deferred PatchOnExit) given WithRequeue turns a stale snapshot, which
-// Patch refuses with nothing written, into a quiet requeue, as For does:
-// no error for controller-runtime to log as "Reconciler error" and back
-// off on. Without the option, or beside an error of the reconcile's own,
-// the *StaleError is returned as before.
+// deferred PatchOnExit) given the reconcile's result turns a stale
+// snapshot, which Patch refuses with nothing written, into a quiet
+// requeue, as For does: no error for controller-runtime to log as
+// "Reconciler error" and back off on. Without the result (nil), or beside
+// an error of the reconcile's own, the *StaleError is returned as before.
 func TestPatchOnExitRequeuesQuietly(t *testing.T) {
 	env.Require(t)
 	cc := testapi.StartManager(t, env, testapi.ManagerOptions{Delay: 300 * time.Millisecond, Informers: []client.Object{&testapi.Widget{}}})
@@ -301,8 +301,7 @@ func TestPatchOnExitRequeuesQuietly(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		opts = append(opts, reconcile.WithRequeue{Result: &res})
-		defer p.PatchOnExit(ctx, obj, &reterr, opts...)
+		defer p.PatchOnExit(ctx, obj, &res, &reterr, opts...)
 		conditions.MarkTrue(obj, "Seen", fmt.Sprint("R", time.Now().UnixNano()), "")
 		return ctrl.Result{}, bodyErr
 	}
@@ -310,7 +309,7 @@ func TestPatchOnExitRequeuesQuietly(t *testing.T) {
 		name      string
 		bodyErr   error
 		noRequeue bool
-	}{{"alone", nil, false}, {"beside the reconcile's error", errors.New("body failed"), false}, {"without WithRequeue", nil, true}} {
+	}{{"alone", nil, false}, {"beside the reconcile's error", errors.New("body failed"), false}, {"without the result", nil, true}} {
 		t.Run(tc.name, func(t *testing.T) {
 			first := read()
 			if res, err := reconcileFrom(first, nil); err != nil || res.RequeueAfter != 0 {
@@ -328,7 +327,7 @@ func TestPatchOnExitRequeuesQuietly(t *testing.T) {
 					t.Fatal(perr)
 				}
 				conditions.MarkTrue(stale, "Seen", "Again", "")
-				p.PatchOnExit(ctx, stale, &err)
+				p.PatchOnExit(ctx, stale, nil, &err)
 			} else {
 				res, err = reconcileFrom(stale, tc.bodyErr)
 			}

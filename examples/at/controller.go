@@ -85,10 +85,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Client == nil {
 		r.Client = steady.NewClient(mgr)
 	}
-	rec, err := reconcile.NewController[v1alpha1.At](mgr, r.reconcile).
+	rec, err := reconcile.NewController[v1alpha1.At](mgr, r.reconcile, reconcile.WithObservedGeneration{}).
 		Named(cmp.Or(r.Name, "at")).
 		Client(r.Client).
-		With(reconcile.WithObservedGeneration{}).
 		// The Pod's phase changes wake the At that owns it.
 		Owns(&corev1.Pod{}).
 		Complete()

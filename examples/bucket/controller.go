@@ -158,18 +158,17 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		return fmt.Errorf("bucket: S3 client for %s: %w", r.S3.Endpoint, err)
 	}
 	r.s3 = s3
-	rec, err := reconcile.NewController[v1alpha1.Bucket](mgr, r.reconcile).
+	rec, err := reconcile.NewController[v1alpha1.Bucket](mgr, r.reconcile,
+		// Persisted before the body runs, so no bucket is created that a
+		// deletion could miss; on deletion its cleanup runs instead.
+		reconcile.WithFinalizer(Finalizer, finalizer.Func(r.finalize)),
+		reconcile.WithReadySummary(conditions.SummaryOptions{
+			ConditionTypes:  []string{conditions.Stalled, v1alpha1.ConditionBucketReady, v1alpha1.ConditionCredentialsReady},
+			IgnoreIfMissing: []string{conditions.Stalled},
+		}),
+		reconcile.WithObservedGeneration{}).
 		Named(cmp.Or(r.Name, "bucket")).
 		Client(r.Client).
-		With(
-			// Persisted before the body runs, so no bucket is created that a
-			// deletion could miss; on deletion its cleanup runs instead.
-			reconcile.WithFinalizer(Finalizer, finalizer.Func(r.finalize)),
-			reconcile.WithReadySummary(conditions.SummaryOptions{
-				ConditionTypes:  []string{conditions.Stalled, v1alpha1.ConditionBucketReady, v1alpha1.ConditionCredentialsReady},
-				IgnoreIfMissing: []string{conditions.Stalled},
-			}),
-			reconcile.WithObservedGeneration{}).
 		Owns(&corev1.Secret{}).
 		Complete()
 	r.reconciler = rec

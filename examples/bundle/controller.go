@@ -96,18 +96,18 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		r.Client = steady.NewClient(mgr)
 	}
 	r.apiReader = mgr.GetAPIReader() // prune reads members through it
-	rec, err := reconcile.NewController[bundlev1alpha1.Bundle](mgr, r.reconcile).
+	rec, err := reconcile.NewController[bundlev1alpha1.Bundle](mgr, r.reconcile,
+		reconcile.WithFinalizer(Finalizer, finalizer.Func(r.prune)),
+		reconcile.WithReadySummary(conditions.SummaryOptions{ConditionTypes: []string{
+			bundlev1alpha1.AppliedCondition,
+			bundlev1alpha1.MembersCurrentCondition,
+		}}),
+		reconcile.WithObservedGeneration{},
+		// Reconciling and Stalled are this controller's alone: its values
+		// win on a conflict.
+		reconcile.WithOwnedConditions{conditions.Reconciling, conditions.Stalled}).
 		Named(cmp.Or(r.Name, "bundle")).
 		Client(r.Client).
-		With(reconcile.WithFinalizer(Finalizer, finalizer.Func(r.prune)),
-			reconcile.WithReadySummary(conditions.SummaryOptions{ConditionTypes: []string{
-				bundlev1alpha1.AppliedCondition,
-				bundlev1alpha1.MembersCurrentCondition,
-			}}),
-			reconcile.WithObservedGeneration{},
-			// Reconciling and Stalled are this controller's alone: its values
-			// win on a conflict.
-			reconcile.WithOwnedConditions{conditions.Reconciling, conditions.Stalled}).
 		Index(BundlesByConfigMap).
 		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.bundlesOfConfigMap)).
 		Complete()

@@ -97,15 +97,14 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Scheme == nil {
 		r.Scheme = mgr.GetScheme()
 	}
-	rec, err := reconcile.NewController[tenancyv1alpha1.Tenant](mgr, r.reconcile).
+	rec, err := reconcile.NewController[tenancyv1alpha1.Tenant](mgr, r.reconcile,
+		reconcile.WithReadySummary(conditions.SummaryOptions{ConditionTypes: []string{
+			tenancyv1alpha1.NamespaceQuotaCondition,
+			tenancyv1alpha1.NamespacesConfiguredCondition,
+		}}),
+		reconcile.WithObservedGeneration{}).
 		Named(cmp.Or(r.Name, "tenant")).
 		Client(r.Client).
-		With(
-			reconcile.WithReadySummary(conditions.SummaryOptions{ConditionTypes: []string{
-				tenancyv1alpha1.NamespaceQuotaCondition,
-				tenancyv1alpha1.NamespacesConfiguredCondition,
-			}}),
-			reconcile.WithObservedGeneration{}).
 		// Watched, and indexed for ownership.ListChildren.
 		Owns(&corev1.ResourceQuota{}, &corev1.LimitRange{}, &networkingv1.NetworkPolicy{}, &rbacv1.RoleBinding{}).
 		Index(TenantsByNamespace).

@@ -95,10 +95,9 @@ func (r *Reconciler) Init() error {
 // SetupWithManager registers the User controller.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	// Owns maps a child to its controller, cluster-scoped owner or not.
-	rec, err := reconcile.NewController[identityv1alpha1.User](mgr, r.reconcile).
+	rec, err := reconcile.NewController[identityv1alpha1.User](mgr, r.reconcile, r.forOptions()...).
 		Named(cmp.Or(r.Name, "user")).
 		Client(r.Client).
-		With(r.forOptions()...).
 		Owns(Owned()...).
 		Complete()
 	r.reconciler = rec

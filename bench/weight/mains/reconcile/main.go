@@ -27,7 +27,7 @@ func main() {
 			if err != nil {
 				return ctrl.Result{}, err
 			}
-			defer p.PatchOnExit(ctx, cm, &reterr)
+			defer p.PatchOnExit(ctx, cm, nil, &reterr)
 			cm.Labels = map[string]string{"seen": "yes"}
 			return ctrl.Result{}, nil
 		})

@@ -37,7 +37,7 @@ func main() {
 			if err != nil {
 				return ctrl.Result{}, err
 			}
-			defer p.PatchOnExit(ctx, owner, &reterr)
+			defer p.PatchOnExit(ctx, owner, nil, &reterr)
 			var obj conditions.Setter
 			if obj != nil {
 				conditions.MarkTrue(obj, "Ready", "Reconciled", "")
