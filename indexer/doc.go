@@ -29,6 +29,5 @@
 // the error then comes without a request.
 //
 // Ready-made: [ControllerOwner] indexes objects by their controller (find the
-// children of an owner with [OwnerKey]), and [StringSlice] indexes any string
-// or string list at a path in the object (tenants by status.namespaces, say).
+// children of an owner with [OwnerKey]).
 package indexer

@@ -27,7 +27,7 @@ var env = testapi.NewEnv()
 func TestMain(m *testing.M) { os.Exit(env.Run(m)) }
 
 // TenantsByNamespace is the Capsule example: tenants by status.namespaces.
-var TenantsByNamespace = indexer.StringSlice[*testapi.Widget]("status.namespaces", "status", "namespaces")
+var TenantsByNamespace = indexer.New("status.namespaces", func(w *testapi.Widget) []string { return w.Status.Namespaces })
 
 // startManager registers the indexes and starts a manager whose cached
 // client the tests query.
@@ -99,7 +99,7 @@ func TestIndexesThroughAManager(t *testing.T) {
 				return err
 			}
 		}
-		other := indexer.StringSlice[*testapi.Widget]("status.namespaces", "spec", "owner")
+		other := indexer.New("status.namespaces", func(w *testapi.Widget) []string { return []string{w.Spec.Owner} })
 		var ce *indexer.ConflictError
 		if err := other.Register(ctx, mgr.GetFieldIndexer()); !errors.As(err, &ce) {
 			t.Errorf("a different declaration under the same name: %v, want *ConflictError", err)

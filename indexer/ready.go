@@ -7,7 +7,6 @@ import (
 	"sync"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -74,24 +73,4 @@ func controllerOwnerValues(o client.Object) []string {
 // name: "Kind.group/name", or "Kind/name" for the core group.
 func OwnerKey(gk schema.GroupKind, name string) string {
 	return gk.String() + "/" + name
-}
-
-// StringSlice declares an index named name over the string or string list
-// at path in the object (as in its JSON: "status", "namespaces"). It
-// converts each object to read the field, so prefer [New] with a typed
-// extractor on hot types.
-func StringSlice[T client.Object](name string, path ...string) *Index[T] {
-	return New(name, func(o T) []string {
-		m, err := object.ToMap(o)
-		if err != nil {
-			return nil
-		}
-		if s, ok, _ := unstructured.NestedStringSlice(m, path...); ok {
-			return s
-		}
-		if s, ok, _ := unstructured.NestedString(m, path...); ok {
-			return []string{s}
-		}
-		return nil
-	})
 }

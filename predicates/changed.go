@@ -4,6 +4,7 @@ import (
 	"maps"
 	"slices"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -72,3 +73,28 @@ func typedDeletionStarted[T client.Object]() predicate.TypedPredicate[T] {
 }
 
 var _ predicate.Predicate = GenerationChanged()
+
+// Changed passes updates for which value(old) and value(new) differ
+// (apimachinery's semantic equality: quantities and times compare by
+// value), updates that start the deletion or change the finalizers, and
+// every create, delete and generic event. value picks what the controller
+// reacts to, typed and cheap:
+//
+//	predicates.Changed(func(o client.Object) any {
+//		s := o.(*corev1.Service)
+//		return []any{s.Spec.Type, s.Spec.LoadBalancerClass, s.Status.LoadBalancer}
+//	})
+func Changed(value func(client.Object) any) predicate.Predicate {
+	return typedChanged[client.Object](value)
+}
+
+// typedChanged is [Changed] for any object type (the exported one is its client.Object instance).
+func typedChanged[T client.Object](value func(T) any) predicate.TypedPredicate[T] {
+	return updateFilter(func(old, new T) bool {
+		return lifecycleChanged(old, new) || !equality.Semantic.DeepEqual(value(old), value(new))
+	})
+}
+
+var (
+	_ predicate.Predicate = Changed(nil)
+)

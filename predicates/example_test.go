@@ -56,14 +56,3 @@ func ExampleChanged() {
 	// label: false
 	// type: true
 }
-
-// FieldChanged names the fields by path, for any object, unstructured too.
-func ExampleFieldChanged() {
-	p := predicates.FieldChanged("spec.type")
-	old := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web"}}
-	exposed := old.DeepCopy()
-	exposed.Spec.Type = corev1.ServiceTypeLoadBalancer
-	fmt.Println(p.Update(event.UpdateEvent{ObjectOld: old, ObjectNew: exposed}))
-	// Output:
-	// true
-}
