@@ -73,7 +73,7 @@ func TestForReadsEachClusterThroughItsOwnAPIReader(t *testing.T) {
 	})
 	// Member 1's child, controlled by an earlier owner of the same name.
 	stale := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "owner",
-		Annotations: map[string]string{ownership.OwnerAnnotation: "/ConfigMap/" + ns + "/owner"},
+		Labels: map[string]string{ownership.OwnerKindLabel: "ConfigMap", ownership.OwnerNameLabel: "owner"},
 		OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: "owner",
 			UID: "an-earlier-owner", Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}}},
 		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "view"},

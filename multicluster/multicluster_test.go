@@ -285,7 +285,7 @@ func sameResourceVersion(t *testing.T, ctx context.Context, ns string, owners []
 		for i, e := range envs {
 			out[i] = &rbacv1.RoleBinding{
 				ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "child",
-					Annotations: map[string]string{ownership.OwnerAnnotation: "/ConfigMap/" + ns + "/" + owners[i].Name},
+					Labels: map[string]string{ownership.OwnerKindLabel: "ConfigMap", ownership.OwnerNameLabel: owners[i].Name},
 					OwnerReferences: []metav1.OwnerReference{{
 						APIVersion: "v1", Kind: "ConfigMap", Name: owners[i].Name, UID: owners[i].UID, Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}}},
 				RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "view"},

@@ -54,17 +54,19 @@ const createOnly = "1"
 // Besides owner's controller reference, the owner references config sets
 // that are not controller references are applied (controllerutil's
 // SetOwnerReference sets them on a configuration built from an object).
-// The owner is recorded as [CreateOrUpdate] records it ([OwnerKindLabel]
-// and [OwnerNameLabel], or [OwnerAnnotation] when the owner's kind or name
-// is not a label value), and a child is taken or refused by its record as
-// the package documentation (Backup and restore) says. The apply
-// always carries the record in that form and not the other: an
-// [OwnerAnnotation] of an earlier version that this field manager applied
-// is removed by the API server with the apply, one that another writer
-// owns (a restore) stays. A stale controller reference of an earlier owner
-// of owner's kind and name, or a record that names another owner (with
-// [Adopt]{}) or names owner otherwise than the apply does, is replaced by
-// a patch of its own before the apply, as an adopted controller's
+// With [RecordOwner], the owner is recorded as [CreateOrUpdate] records it
+// ([OwnerKindLabel] and [OwnerNameLabel], or the annotation when the
+// owner's kind or name is not a label value), the apply carrying the
+// record in that form and not the other; without it, the apply carries no
+// record (one the configuration sets is dropped: the record is not the
+// configuration's), and the API server removes one this field manager
+// applied before. Either way a child is taken or refused by the record it
+// carries, as the package documentation (Backup and restore) says. A
+// stale controller reference of an earlier owner of owner's kind and
+// name, or a record that names another owner (with [Adopt]{}), or, with
+// [RecordOwner], names owner otherwise than the apply does, is replaced
+// (without [RecordOwner], removed) by a patch of its own before the
+// apply, as an adopted controller's
 // reference is. With [Adopt]{}, the other controller's reference is
 // removed first, by a patch of its own: if the apply then fails, the
 // result is updated and the error says that the child was left without a
@@ -130,7 +132,7 @@ func apply(ctx context.Context, c client.Client, owner client.Object, config run
 		return controllerutil.OperationResultNone, err
 	}
 	r := k.record(ref.Name, owner.GetNamespace())
-	withReferences(u, ref, r)
+	withReferences(u, ref, r, o.Record)
 	key := childKey(ctx, c, gvk, child, appliedSlot+string(owner.GetUID()))
 	applyOpts := []client.ApplyOption{client.FieldOwner(fieldManager)}
 	if o.Force {
@@ -152,7 +154,7 @@ func apply(ctx context.Context, c client.Client, owner client.Object, config run
 	if live != nil && metav1.IsControlledBy(live, owner) {
 		m, remembered := recall(key)
 		unmoved := remembered && sumErr == nil && m.sum == sent && m.uid == live.GetUID() && m.rv == live.GetResourceVersion()
-		if unmoved || recordOf(live).current(r) && !behindOwnAnswer(key, live) && asApplied(live, u, fieldManager) {
+		if unmoved || settled(recordOf(live), r, o.Record) && !behindOwnAnswer(key, live) && asApplied(live, u, fieldManager) {
 			if err := answerInto(config, live, gvk); err != nil {
 				return controllerutil.OperationResultNone, fmt.Errorf("ownership: %s is as applied, but reading it failed: %w", name, err)
 			}
@@ -181,22 +183,26 @@ func apply(ctx context.Context, c client.Client, owner client.Object, config run
 				}
 			}
 			// Another controller reference (stale or adopted) and a record
-			// that is not owner's as the apply writes it, which other field
+			// that is not owner's as the apply writes it (without
+			// RecordOwner: one that names another owner), which other field
 			// managers may own, are replaced by a patch first: the apply
 			// would leave the child two controllers or two records, and
 			// conflict on the record.
-			if rec := recordOf(live); cur != nil || (!rec.none() && !rec.current(r)) {
+			if rec := recordOf(live); cur != nil || (!rec.none() && !settled(rec, r, o.Record)) {
 				var uid types.UID
 				if cur != nil {
 					uid = cur.UID
 				}
-				if err := release(ctx, c, live, uid, r); err != nil {
+				if err := release(ctx, c, live, uid, r, o.Record); err != nil {
 					return resultAfterRelease(released), err
 				}
-				if cur != nil {
+				switch {
+				case cur != nil:
 					released = fmt.Sprintf("removed the controller reference of %s from %s (it has no controller now)", controllerName(cur), name)
-				} else {
+				case o.Record:
 					released = fmt.Sprintf("recorded %s as the owner of %s (%s), in place of %s", object.Describe(owner, c.Scheme()), name, formKeys(r.form()), rec.describe(r))
+				default:
+					released = fmt.Sprintf("removed the record of %s from %s", rec.describe(r), name)
 				}
 			}
 			known = memo{uid: live.GetUID(), rv: live.GetResourceVersion()}
@@ -323,10 +329,11 @@ func fromConfiguration(c client.Client, owner client.Object, config runtime.Appl
 
 // withReferences sets on u owner's controller reference ref, beside the
 // owner references u sets that are not controller references (the
-// caller's other owners), and the record r in the form
-// it is written for a new child, and not the other (a configuration built
-// from a child as an earlier Apply answered it may carry it).
-func withReferences(u *unstructured.Unstructured, ref metav1.OwnerReference, r ownerRecord) {
+// caller's other owners), and, when record, the record r in the form it is
+// written for a new child, and not the other (a configuration built from a
+// child as an earlier Apply answered it may carry it); without record, u
+// carries no record.
+func withReferences(u *unstructured.Unstructured, ref metav1.OwnerReference, r ownerRecord, record bool) {
 	refs := []metav1.OwnerReference{ref}
 	for _, o := range u.GetOwnerReferences() {
 		if o.UID != ref.UID && (o.Controller == nil || !*o.Controller) {
@@ -334,7 +341,23 @@ func withReferences(u *unstructured.Unstructured, ref metav1.OwnerReference, r o
 		}
 	}
 	u.SetOwnerReferences(refs)
-	writeRecord(u, r)
+	if record {
+		writeRecord(u, r)
+		return
+	}
+	u.SetLabels(withKeysOf(u.GetLabels(), nil, OwnerKindLabel, OwnerNameLabel))
+	u.SetAnnotations(withKeysOf(u.GetAnnotations(), nil, ownerAnnotation))
+}
+
+// settled reports whether rec, a child's record, is as an apply for r's
+// owner leaves it: with record, r's as the apply writes it (see
+// recordedOn.current); without, no form of it names another owner.
+func settled(rec recordedOn, r ownerRecord, record bool) bool {
+	if record {
+		return rec.current(r)
+	}
+	form, _ := rec.other(r)
+	return form == ""
 }
 
 // marshalConfiguration is config as JSON; a configuration whose
@@ -493,11 +516,13 @@ func resultAfterRelease(released string) controllerutil.OperationResult {
 }
 
 // release drops the controller reference with the given UID ("": none)
-// from live and records r's owner on it, in r's form and not the other,
-// under optimistic locking, so that another owner's reference or record
-// is only replaced by an explicit adoption (or a stale reference of the
-// owner's own, by a restore). live receives the answer.
-func release(ctx context.Context, c client.Client, live client.Object, uid types.UID, r ownerRecord) error {
+// from live and, with record, records r's owner on it, in r's form and not
+// the other; without, it removes each form of the record that names
+// another owner and writes none. It patches under optimistic locking, so
+// that another owner's reference or record is only replaced by an
+// explicit adoption (or a stale reference of the owner's own, by a
+// restore). live receives the answer.
+func release(ctx context.Context, c client.Client, live client.Object, uid types.UID, r ownerRecord, record bool) error {
 	before := live.DeepCopyObject().(client.Object)
 	var kept []metav1.OwnerReference
 	for _, ref := range live.GetOwnerReferences() {
@@ -506,7 +531,11 @@ func release(ctx context.Context, c client.Client, live client.Object, uid types
 		}
 	}
 	live.SetOwnerReferences(kept)
-	setRecord(live, r)
+	if record {
+		setRecord(live, r)
+	} else {
+		removeOthers(live, r)
+	}
 	if err := c.Patch(ctx, live, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
 		return fmt.Errorf("ownership: adopting %s: %w", object.Describe(live, c.Scheme()), err)
 	}

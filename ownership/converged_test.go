@@ -14,12 +14,17 @@ import (
 )
 
 // applyFn is Apply as a createOr: mutate builds the child, then it is
-// applied with the field manager steady-test.
-func applyFn(ctx context.Context, c client.Client, o, child client.Object, f ownership.MutateFn, _ ...option) (controllerutil.OperationResult, error) {
+// applied with the field manager steady-test, with opts (each an
+// ApplyOption too: Adopt, RecordOwner).
+func applyFn(ctx context.Context, c client.Client, o, child client.Object, f ownership.MutateFn, opts ...option) (controllerutil.OperationResult, error) {
 	if err := f(); err != nil {
 		return controllerutil.OperationResultNone, err
 	}
-	return applyObject(ctx, c, o, child, "steady-test")
+	aopts := make([]ownership.ApplyOption, 0, len(opts))
+	for _, opt := range opts {
+		aopts = append(aopts, opt.(ownership.ApplyOption))
+	}
+	return applyObject(ctx, c, o, child, "steady-test", aopts...)
 }
 
 // allFns are the three ways to write a child.

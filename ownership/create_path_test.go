@@ -144,7 +144,7 @@ func TestCreateRequestBodies(t *testing.T) {
 		var body []byte
 		c := newChildClient(t, func(_ client.Object, b []byte) { body = b })
 		child, mutate := tc.child()
-		op, err := ownership.CreateOrUpdate(context.Background(), c, tc.owner, child, mutate)
+		op, err := ownership.CreateOrUpdate(context.Background(), c, tc.owner, child, mutate, ownership.RecordOwner{})
 		if err != nil || op != controllerutil.OperationResultCreated {
 			t.Fatalf("%s: %v, %v", tc.name, op, err)
 		}
@@ -202,7 +202,7 @@ func TestCreateKeepsCallerMaps(t *testing.T) {
 		if tc.mutate != nil {
 			mutate = func() error { tc.mutate(cm); return nil }
 		}
-		if _, err := ownership.CreateOrUpdate(context.Background(), c, tc.owner, cm, mutate); err != nil {
+		if _, err := ownership.CreateOrUpdate(context.Background(), c, tc.owner, cm, mutate, ownership.RecordOwner{}); err != nil {
 			t.Fatal(err)
 		}
 		for i, m := range []map[string]string{shared, copied, given, annotations} {

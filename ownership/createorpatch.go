@@ -64,7 +64,7 @@ func createOrPatch(ctx context.Context, c client.Client, owner, child client.Obj
 	o := mutateOptions(opts)
 	ctx = scope.Carry(ctx, c) // the State of c's cluster, for the calls through the wrapper below
 	c = observe.Client(c, "ownership")
-	w, err := newWriteCall(c, owner, child, mutate, o.Adopt, patchVerdicts) // the API reader found on a re-read
+	w, err := newWriteCall(c, owner, child, mutate, o, patchVerdicts) // the API reader found on a re-read
 	if err != nil {
 		return controllerutil.OperationResultNone, err
 	}

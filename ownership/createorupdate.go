@@ -17,10 +17,10 @@ import (
 )
 
 // CreateOrUpdate reads child (by its namespace and name), runs mutate on it,
-// makes owner its controller (recording owner in [OwnerKindLabel] and
-// [OwnerNameLabel], or [OwnerAnnotation]: see the package documentation,
-// Backup and restore, for the record and the children it takes and
-// refuses, and [Adopt]; the record is judged
+// makes owner its controller (with [RecordOwner], recording owner in
+// [OwnerKindLabel] and [OwnerNameLabel], or the annotation: see the
+// package documentation, Backup and restore, for the record and the
+// children it takes and refuses, and [Adopt]; the record is judged
 // and kept as the live child has it, whatever mutate drops or sets there,
 // and a new child is judged without one: a mutate that copies its owner's
 // labels copies the owner's record of its own owner), and creates it, or
@@ -93,7 +93,7 @@ func createOrUpdate(ctx context.Context, c client.Client, owner, child client.Ob
 	o := mutateOptions(opts)
 	ctx = scope.Carry(ctx, c) // the State of c's cluster, for the calls through the wrapper below
 	c = observe.Client(c, "ownership")
-	w, err := newWriteCall(c, owner, child, mutate, o.Adopt, updateVerdicts) // the API reader found on a re-read
+	w, err := newWriteCall(c, owner, child, mutate, o, updateVerdicts) // the API reader found on a re-read
 	if err != nil {
 		return controllerutil.OperationResultNone, err
 	}

@@ -87,35 +87,36 @@
 // call that finds the child as mutate wants it asks nothing), and once per
 // kind and cluster: a namespaced kind is remembered, a refusal is asked
 // again every time. Options are
-// small types passed to each call that takes them: [Adopt] (CreateOrUpdate,
-// CreateOrPatch, Apply) and [Force] (Apply). To set references in memory,
+// small types passed to each call that takes them: [Adopt] and
+// [RecordOwner] (CreateOrUpdate, CreateOrPatch, Apply) and [Force] (Apply). To set references in memory,
 // use controllerutil's SetControllerReference and SetOwnerReference; they
 // neither write nor honour the record below.
 //
 // # Backup and restore
 //
-// With the controller reference, each child gets a record of its owner,
-// not the UID, which a restore from a backup changes: the labels
-// [OwnerKindLabel] ("<Kind>.<group>") and [OwnerNameLabel] ("<name>"), or,
-// when the kind or name is not a label value (longer than 63 characters,
-// an RBAC name with ':'), the annotation [OwnerAnnotation]
-// ("<group>/<Kind>/<namespace>/<name>"), which is also what earlier
-// versions wrote and is read as before. A restored child
-// comes back without owner references (Velero strips them), its owner
-// with a new UID: the next call takes back a child without a controller
-// that records the owner (its controller reference then holds the new
-// UID), and refuses one that records another owner with an
-// [*AlreadyOwnedError] (its Recorded field names that owner) unless
-// [Adopt]{} is given. A child whose controller reference is to an earlier
+// With [RecordOwner]{}, passed on every call for a child, the child gets,
+// with the controller reference, a record of its owner, not the UID,
+// which a restore from a backup changes: the labels [OwnerKindLabel]
+// ("<Kind>.<group>") and [OwnerNameLabel] ("<name>"), or, when the kind or
+// name is not a label value (longer than 63 characters, an RBAC name with
+// ':'), the annotation "ownership.steady.dev/owner"
+// ("<group>/<Kind>/<namespace>/<name>"). Without it no record is written.
+// A restored child comes back without owner references (Velero strips
+// them), its owner with a new UID: the next call takes back a child
+// without a controller that records the owner (its controller reference
+// then holds the new UID), and refuses one that records another owner
+// with an [*AlreadyOwnedError] (its Recorded field names that owner)
+// unless [Adopt]{} is given. The record is read on every call, with or
+// without RecordOwner. A child whose controller reference is to an earlier
 // owner of the owner's kind and name (the old UID) and that records the
 // owner is taken back too, once a read of the owner shows that the owner
 // passed is the current one (the garbage collector usually deletes such a
 // child first: see docs/ownership.md). A child without a controller and
 // without a record is taken, as controllerutil does. A child is refused
 // when either form names another owner. The record is part of the desired
-// child, so a converged child is not written for it (one that an earlier
-// version recorded in the annotation keeps it: no write); a child written
-// before the record existed gets it with one write.
+// child, so a converged child is not written for it; a child written
+// without the record gets it with one write on its first call with
+// RecordOwner.
 //
 // [Apply] is the server-side-apply variant, idempotent by construction,
 // whose result says what the API server did (its apply is locked on the

@@ -54,16 +54,17 @@ func ExampleAdopt() {
 }
 
 // A restore from a backup brings the owner back with a new UID and its
-// children without owner references. The record in OwnerKindLabel and
-// OwnerNameLabel (kind, group and name: not the UID) tells whose child it
-// is: its owner takes it back, another owner does not take it.
-func ExampleOwnerKindLabel() {
+// children without owner references. With ownership.RecordOwner{}, passed
+// on every call, the record in OwnerKindLabel and OwnerNameLabel (kind,
+// group and name: not the UID) tells whose child it is: its owner takes
+// it back, another owner does not take it.
+func ExampleRecordOwner() {
 	ctx := context.Background()
 	mapper := testrestmapper.TestOnlyStaticRESTMapper(scheme.Scheme)
 	c := fake.NewClientBuilder().WithScheme(scheme.Scheme).WithRESTMapper(mapper).Build() // a test's client
 	web := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web", UID: "uid-web"}}
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "settings"}}
-	if _, err := ownership.CreateOrUpdate(ctx, c, web, cm, nil); err != nil {
+	if _, err := ownership.CreateOrUpdate(ctx, c, web, cm, nil, ownership.RecordOwner{}); err != nil {
 		panic(err)
 	}
 	fmt.Println(cm.Labels[ownership.OwnerKindLabel], cm.Labels[ownership.OwnerNameLabel])
@@ -78,11 +79,11 @@ func ExampleOwnerKindLabel() {
 
 	api := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "api", UID: "uid-api"}}
 	cm = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "settings"}}
-	_, err := ownership.CreateOrUpdate(ctx, c, api, cm, nil)
+	_, err := ownership.CreateOrUpdate(ctx, c, api, cm, nil, ownership.RecordOwner{})
 	fmt.Println(err)
 
 	cm = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "settings"}}
-	op, err := ownership.CreateOrUpdate(ctx, c, restored, cm, nil)
+	op, err := ownership.CreateOrUpdate(ctx, c, restored, cm, nil, ownership.RecordOwner{})
 	fmt.Println(op, err, metav1.IsControlledBy(cm, restored))
 	// Output:
 	// Deployment.apps web
@@ -91,19 +92,19 @@ func ExampleOwnerKindLabel() {
 }
 
 // An owner whose name is not a label value (an RBAC name with ':', a name
-// of more than 63 characters) is recorded in OwnerAnnotation instead, as
-// "<group>/<Kind>/<namespace>/<name>". It is read as the labels are, and so
-// is the annotation that earlier versions wrote for every owner.
-func ExampleOwnerAnnotation() {
+// of more than 63 characters) is recorded in the annotation
+// ownership.steady.dev/owner instead, as "<group>/<Kind>/<namespace>/<name>".
+// It is read as the labels are.
+func ExampleRecordOwner_annotation() {
 	ctx := context.Background()
 	mapper := testrestmapper.TestOnlyStaticRESTMapper(scheme.Scheme)
 	c := fake.NewClientBuilder().WithScheme(scheme.Scheme).WithRESTMapper(mapper).Build() // a test's client
 	view := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "system:view", UID: "uid-view"}}
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "settings"}}
-	if _, err := ownership.CreateOrUpdate(ctx, c, view, cm, nil); err != nil {
+	if _, err := ownership.CreateOrUpdate(ctx, c, view, cm, nil, ownership.RecordOwner{}); err != nil {
 		panic(err)
 	}
-	fmt.Println(cm.Annotations[ownership.OwnerAnnotation], len(cm.Labels))
+	fmt.Println(cm.Annotations["ownership.steady.dev/owner"], len(cm.Labels))
 	// Output:
 	// rbac.authorization.k8s.io/ClusterRole//system:view 0
 }

@@ -13,10 +13,14 @@ type (
 	InvalidOwnerError = invalidOwnerError
 )
 
+// OwnerAnnotation is the annotation that records an owner whose kind or
+// name is not a label value.
+const OwnerAnnotation = ownerAnnotation
+
 // SetControllerReference is setController, the reference and record the
 // write calls set, without the stale reference it returns: the tests of
 // the record judge it in memory.
 func SetControllerReference(owner, child client.Object, scheme *runtime.Scheme, opts ...MutateOption) (bool, error) {
-	changed, _, err := setController(owner, child, scheme, mutateOptions(opts).Adopt)
+	changed, _, err := setController(owner, child, scheme, mutateOptions(opts))
 	return changed, err
 }

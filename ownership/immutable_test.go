@@ -36,6 +36,10 @@ func TestJobWithImmutableTemplate(t *testing.T) {
 			}
 			wholesale := func(j *batchv1.Job, image string) ownership.MutateFn {
 				return func() error {
+					// Labels of its own: a Job created without any takes its
+					// template's, which the API server fills, and the desired
+					// Job then differs from the one created.
+					j.Labels = map[string]string{"app": "work"}
 					j.Spec = batchv1.JobSpec{BackoffLimit: new(int32(2)), Template: template(image)}
 					return nil
 				}

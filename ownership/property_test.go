@@ -211,7 +211,7 @@ func TestPropertyDesiredStateLands(t *testing.T) {
 				call := func(s state) controllerutil.OperationResult {
 					t.Helper()
 					child := k.new(ns, name)
-					op, err := fn.fn(ctx, c, o, child, func() error { k.set(child, s); return nil })
+					op, err := fn.fn(ctx, c, o, child, func() error { k.set(child, s); return nil }, ownership.RecordOwner{})
 					if err != nil {
 						t.Fatalf("%s %s %s: %v (live %+v, desired %+v)", k.name, fn.name, name, err, live, desired)
 					}

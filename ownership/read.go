@@ -51,7 +51,7 @@ type writeCall struct {
 	resolved     bool
 	owner, child client.Object
 	mutate       controllerutil.MutateFn
-	adopt        bool
+	opts         MutateOptions
 	// given is the child as the caller passed it, which each round starts
 	// from.
 	given client.Object
@@ -70,11 +70,11 @@ type writeCall struct {
 // newWriteCall checks the reference from the objects alone and starts a
 // call; the child's scope, which the REST mapper tells, is checked before
 // the first write (see [writeCall.run]).
-func newWriteCall(c client.Client, owner, child client.Object, mutate controllerutil.MutateFn, adopt bool, verdict string) (writeCall, error) {
+func newWriteCall(c client.Client, owner, child client.Object, mutate controllerutil.MutateFn, opts MutateOptions, verdict string) (writeCall, error) {
 	if err := check(owner, child, c.Scheme()); err != nil {
 		return writeCall{}, err
 	}
-	return writeCall{c: c, owner: owner, child: child, mutate: mutate, adopt: adopt,
+	return writeCall{c: c, owner: owner, child: child, mutate: mutate, opts: opts,
 		given: child.DeepCopyObject().(client.Object), verdict: verdict}, nil
 }
 
@@ -173,7 +173,7 @@ func (w *writeCall) prepare(ctx context.Context, mode readMode) (client.Object, 
 		keepServerMetadata(child, live)
 	}
 	rec := keepRecord(child, live)
-	_, stale, err := setControllerRecorded(w.owner, child, rec, c.Scheme(), w.adopt)
+	_, stale, err := setControllerRecorded(w.owner, child, rec, c.Scheme(), w.opts)
 	if err != nil {
 		return nil, err
 	}

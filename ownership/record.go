@@ -12,20 +12,22 @@ import (
 )
 
 // OwnerKindLabel and [OwnerNameLabel] are the labels in which
-// [CreateOrUpdate], [CreateOrPatch] and [Apply] record on each child who
-// its controller is, when both values are valid label values (at most 63 characters of [A-Za-z0-9-_.], the first and last
-// a letter or digit): the owner's kind, as "<Kind>.<group>"
+// [CreateOrUpdate], [CreateOrPatch] and [Apply], passed [RecordOwner],
+// record on a child who its controller is, when both values are valid
+// label values (at most 63 characters of [A-Za-z0-9-_.], the first and
+// last a letter or digit): the owner's kind, as "<Kind>.<group>"
 // ("Bucket.example.com"; "<Kind>" for the core group: "Secret"), and its
 // name. Not its UID: a restore from a backup creates the owner again with a
 // new UID, and its children without their owner references (Velero strips
 // them); the next reconcile takes back a child without a controller that
 // records the owner, and refuses, with an [*AlreadyOwnedError], one that
-// records another. The owner's namespace is not recorded: a namespaced
-// owner is in its child's namespace (a reference cannot cross namespaces),
-// and its kind says whether it is namespaced. An owner whose kind or name
-// is not a label value (a name of more than 63 characters, an RBAC name
-// with ':') is recorded in [OwnerAnnotation] instead; a new child never
-// carries both.
+// records another (with or without [RecordOwner]: the record is always
+// read). The owner's namespace is not recorded: a namespaced owner is in
+// its child's namespace (a reference cannot cross namespaces), and its
+// kind says whether it is namespaced. An owner whose kind or name is not a
+// label value (a name of more than 63 characters, an RBAC name with ':')
+// is recorded in the annotation "ownership.steady.dev/owner" instead; a
+// child written with the record carries one form, never both.
 //
 // Labels, not an annotation, because most children already carry labels:
 // two more entries in a map the child has cost the informer cache far less
@@ -36,17 +38,14 @@ const OwnerKindLabel = "ownership.steady.dev/owner-kind"
 // OwnerNameLabel is the name of a child's controller; see [OwnerKindLabel].
 const OwnerNameLabel = "ownership.steady.dev/owner-name"
 
-// OwnerAnnotation is the record of a child's controller when it does not
+// ownerAnnotation is the record of a child's controller when it does not
 // fit in [OwnerKindLabel] and [OwnerNameLabel] (its name or kind is not a
-// label value), and the record written by earlier versions of steady,
-// which is read as before: "<group>/<Kind>/<namespace>/<name>" of the
-// owner, the group empty for the core group and the namespace empty for a
-// cluster-scoped owner ("example.com/Bucket/shop/photos"). A child records
-// an owner when either form does, and is refused if either form records
-// another. A converged child that records its owner here is left as it
-// is: [CreateOrUpdate] and [CreateOrPatch] do not rewrite it in labels
-// ([Apply], which sends the whole configuration anyway, sends the labels).
-const OwnerAnnotation = "ownership.steady.dev/owner"
+// label value): "<group>/<Kind>/<namespace>/<name>" of the owner, the
+// group empty for the core group and the namespace empty for a
+// cluster-scoped owner ("rbac.authorization.k8s.io/ClusterRole//system:view").
+// A child records an owner when either form does, and is refused if either
+// form records another.
+const ownerAnnotation = "ownership.steady.dev/owner"
 
 // The forms of a record, as AlreadyOwnedError.RecordedIn names them.
 const (
@@ -60,7 +59,7 @@ func formKeys(form string) string {
 	if form == inLabels {
 		return "labels " + OwnerKindLabel + " and " + OwnerNameLabel
 	}
-	return "annotation " + OwnerAnnotation
+	return "annotation " + ownerAnnotation
 }
 
 // ownerRecord is the record of one owner: what its children carry.
@@ -71,7 +70,7 @@ type ownerRecord struct {
 	// kindLabel is [OwnerKindLabel]'s value.
 	kindLabel string
 	// labeled says that the record is written in the labels (both values
-	// are label values), else in [OwnerAnnotation].
+	// are label values), else in [ownerAnnotation].
 	labeled bool
 }
 
@@ -121,7 +120,7 @@ func (r ownerRecord) form() string {
 	return inAnnotation
 }
 
-// annotation is the [OwnerAnnotation] value of r's owner.
+// annotation is the [ownerAnnotation] value of r's owner.
 func (r ownerRecord) annotation() string {
 	return r.group + "/" + r.kind + "/" + r.namespace + "/" + r.name
 }
@@ -146,13 +145,13 @@ func (r ownerRecord) isAnnotation(v string) bool {
 // recordedOn is what an object's owner record holds ("": not set).
 type recordedOn struct {
 	kind, name string // OwnerKindLabel and OwnerNameLabel
-	annotation string // OwnerAnnotation
+	annotation string // ownerAnnotation
 }
 
 // recordOf reads obj's owner record.
 func recordOf(obj client.Object) recordedOn {
 	l, a := obj.GetLabels(), obj.GetAnnotations()
-	return recordedOn{kind: l[OwnerKindLabel], name: l[OwnerNameLabel], annotation: a[OwnerAnnotation]}
+	return recordedOn{kind: l[OwnerKindLabel], name: l[OwnerNameLabel], annotation: a[ownerAnnotation]}
 }
 
 // labels reports whether the labels hold a record (either label).
@@ -197,14 +196,16 @@ func (o recordedOn) other(r ownerRecord) (form, owner string) {
 }
 
 // current reports whether the record is r's as r writes it: no form
-// records another owner, and one records r's owner as it would be written
-// (the labels, or the annotation of an earlier version, namespace and
-// all).
+// records another owner, and r's form records r's owner (the labels, or
+// the annotation, namespace and all).
 func (o recordedOn) current(r ownerRecord) bool {
 	if form, _ := o.other(r); form != "" {
 		return false
 	}
-	return o.labelsRecord(r) || (o.annotation != "" && r.isAnnotation(o.annotation))
+	if r.labeled {
+		return o.labelsRecord(r)
+	}
+	return o.annotation != "" && r.isAnnotation(o.annotation)
 }
 
 // describe describes each form o holds, beside r's owner: "Kind name
@@ -220,7 +221,7 @@ func (o recordedOn) describe(r ownerRecord) string {
 	return strings.Join(out, " and ")
 }
 
-// describeRecord names the owner an [OwnerAnnotation] value records, beside
+// describeRecord names the owner an [ownerAnnotation] value records, beside
 // r's owner, as "Kind namespace/name" (see ownerRecord.kindName), or returns
 // the value quoted when it is not one.
 func (r ownerRecord) describeRecord(rec string) string {
@@ -264,10 +265,9 @@ func (r ownerRecord) kindName(kind, group string) string {
 }
 
 // setRecord records r's owner on child and reports whether that changed
-// child. A record that is current (see recordedOn.current: an earlier
-// version's annotation of the owner too) is left as it is; otherwise r's
-// form is written and the other form removed, so that child carries one
-// record, r's.
+// child. A record that is current (see recordedOn.current) is left as it
+// is; otherwise r's form is written and the other form removed, so that
+// child carries one record, r's.
 func setRecord(child client.Object, r ownerRecord) bool {
 	if recordOf(child).current(r) {
 		return false
@@ -284,15 +284,15 @@ func writeRecord(child client.Object, r ownerRecord) {
 		l = object.CopyMap(l, 2)
 		l[OwnerKindLabel], l[OwnerNameLabel] = r.kindLabel, r.name
 		child.SetLabels(l)
-		if _, ok := a[OwnerAnnotation]; ok {
+		if _, ok := a[ownerAnnotation]; ok {
 			a = object.CopyMap(a, 2)
-			delete(a, OwnerAnnotation)
+			delete(a, ownerAnnotation)
 			child.SetAnnotations(nilIfEmpty(a))
 		}
 		return
 	}
 	a = object.CopyMap(a, 2)
-	a[OwnerAnnotation] = r.annotation()
+	a[ownerAnnotation] = r.annotation()
 	child.SetAnnotations(a)
 	_, hasKind := l[OwnerKindLabel]
 	if _, hasName := l[OwnerNameLabel]; hasKind || hasName {
@@ -326,16 +326,39 @@ func removeRecord(child client.Object, r ownerRecord) {
 	}
 	if o.annotation != "" && o.annotationRecords(r) {
 		a := object.CopyMap(child.GetAnnotations(), 2)
-		delete(a, OwnerAnnotation)
+		delete(a, ownerAnnotation)
 		child.SetAnnotations(a)
 	}
+}
+
+// removeOthers removes from child each form of its record that records
+// another owner than r's (a label left alone of a record included), and
+// reports whether that changed child: a child taken without
+// [RecordOwner] is not left recorded for another owner. A form that
+// records r's owner stays.
+func removeOthers(child client.Object, r ownerRecord) bool {
+	o := recordOf(child)
+	changed := false
+	if o.labels() && !o.labelsRecord(r) {
+		l := object.CopyMap(child.GetLabels(), 2)
+		delete(l, OwnerKindLabel)
+		delete(l, OwnerNameLabel)
+		child.SetLabels(nilIfEmpty(l))
+		changed = true
+	}
+	if o.annotation != "" && !o.annotationRecords(r) {
+		a := object.CopyMap(child.GetAnnotations(), 2)
+		delete(a, ownerAnnotation)
+		child.SetAnnotations(nilIfEmpty(a))
+		changed = true
+	}
+	return changed
 }
 
 // keepRecord makes child's owner record live's, form for form (none when
 // live is nil: a child to create), whatever mutate did to it: the record
 // decides whose child it is, and it is not the mutate's to drop (a mutate
-// that builds the labels or annotations anew; a converged child recorded
-// by an earlier version stays as it is) nor to set (a mutate that copies
+// that builds the labels or annotations anew) nor to set (a mutate that copies
 // its owner's labels onto the child copies the owner's own record, of
 // its owner: taken for the child's, it would refuse the child). It
 // returns that record, child's now (recordOf(child)).
@@ -352,7 +375,7 @@ func keepRecord(child, live client.Object) recordedOn {
 		liveLabels, liveAnnotations = live.GetLabels(), live.GetAnnotations()
 	}
 	child.SetLabels(withKeysOf(child.GetLabels(), liveLabels, OwnerKindLabel, OwnerNameLabel))
-	child.SetAnnotations(withKeysOf(child.GetAnnotations(), liveAnnotations, OwnerAnnotation))
+	child.SetAnnotations(withKeysOf(child.GetAnnotations(), liveAnnotations, ownerAnnotation))
 	return want
 }
 

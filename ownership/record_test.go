@@ -32,7 +32,7 @@ func TestAnOwnersLabelsCopiedToItsChild(t *testing.T) {
 	if _, err := ownership.CreateOrUpdate(ctx, remembering(), root, mid, func() error {
 		mid.Labels = map[string]string{"team": "shop"}
 		return nil
-	}); err != nil {
+	}, ownership.RecordOwner{}); err != nil {
 		t.Fatal(err)
 	}
 	if mid.Labels[ownership.OwnerNameLabel] != "root" {
@@ -52,7 +52,7 @@ func TestAnOwnersLabelsCopiedToItsChild(t *testing.T) {
 						cm.Labels = maps.Clone(mid.Labels) // the owner's labels, passed on
 						cm.Data = map[string]string{"k": "v"}
 						return nil
-					})
+					}, ownership.RecordOwner{})
 				}
 				check := func(what string) {
 					t.Helper()
@@ -105,7 +105,7 @@ func TestAnotherGroupsOwnerIsNamedWithItsGroup(t *testing.T) {
 		{"annotation", nil, map[string]string{ownership.OwnerAnnotation: "other.example/Widget/ns/a"}},
 	} {
 		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "c", Labels: tc.labels, Annotations: tc.annotations}}
-		_, err := ownership.SetControllerReference(a, cm, s)
+		_, err := ownership.SetControllerReference(a, cm, s, ownership.RecordOwner{})
 		var aoe *ownership.AlreadyOwnedError
 		if !errors.As(err, &aoe) || aoe.RecordedIn != tc.form {
 			t.Fatalf("%s: %v; want an *AlreadyOwnedError from the %s", tc.form, err, tc.form)
@@ -126,7 +126,7 @@ func TestRemovingTheControllerRemovesAPartOfItsRecord(t *testing.T) {
 	b := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "b", UID: "uid-b"}}
 	for _, drop := range []string{ownership.OwnerKindLabel, ownership.OwnerNameLabel} {
 		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "c", Labels: map[string]string{"app": "x"}}}
-		if _, err := ownership.SetControllerReference(a, cm, s); err != nil {
+		if _, err := ownership.SetControllerReference(a, cm, s, ownership.RecordOwner{}); err != nil {
 			t.Fatal(err)
 		}
 		delete(cm.Labels, drop) // another writer's doing
@@ -136,13 +136,13 @@ func TestRemovingTheControllerRemovesAPartOfItsRecord(t *testing.T) {
 		if len(cm.Labels) != 1 || cm.Labels["app"] != "x" {
 			t.Errorf("without %s: labels %v after a released the child; want app=x alone", drop, cm.Labels)
 		}
-		if _, err := ownership.SetControllerReference(b, cm, s); err != nil {
+		if _, err := ownership.SetControllerReference(b, cm, s, ownership.RecordOwner{}); err != nil {
 			t.Errorf("without %s: the released child refused to b: %v", drop, err)
 		}
 	}
 	// A label that names another owner stays.
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "c"}}
-	if _, err := ownership.SetControllerReference(a, cm, s); err != nil {
+	if _, err := ownership.SetControllerReference(a, cm, s, ownership.RecordOwner{}); err != nil {
 		t.Fatal(err)
 	}
 	cm.Labels[ownership.OwnerNameLabel] = "b"
@@ -167,17 +167,17 @@ func TestApplyAdoptsFromAnotherFieldManager(t *testing.T) {
 	a, b := owner(t, ns, "a"), owner(t, ns, "b")
 	theirs := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "shared", Labels: map[string]string{"theirs": "1"}},
 		Data: map[string]string{"k": "b"}}
-	if _, err := applyObject(ctx, c, b, theirs, "other-steady"); err != nil {
+	if _, err := applyObject(ctx, c, b, theirs, "other-steady", ownership.RecordOwner{}); err != nil {
 		t.Fatal(err)
 	}
 	mine := func() *corev1.ConfigMap {
 		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "shared"}, Data: map[string]string{"mine": "a"}}
 	}
 	var aoe *ownership.AlreadyOwnedError
-	if _, err := applyObject(ctx, c, a, mine(), "steady-test"); !errors.As(err, &aoe) || aoe.Controller != "Widget b" {
+	if _, err := applyObject(ctx, c, a, mine(), "steady-test", ownership.RecordOwner{}); !errors.As(err, &aoe) || aoe.Controller != "Widget b" {
 		t.Fatalf("without Adopt: %v; want an *AlreadyOwnedError naming Widget b", err)
 	}
-	if op, err := applyObject(ctx, c, a, mine(), "steady-test", ownership.Adopt{}); err != nil || op != controllerutil.OperationResultUpdated {
+	if op, err := applyObject(ctx, c, a, mine(), "steady-test", ownership.Adopt{}, ownership.RecordOwner{}); err != nil || op != controllerutil.OperationResultUpdated {
 		t.Fatalf("adopt: %s, %v", op, err)
 	}
 	var got corev1.ConfigMap
@@ -189,7 +189,7 @@ func TestApplyAdoptsFromAnotherFieldManager(t *testing.T) {
 		t.Errorf("owners %v, labels %v, annotations %v; want a's child, recorded in labels, theirs=1 kept", got.OwnerReferences, got.Labels, got.Annotations)
 	}
 	n.Reset()
-	if op, err := applyObject(ctx, c, a, mine(), "steady-test"); err != nil || op != controllerutil.OperationResultNone || n.Writes() != 0 {
+	if op, err := applyObject(ctx, c, a, mine(), "steady-test", ownership.RecordOwner{}); err != nil || op != controllerutil.OperationResultNone || n.Writes() != 0 {
 		t.Errorf("again: %s, %v (requests %s); want unchanged, no write", op, err, n)
 	}
 }
@@ -227,7 +227,7 @@ func TestARecordAnotherWriterChangedIsRepaired(t *testing.T) {
 						cm.Labels["app"] = "x"
 						cm.Data = map[string]string{"k": "v"}
 						return nil
-					})
+					}, ownership.RecordOwner{})
 				}
 				if _, err := write(); err != nil {
 					t.Fatal(err)
@@ -260,5 +260,124 @@ func TestARecordAnotherWriterChangedIsRepaired(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// recordKeys are the keys of the owner record on obj (labels and
+// annotations under ownership.steady.dev/).
+func recordKeys(obj client.Object) []string {
+	var keys []string
+	for _, m := range []map[string]string{obj.GetLabels(), obj.GetAnnotations()} {
+		for k := range m {
+			if strings.HasPrefix(k, "ownership.steady.dev/") {
+				keys = append(keys, k)
+			}
+		}
+	}
+	return keys
+}
+
+// TestNoRecordWithoutRecordOwner: without RecordOwner{}, a new child
+// written by each way of writing one carries its controller reference and
+// no owner record (no ownership.steady.dev/ label or annotation), also
+// for an owner recorded in the annotation (a name longer than a label
+// value) and when the mutate or configuration copies a record onto it; a
+// second call writes nothing. With RecordOwner{} the same child carries
+// the record.
+func TestNoRecordWithoutRecordOwner(t *testing.T) {
+	env.Require(t)
+	ctx := context.Background()
+	c, n := counting(t)
+	ns := env.Namespace(t)
+	short, long := owner(t, ns, "app"), owner(t, ns, strings.Repeat("l", 70))
+	copied := map[string]string{"app": "x", ownership.OwnerKindLabel: "Widget.test.steady.dev", ownership.OwnerNameLabel: "other"}
+	for _, o := range []*testapi.Widget{short, long} {
+		for _, fn := range allFns {
+			for _, tc := range []struct {
+				name   string
+				labels map[string]string
+				opts   []option
+			}{
+				{"plain", map[string]string{"app": "x"}, nil},
+				{"copied record", copied, nil},
+				{"recording", map[string]string{"app": "x"}, []option{ownership.RecordOwner{}}},
+			} {
+				name := strings.ToLower(fn.name) + "-" + strings.ReplaceAll(tc.name, " ", "-") + "-" + o.Name[:3]
+				t.Run(fn.name+"/"+tc.name+"/"+o.Name[:3], func(t *testing.T) {
+					write := func() (controllerutil.OperationResult, error) {
+						cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+						n.Reset()
+						return fn.fn(ctx, c, o, cm, func() error {
+							cm.Labels = maps.Clone(tc.labels)
+							cm.Data = map[string]string{"k": "v"}
+							return nil
+						}, tc.opts...)
+					}
+					if op, err := write(); err != nil || op != controllerutil.OperationResultCreated {
+						t.Fatalf("create: %s, %v", op, err)
+					}
+					var got corev1.ConfigMap
+					if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &got); err != nil {
+						t.Fatal(err)
+					}
+					if !metav1.IsControlledBy(&got, o) || got.Labels["app"] != "x" {
+						t.Fatalf("owners %v, labels %v; want o's child, app=x", got.OwnerReferences, got.Labels)
+					}
+					keys := recordKeys(&got)
+					if tc.opts == nil && len(keys) != 0 {
+						t.Errorf("labels %v, annotations %v: a record without RecordOwner", got.Labels, got.Annotations)
+					}
+					if tc.opts != nil && len(keys) == 0 {
+						t.Errorf("labels %v, annotations %v: no record with RecordOwner", got.Labels, got.Annotations)
+					}
+					if op, err := write(); err != nil || op != controllerutil.OperationResultNone || n.Writes() != 0 {
+						t.Errorf("again: %s, %v (requests %s); want unchanged, no write", op, err, n)
+					}
+				})
+			}
+		}
+	}
+}
+
+// TestRecordOwnerOnEveryCall: a child written with RecordOwner{} and then
+// without it keeps its record with CreateOrUpdate and CreateOrPatch (a
+// record on the child is not the mutate's to drop), and loses it with
+// Apply (its field manager applied the labels, and no longer sends them).
+// Either way the child stays its owner's.
+func TestRecordOwnerOnEveryCall(t *testing.T) {
+	env.Require(t)
+	ctx := context.Background()
+	c, _ := counting(t)
+	ns := env.Namespace(t)
+	o := owner(t, ns, "app")
+	for _, fn := range allFns {
+		t.Run(fn.name, func(t *testing.T) {
+			name := "every-" + strings.ToLower(fn.name)
+			write := func(opts ...option) {
+				t.Helper()
+				cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+				if _, err := fn.fn(ctx, c, o, cm, func() error { cm.Data = map[string]string{"k": "v"}; return nil }, opts...); err != nil {
+					t.Fatal(err)
+				}
+			}
+			read := func() *corev1.ConfigMap {
+				t.Helper()
+				var got corev1.ConfigMap
+				if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &got); err != nil {
+					t.Fatal(err)
+				}
+				return &got
+			}
+			write(ownership.RecordOwner{})
+			if got := read(); got.Labels[ownership.OwnerNameLabel] != "app" {
+				t.Fatalf("labels %v: no record with RecordOwner", got.Labels)
+			}
+			write()
+			got := read()
+			kept := got.Labels[ownership.OwnerNameLabel] == "app" && got.Labels[ownership.OwnerKindLabel] == "Widget.test.steady.dev"
+			if fn.name == "Apply" == kept || !metav1.IsControlledBy(got, o) {
+				t.Errorf("%s without RecordOwner after it: owners %v, labels %v; want the record kept by CreateOrUpdate and CreateOrPatch, removed by Apply", fn.name, got.OwnerReferences, got.Labels)
+			}
+		})
 	}
 }

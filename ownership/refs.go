@@ -99,14 +99,15 @@ func validateScope(ctx context.Context, c client.Client, owner, child client.Obj
 // the mapper.
 const factNamespaced = "namespaced"
 
-// setController makes owner the controller of child in memory, records
-// owner on child ([OwnerKindLabel] and [OwnerNameLabel], or
-// [OwnerAnnotation] when the owner's kind or name is not a label value),
-// and reports whether child changed. A child that already records owner
-// in either form, as it would be written (an earlier version's annotation
-// too), keeps its record. Another controller is an [*AlreadyOwnedError]
-// unless adopt, and so is a child without a controller whose record, in
-// either form, names another owner. A child controlled by an earlier
+// setController makes owner the controller of child in memory and reports
+// whether child changed. With o.Record it records owner on child
+// ([OwnerKindLabel] and [OwnerNameLabel], or the annotation when the
+// owner's kind or name is not a label value); a child that already
+// records owner as it would be written keeps its record. Without it no
+// record of owner is written. Either way the record is read: another
+// controller is an [*AlreadyOwnedError] unless o.Adopt, and so is a child
+// without a controller whose record, in either form, names another owner
+// (adopted, that record is removed). A child controlled by an earlier
 // owner of owner's kind and name (deleted and created again since, as a
 // restore from a backup does: the reference holds the old UID) that
 // records owner is taken back: the stale reference is replaced by
@@ -114,13 +115,13 @@ const factNamespaced = "namespaced"
 // server (see ownerIsCurrent). An owner without a UID, or a namespaced
 // owner of a child in another namespace or in none, is an
 // [*invalidOwnerError] and child is left as it was.
-func setController(owner, child client.Object, scheme *runtime.Scheme, adopt bool) (bool, *metav1.OwnerReference, error) {
-	return setControllerRecorded(owner, child, recordOf(child), scheme, adopt)
+func setController(owner, child client.Object, scheme *runtime.Scheme, o MutateOptions) (bool, *metav1.OwnerReference, error) {
+	return setControllerRecorded(owner, child, recordOf(child), scheme, o)
 }
 
 // setControllerRecorded is setController of a child whose record, which
 // the caller knows, is rec: recordOf(child).
-func setControllerRecorded(owner, child client.Object, rec recordedOn, scheme *runtime.Scheme, adopt bool) (bool, *metav1.OwnerReference, error) {
+func setControllerRecorded(owner, child client.Object, rec recordedOn, scheme *runtime.Scheme, o MutateOptions) (bool, *metav1.OwnerReference, error) {
 	if err := check(owner, child, scheme); err != nil {
 		return false, nil, err
 	}
@@ -129,7 +130,7 @@ func setControllerRecorded(owner, child client.Object, rec recordedOn, scheme *r
 		return false, nil, err
 	}
 	r := k.record(ref.Name, owner.GetNamespace())
-	replace, stale, err := claim(owner, child, ref, rec, r, scheme, adopt)
+	replace, stale, err := claim(owner, child, ref, rec, r, scheme, o.Adopt)
 	if err != nil {
 		return false, nil, err
 	}
@@ -140,9 +141,14 @@ func setControllerRecorded(owner, child client.Object, rec recordedOn, scheme *r
 	changed := setReference(child, refs, ref)
 	// rec is still child's record: setReference changes no label or
 	// annotation. As setRecord, a current record is left as it is.
-	if !rec.current(r) {
+	switch {
+	case o.Record && !rec.current(r):
 		writeRecord(child, r)
 		changed = true
+	case !o.Record:
+		if form, _ := rec.other(r); form != "" {
+			changed = removeOthers(child, r) || changed
+		}
 	}
 	if !stale {
 		replace = nil
@@ -208,7 +214,7 @@ func ptrEq(a, b *bool) bool { return (a == nil && b == nil) || (a != nil && b !=
 // RemoveOwnerReference removes owner's reference from child, controller or
 // not, and reports whether it was there. Removing owner's controller
 // reference also removes child's record of owner ([OwnerKindLabel] and
-// [OwnerNameLabel], [OwnerAnnotation]: each form that records owner, and
+// [OwnerNameLabel], or the annotation: each form that records owner, and
 // the one label left of owner's record when another writer removed the
 // other), so that the released child is free for another owner; a form
 // that records another owner is left as it is.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -66,23 +67,23 @@ func restoreCases() []restoreCase {
 	}
 	return []restoreCase{
 		{"CreateOrUpdate", configMap("u"), func(ctx context.Context, c client.Client, o, child client.Object) (controllerutil.OperationResult, error) {
-			return ownership.CreateOrUpdate(ctx, c, o, child, data(child))
+			return ownership.CreateOrUpdate(ctx, c, o, child, data(child), ownership.RecordOwner{})
 		}},
 		{"CreateOrPatch", func(ns string) client.Object {
 			return &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "p"}}
 		}, func(ctx context.Context, c client.Client, o, child client.Object) (controllerutil.OperationResult, error) {
-			return ownership.CreateOrPatch(ctx, c, o, child, deployment(child.(*appsv1.Deployment), "nginx:1"))
+			return ownership.CreateOrPatch(ctx, c, o, child, deployment(child.(*appsv1.Deployment), "nginx:1"), ownership.RecordOwner{})
 		}},
 		{"Apply", configMap("a"), func(ctx context.Context, c client.Client, o, child client.Object) (controllerutil.OperationResult, error) {
 			_ = data(child)()
-			return applyObject(ctx, c, o, child, "steady-test")
+			return applyObject(ctx, c, o, child, "steady-test", ownership.RecordOwner{})
 		}},
 		// SetControllerReference in a controllerutil.CreateOrUpdate mutate,
 		// as code that builds its own write does.
 		{"SetControllerReference", configMap("s"), func(ctx context.Context, c client.Client, o, child client.Object) (controllerutil.OperationResult, error) {
 			return controllerutil.CreateOrUpdate(ctx, c, child, func() error {
 				_ = data(child)()
-				_, err := ownership.SetControllerReference(o, child, c.Scheme())
+				_, err := ownership.SetControllerReference(o, child, c.Scheme(), ownership.RecordOwner{})
 				return err
 			})
 		}},
@@ -144,10 +145,9 @@ func waitGone(t *testing.T, c client.Client, obj client.Object, what string) {
 // labels and annotations kept. One call per child takes each back, with
 // no error and no duplicate: its controller reference now holds the new
 // UID. Deleting the owner then has the garbage collector delete them. For
-// each form of the record: the labels, the annotation of an owner whose
-// name is not a label value (70 characters), and the annotation of an
-// earlier version (a backup taken before the labels: the children carry
-// the annotation alone).
+// each form of the record, written with RecordOwner{}: the labels, and
+// the annotation of an owner whose name is not a label value (70
+// characters).
 func TestRestoredChildrenAreTakenBack(t *testing.T) {
 	e := gcEnvironment(t)
 	c, n, err := testapi.NewCountingClient(e.Config, e.Scheme)
@@ -158,18 +158,16 @@ func TestRestoredChildrenAreTakenBack(t *testing.T) {
 	long := strings.Repeat("l", 70)
 	for _, tc := range []struct {
 		name, owner string
-		earlier     bool // the backup is an earlier version's: the annotation alone
-	}{{"labels", "app", false}, {"annotation of a long name", long, false}, {"annotation of an earlier version", "app", true}} {
+	}{{"labels", "app"}, {"annotation of a long name", long}} {
 		t.Run(tc.name, func(t *testing.T) {
-			restoreAndTakeBack(t, e, c, n, tc.owner, tc.earlier)
+			restoreAndTakeBack(t, e, c, n, tc.owner)
 		})
 	}
 }
 
 // restoreAndTakeBack is TestRestoredChildrenAreTakenBack for an owner of
-// the given name, its children's backup turned into an earlier version's
-// when earlier is set.
-func restoreAndTakeBack(t *testing.T, e *testenv.Environment, c client.Client, n *testapi.Counter, ownerName string, earlier bool) {
+// the given name.
+func restoreAndTakeBack(t *testing.T, e *testenv.Environment, c client.Client, n *testapi.Counter, ownerName string) {
 	ctx := context.Background()
 	ns := e.Namespace(t)
 	o := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: ownerName}}
@@ -195,17 +193,6 @@ func restoreAndTakeBack(t *testing.T, e *testenv.Environment, c client.Client, n
 		}
 		if got := [3]string{kind, name, ann}; got != want {
 			t.Errorf("%s: record %q, want %q (labels kind and name, annotation)", cases[i].name, got, want)
-		}
-		if earlier {
-			l, a := maps.Clone(s.GetLabels()), maps.Clone(s.GetAnnotations())
-			delete(l, ownership.OwnerKindLabel)
-			delete(l, ownership.OwnerNameLabel)
-			if a == nil {
-				a = map[string]string{}
-			}
-			a[ownership.OwnerAnnotation] = annotation
-			s.SetLabels(l)
-			s.SetAnnotations(a)
 		}
 	}
 
@@ -342,7 +329,8 @@ func TestAChildRestoredWithAStaleReferenceIsCollected(t *testing.T) {
 
 // TestAStaleReferenceIsReplaced: a child restored with a controller
 // reference to an earlier owner of the owner's kind and name (the old UID)
-// and the owner's record (in labels, or an earlier version's annotation)
+// and the owner's record (in labels, or in the annotation: either form
+// is read)
 // is taken back by each way to write it, if the garbage collector has not
 // deleted it first: the stale reference is replaced, the other owners
 // kept. Without the record (a child written
@@ -374,9 +362,9 @@ func TestAStaleReferenceIsReplaced(t *testing.T) {
 			name := "cm-" + map[string]string{"CreateOrUpdate": "u", "CreateOrPatch": "p", "Apply": "a"}[fn.name]
 			write := func(o client.Object, name string) (controllerutil.OperationResult, error) {
 				cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
-				return fn.fn(ctx, c, o, cm, func() error { cm.Data = map[string]string{"k": "v"}; return nil })
+				return fn.fn(ctx, c, o, cm, func() error { cm.Data = map[string]string{"k": "v"}; return nil }, ownership.RecordOwner{})
 			}
-			// The record in the annotation (an earlier version's) and in
+			// The record in the annotation (read for any owner) and in
 			// labels.
 			var got corev1.ConfigMap
 			for _, form := range []struct {
@@ -436,10 +424,12 @@ func TestAStaleReferenceIsReplaced(t *testing.T) {
 // TestAChildRecordedForAnotherOwnerIsRefused: a child without a controller
 // whose record names another owner (its owner's orphaned child, or a
 // restored one), in the labels, the annotation, or one of them while the
-// other names the owner, is refused by each way to write it, with an
+// other names the owner, is refused by each way to write it, with or
+// without RecordOwner{} (the record is always read), with an
 // *AlreadyOwnedError naming both owners and the form that refused it, and
-// left as it was; Adopt{} takes it, and records the new owner in labels
-// alone.
+// left as it was; Adopt{} takes it and removes the other owner's record:
+// with RecordOwner{}, it records the new owner in labels alone; without,
+// it writes no record (a form that names the new owner stays).
 func TestAChildRecordedForAnotherOwnerIsRefused(t *testing.T) {
 	env.Require(t)
 	ctx := context.Background()
@@ -452,68 +442,83 @@ func TestAChildRecordedForAnotherOwnerIsRefused(t *testing.T) {
 	annotationOf := func(name string) map[string]string {
 		return map[string]string{ownership.OwnerAnnotation: "test.steady.dev/Widget/" + ns + "/" + name, "keep": "1"}
 	}
-	for _, form := range []struct {
-		name                 string
-		labels, annotations  map[string]string
-		recorded, recordedIn string
-	}{
-		{"annotation", map[string]string{"app": "x"}, annotationOf("b"), "Widget " + ns + "/b", "annotation"},
-		{"labels", labelsOf("b"), map[string]string{"keep": "1"}, "Widget b", "labels"},
-		{"ours in labels, another's in the annotation", labelsOf("a"), annotationOf("b"), "Widget " + ns + "/b", "annotation"},
-		{"ours in the annotation, another's in labels", labelsOf("b"), annotationOf("a"), "Widget b", "labels"},
-	} {
-		for _, fn := range allFns {
-			t.Run(form.name+"/"+fn.name, func(t *testing.T) {
-				cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, GenerateName: "b-" + strings.ToLower(fn.name) + "-",
-					Labels: form.labels, Annotations: form.annotations}}
-				if err := env.Client.Create(ctx, cm); err != nil {
-					t.Fatal(err)
-				}
-				want := cm.DeepCopy()
-				write := func(opts ...option) (controllerutil.OperationResult, error) {
-					mine := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: cm.Name}}
-					mutate := func() error { mine.Data = map[string]string{"k": "a"}; return nil }
-					if fn.name == "Apply" {
-						_ = mutate()
-						var aopts []ownership.ApplyOption
-						for _, o := range opts {
-							aopts = append(aopts, o.(ownership.ApplyOption))
-						}
-						return applyObject(ctx, c, a, mine, "steady-test", aopts...)
+	app := map[string]string{"app": "x"}
+	for _, mode := range []struct {
+		name string
+		opts []option
+	}{{"recording", []option{ownership.RecordOwner{}}}, {"not recording", nil}} {
+		for _, form := range []struct {
+			name                 string
+			labels, annotations  map[string]string
+			recorded, recordedIn string
+			// adoptedLabels and adoptedAnnotation are what the child
+			// carries once adopted without RecordOwner.
+			adoptedLabels     map[string]string
+			adoptedAnnotation string
+		}{
+			{"annotation", app, annotationOf("b"), "Widget " + ns + "/b", "annotation", app, ""},
+			{"labels", labelsOf("b"), map[string]string{"keep": "1"}, "Widget b", "labels", app, ""},
+			{"ours in labels, another's in the annotation", labelsOf("a"), annotationOf("b"), "Widget " + ns + "/b", "annotation", labelsOf("a"), ""},
+			{"ours in the annotation, another's in labels", labelsOf("b"), annotationOf("a"), "Widget b", "labels", app, annotationOf("a")[ownership.OwnerAnnotation]},
+		} {
+			for _, fn := range allFns {
+				t.Run(mode.name+"/"+form.name+"/"+fn.name, func(t *testing.T) {
+					cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, GenerateName: "b-" + strings.ToLower(fn.name) + "-",
+						Labels: form.labels, Annotations: form.annotations}}
+					if err := env.Client.Create(ctx, cm); err != nil {
+						t.Fatal(err)
 					}
-					return fn.fn(ctx, c, a, mine, mutate, opts...)
-				}
-				n.Reset()
-				_, err := write()
-				var aoe *ownership.AlreadyOwnedError
-				if !errors.As(err, &aoe) || aoe.Recorded != form.recorded || aoe.RecordedIn != form.recordedIn || aoe.Owner != "Widget "+ns+"/a" || aoe.Controller != "" {
-					t.Fatalf("error = %v (%#v), want an *AlreadyOwnedError naming the recorded owner %q in %s", err, aoe, form.recorded, form.recordedIn)
-				}
-				key := map[string]string{"labels": ownership.OwnerKindLabel, "annotation": ownership.OwnerAnnotation}[form.recordedIn]
-				if msg := err.Error(); !strings.Contains(msg, key) || !strings.Contains(msg, form.recorded) || !strings.Contains(msg, "Widget "+ns+"/a") {
-					t.Errorf("message %q does not name the %s and both owners", msg, form.recordedIn)
-				}
-				if n.Writes() != 0 {
-					t.Errorf("requests %s: a refused child was written", n)
-				}
-				var got corev1.ConfigMap
-				if err := env.Client.Get(ctx, client.ObjectKeyFromObject(cm), &got); err != nil {
-					t.Fatal(err)
-				}
-				if got.ResourceVersion != want.ResourceVersion {
-					t.Errorf("the refused child changed: %v", got.ObjectMeta)
-				}
-				if op, err := write(ownership.Adopt{}); err != nil || op != controllerutil.OperationResultUpdated {
-					t.Fatalf("adopt: %s, %v", op, err)
-				}
-				if err := env.Client.Get(ctx, client.ObjectKeyFromObject(cm), &got); err != nil {
-					t.Fatal(err)
-				}
-				if !metav1.IsControlledBy(&got, a) || !reflect.DeepEqual(got.Labels, labelsOf("a")) ||
-					got.Annotations[ownership.OwnerAnnotation] != "" || got.Annotations["keep"] != "1" {
-					t.Errorf("after adoption: owners %v, labels %v, annotations %v; want the labels of a alone, keep=1 kept", got.OwnerReferences, got.Labels, got.Annotations)
-				}
-			})
+					want := cm.DeepCopy()
+					write := func(opts ...option) (controllerutil.OperationResult, error) {
+						opts = append(slices.Clone(mode.opts), opts...)
+						mine := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: cm.Name}}
+						mutate := func() error { mine.Data = map[string]string{"k": "a"}; return nil }
+						if fn.name == "Apply" {
+							_ = mutate()
+							var aopts []ownership.ApplyOption
+							for _, o := range opts {
+								aopts = append(aopts, o.(ownership.ApplyOption))
+							}
+							return applyObject(ctx, c, a, mine, "steady-test", aopts...)
+						}
+						return fn.fn(ctx, c, a, mine, mutate, opts...)
+					}
+					n.Reset()
+					_, err := write()
+					var aoe *ownership.AlreadyOwnedError
+					if !errors.As(err, &aoe) || aoe.Recorded != form.recorded || aoe.RecordedIn != form.recordedIn || aoe.Owner != "Widget "+ns+"/a" || aoe.Controller != "" {
+						t.Fatalf("error = %v (%#v), want an *AlreadyOwnedError naming the recorded owner %q in %s", err, aoe, form.recorded, form.recordedIn)
+					}
+					key := map[string]string{"labels": ownership.OwnerKindLabel, "annotation": ownership.OwnerAnnotation}[form.recordedIn]
+					if msg := err.Error(); !strings.Contains(msg, key) || !strings.Contains(msg, form.recorded) || !strings.Contains(msg, "Widget "+ns+"/a") {
+						t.Errorf("message %q does not name the %s and both owners", msg, form.recordedIn)
+					}
+					if n.Writes() != 0 {
+						t.Errorf("requests %s: a refused child was written", n)
+					}
+					var got corev1.ConfigMap
+					if err := env.Client.Get(ctx, client.ObjectKeyFromObject(cm), &got); err != nil {
+						t.Fatal(err)
+					}
+					if got.ResourceVersion != want.ResourceVersion {
+						t.Errorf("the refused child changed: %v", got.ObjectMeta)
+					}
+					if op, err := write(ownership.Adopt{}); err != nil || op != controllerutil.OperationResultUpdated {
+						t.Fatalf("adopt: %s, %v", op, err)
+					}
+					if err := env.Client.Get(ctx, client.ObjectKeyFromObject(cm), &got); err != nil {
+						t.Fatal(err)
+					}
+					wantLabels, wantAnnotation := labelsOf("a"), ""
+					if mode.opts == nil {
+						wantLabels, wantAnnotation = form.adoptedLabels, form.adoptedAnnotation
+					}
+					if !metav1.IsControlledBy(&got, a) || !reflect.DeepEqual(got.Labels, wantLabels) ||
+						got.Annotations[ownership.OwnerAnnotation] != wantAnnotation || got.Annotations["keep"] != "1" {
+						t.Errorf("after adoption: owners %v, labels %v, annotations %v; want labels %v, the record annotation %q, keep=1 kept", got.OwnerReferences, got.Labels, got.Annotations, wantLabels, wantAnnotation)
+					}
+				})
+			}
 		}
 	}
 }
@@ -536,7 +541,7 @@ func TestRestoreThroughALaggingCache(t *testing.T) {
 			var children []client.Object
 			for _, fn := range allFns {
 				cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: names[wait] + "-" + strings.ToLower(fn.name)}}
-				if _, err := fn.fn(ctx, cc.Client, o, cm, func() error { cm.Data = map[string]string{"k": "v"}; return nil }); err != nil {
+				if _, err := fn.fn(ctx, cc.Client, o, cm, func() error { cm.Data = map[string]string{"k": "v"}; return nil }, ownership.RecordOwner{}); err != nil {
 					t.Fatal(err)
 				}
 				children = append(children, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: cm.Name}})
@@ -563,7 +568,7 @@ func TestRestoreThroughALaggingCache(t *testing.T) {
 			for i, fn := range allFns {
 				call := func() (controllerutil.OperationResult, error) {
 					cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: children[i].GetName()}}
-					return fn.fn(ctx, cc.Client, o, cm, func() error { cm.Data = map[string]string{"k": "v"}; return nil })
+					return fn.fn(ctx, cc.Client, o, cm, func() error { cm.Data = map[string]string{"k": "v"}; return nil }, ownership.RecordOwner{})
 				}
 				if wait {
 					if op, err := call(); err != nil || op != controllerutil.OperationResultUpdated {
@@ -613,7 +618,7 @@ func TestChildrenWithoutARecordKeepWorking(t *testing.T) {
 				for i := 0; i < 3; i++ {
 					mine := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: cm.Name}}
 					n.Reset()
-					op, err := fn.fn(ctx, c, o, mine, func() error { mine.Data = map[string]string{"k": "v"}; return nil })
+					op, err := fn.fn(ctx, c, o, mine, func() error { mine.Data = map[string]string{"k": "v"}; return nil }, ownership.RecordOwner{})
 					want := map[bool]controllerutil.OperationResult{true: controllerutil.OperationResultUpdated, false: controllerutil.OperationResultNone}[i == 0]
 					if err != nil || op != want {
 						t.Errorf("controlled %v, call %d: %s, %v (requests %s); want %s", controlled, i, op, err, n, want)
@@ -662,12 +667,12 @@ func TestTheRecordInMemory(t *testing.T) {
 	} {
 		child := cm(map[string]string{"keep": "1"})
 		child.Labels = map[string]string{"app": "x"}
-		changed, err := ownership.SetControllerReference(tc.owner, child, s)
+		changed, err := ownership.SetControllerReference(tc.owner, child, s, ownership.RecordOwner{})
 		kind, name, ann := child.Labels[ownership.OwnerKindLabel], child.Labels[ownership.OwnerNameLabel], child.Annotations[ownership.OwnerAnnotation]
 		if !changed || err != nil || kind != tc.kind || name != tc.name || ann != tc.want || child.Labels["app"] != "x" || child.Annotations["keep"] != "1" {
 			t.Errorf("%s: %v, %v, labels %v, annotations %v; want kind %q, name %q, annotation %q", tc.owner.GetName(), changed, err, child.Labels, child.Annotations, tc.kind, tc.name, tc.want)
 		}
-		if changed, err := ownership.SetControllerReference(tc.owner, child, s); changed || err != nil {
+		if changed, err := ownership.SetControllerReference(tc.owner, child, s, ownership.RecordOwner{}); changed || err != nil {
 			t.Errorf("%s again: %v, %v; want no change", tc.owner.GetName(), changed, err)
 		}
 		if !ownership.RemoveOwnerReference(tc.owner, child) || len(child.Labels) != 1 || len(child.Annotations) != 1 {
@@ -684,15 +689,19 @@ func TestTheRecordInMemory(t *testing.T) {
 	for _, form := range []struct {
 		name        string
 		labels, ann map[string]string
-	}{{"annotation", nil, rec}, {"labels", recLabels, nil}, {"both", recLabels, rec}} {
+		// wantLabels and wantAnn are the record after the take-back: the
+		// labels, as the owner's record is written, are left as they are;
+		// the annotation alone (an owner that fits in the labels is not
+		// recorded there) is taken back and rewritten in the labels.
+		wantLabels, wantAnn map[string]string
+	}{{"annotation", nil, rec, recLabels, nil}, {"labels", recLabels, nil, recLabels, nil}, {"both", recLabels, rec, recLabels, rec}} {
 		child := cm(form.ann, stale)
 		child.Labels = form.labels
-		if changed, err := ownership.SetControllerReference(w, child, s); !changed || err != nil || !metav1.IsControlledBy(child, w) || len(child.OwnerReferences) != 1 {
+		if changed, err := ownership.SetControllerReference(w, child, s, ownership.RecordOwner{}); !changed || err != nil || !metav1.IsControlledBy(child, w) || len(child.OwnerReferences) != 1 {
 			t.Errorf("stale reference, recorded in %s: %v, %v, %v", form.name, changed, err, child.OwnerReferences)
 		}
-		// The record was the owner's as it is written: left as it is.
-		if !reflect.DeepEqual(child.Labels, form.labels) || !reflect.DeepEqual(child.Annotations, form.ann) {
-			t.Errorf("stale reference, recorded in %s: labels %v, annotations %v; want the record left as it was", form.name, child.Labels, child.Annotations)
+		if !reflect.DeepEqual(child.Labels, form.wantLabels) || len(child.Annotations) != len(form.wantAnn) || !maps.Equal(child.Annotations, form.wantAnn) {
+			t.Errorf("stale reference, recorded in %s: labels %v, annotations %v; want labels %v, annotations %v", form.name, child.Labels, child.Annotations, form.wantLabels, form.wantAnn)
 		}
 		// Another kind or group of the same name, recorded as ours (the
 		// record copied by hand): not ours.
@@ -704,7 +713,7 @@ func TestTheRecordInMemory(t *testing.T) {
 			child := cm(form.ann, ref)
 			child.Labels = form.labels
 			var aoe *ownership.AlreadyOwnedError
-			if changed, err := ownership.SetControllerReference(w, child, s); changed || !errors.As(err, &aoe) || child.OwnerReferences[0].UID != "old" {
+			if changed, err := ownership.SetControllerReference(w, child, s, ownership.RecordOwner{}); changed || !errors.As(err, &aoe) || child.OwnerReferences[0].UID != "old" {
 				t.Errorf("%s, %v: %v, %v; want an *AlreadyOwnedError and no change", form.name, ref, changed, err)
 			}
 		}
@@ -713,7 +722,7 @@ func TestTheRecordInMemory(t *testing.T) {
 	// record of a namespaced owner is matched without its namespace, and
 	// rewritten, in labels.
 	child := cm(map[string]string{ownership.OwnerAnnotation: "test.steady.dev/Widget/before/app"})
-	if changed, err := ownership.SetControllerReference(w, child, s); !changed || err != nil || !reflect.DeepEqual(child.Labels, recLabels) || len(child.Annotations) != 0 {
+	if changed, err := ownership.SetControllerReference(w, child, s, ownership.RecordOwner{}); !changed || err != nil || !reflect.DeepEqual(child.Labels, recLabels) || len(child.Annotations) != 0 {
 		t.Errorf("restored into another namespace: %v, %v, %v, %v", changed, err, child.Labels, child.Annotations)
 	}
 
@@ -740,7 +749,7 @@ func TestTheRecordInMemory(t *testing.T) {
 		child.Labels = tc.labels
 		before := child.DeepCopy()
 		var aoe *ownership.AlreadyOwnedError
-		changed, err := ownership.SetControllerReference(w, child, s)
+		changed, err := ownership.SetControllerReference(w, child, s, ownership.RecordOwner{})
 		if changed || !errors.As(err, &aoe) || aoe.Recorded != tc.recorded || aoe.RecordedIn != tc.recordedIn || aoe.Controller != "" || !reflect.DeepEqual(child, before) {
 			t.Errorf("%s: %v, %v (%#v); want an *AlreadyOwnedError recording %q in %s", tc.name, changed, err, aoe, tc.recorded, tc.recordedIn)
 			continue
@@ -748,7 +757,7 @@ func TestTheRecordInMemory(t *testing.T) {
 		if keys := map[string]string{"labels": ownership.OwnerKindLabel, "annotation": ownership.OwnerAnnotation}[tc.recordedIn]; !strings.Contains(err.Error(), keys) || !strings.Contains(err.Error(), tc.recorded) {
 			t.Errorf("%s: message %q does not name %s and %s", tc.name, err, keys, tc.recorded)
 		}
-		if changed, err := ownership.SetControllerReference(w, child, s, ownership.Adopt{}); !changed || err != nil ||
+		if changed, err := ownership.SetControllerReference(w, child, s, ownership.Adopt{}, ownership.RecordOwner{}); !changed || err != nil ||
 			!reflect.DeepEqual(child.Labels, recLabels) || child.Annotations[ownership.OwnerAnnotation] != "" && child.Annotations[ownership.OwnerAnnotation] != rec[ownership.OwnerAnnotation] {
 			t.Errorf("%s adopted: %v, %v, labels %v, annotations %v", tc.name, changed, err, child.Labels, child.Annotations)
 		}
@@ -772,7 +781,7 @@ func TestTheRecordInMemory(t *testing.T) {
 	// forms, and leaves another's.
 	child = cm(maps.Clone(rec))
 	child.Labels = maps.Clone(recLabels)
-	if _, err := ownership.SetControllerReference(w, child, s); err != nil {
+	if _, err := ownership.SetControllerReference(w, child, s, ownership.RecordOwner{}); err != nil {
 		t.Fatal(err)
 	}
 	if !ownership.RemoveOwnerReference(w, child) || len(child.Labels) != 0 || len(child.Annotations) != 0 {

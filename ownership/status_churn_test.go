@@ -61,6 +61,9 @@ func TestConvergedChildCostsNothingWhileItsStatusChanges(t *testing.T) {
 			if err := env.Client.Get(ctx, key, live); err != nil {
 				t.Fatal(err)
 			}
+			if live.Labels == nil {
+				live.Labels = map[string]string{}
+			}
 			live.Labels["team"] = "a"
 			if err := env.Client.Update(ctx, live); err != nil {
 				t.Fatal(err)

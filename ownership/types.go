@@ -10,10 +10,12 @@ import (
 )
 
 // AlreadyOwnedError is returned when the child has another controller, or
-// has none but its record ([OwnerKindLabel] and [OwnerNameLabel], or
-// [OwnerAnnotation]) names another owner (a child orphaned by its owner's
+// has none but its owner record ([OwnerKindLabel] and [OwnerNameLabel], or
+// the annotation of an owner whose kind or name is not a label value; see
+// [RecordOwner]) names another owner (a child orphaned by its owner's
 // deletion, or restored from a backup, that another owner of the same name
-// will take back).
+// will take back). The record is read whether or not the call passes
+// [RecordOwner].
 type AlreadyOwnedError struct {
 	// Child, Owner and Controller name the child, the owner that wanted
 	// it and its current controller, as "Kind namespace/name"
@@ -23,7 +25,7 @@ type AlreadyOwnedError struct {
 	Child, Owner, Controller string
 	// Recorded is the owner the child's record names, when that is what
 	// refused the child: as "Kind namespace/name" (or "Kind name" for a
-	// cluster-scoped owner) when read from [OwnerAnnotation], as "Kind
+	// cluster-scoped owner) when read from the annotation, as "Kind
 	// name" when read from the labels, which do not say whether the owner
 	// is namespaced; the values quoted when they name no owner. The kind
 	// is named with its group ("Kind.group", or "Kind (core group)") when
@@ -72,6 +74,8 @@ func (e *invalidOwnerError) Error() string {
 type MutateOptions struct {
 	// Adopt takes over a child controlled by another owner.
 	Adopt bool
+	// Record writes the owner record on the child (see [RecordOwner]).
+	Record bool
 }
 
 // MutateOption configures [CreateOrUpdate] and [CreateOrPatch].
@@ -85,6 +89,8 @@ type ApplyOptions struct {
 	Adopt bool
 	// Force takes over fields owned by other field managers.
 	Force bool
+	// Record writes the owner record on the child (see [RecordOwner]).
+	Record bool
 }
 
 // ApplyOption configures [Apply].
@@ -94,10 +100,10 @@ type ApplyOption interface {
 
 // Adopt replaces another owner's controller reference on the child with
 // ours, or takes a child without a controller whose record
-// ([OwnerKindLabel] and [OwnerNameLabel], or [OwnerAnnotation]) names
-// another owner, and records ours, instead of returning an
-// [*AlreadyOwnedError]. It works for [CreateOrUpdate], [CreateOrPatch] and
-// [Apply].
+// ([OwnerKindLabel] and [OwnerNameLabel], or the annotation) names another
+// owner, instead of returning an [*AlreadyOwnedError]: the other owner's
+// record is removed (and ours written with [RecordOwner]). It works for
+// [CreateOrUpdate], [CreateOrPatch] and [Apply].
 type Adopt struct{}
 
 // ApplyToMutate implements [MutateOption].
@@ -113,10 +119,35 @@ type Force struct{}
 // ApplyToApply implements [ApplyOption].
 func (Force) ApplyToApply(o *ApplyOptions) { o.Force = true }
 
+// RecordOwner makes [CreateOrUpdate], [CreateOrPatch] and [Apply] write
+// the owner record on the child, beside its controller reference: the
+// owner's kind and name in [OwnerKindLabel] and [OwnerNameLabel] (in the
+// annotation "ownership.steady.dev/owner" when the owner's kind or name is
+// not a label value). A child restored from a backup without its owner
+// references (as Velero restores) is then taken back by the owner created
+// again under its kind and name (a new UID), and refused to another owner
+// with an [*AlreadyOwnedError]. Without it no record is written; a record
+// already on a child is read all the same (one that names another owner
+// refuses the child, one that names this owner takes it back), and kept
+// by [CreateOrUpdate] and [CreateOrPatch].
+//
+// Pass it on every call for a child, or on none: [Apply] without it sends
+// no record, so the API server removes the record labels its field manager
+// applied before.
+type RecordOwner struct{}
+
+// ApplyToMutate implements [MutateOption].
+func (RecordOwner) ApplyToMutate(o *MutateOptions) { o.Record = true }
+
+// ApplyToApply implements [ApplyOption].
+func (RecordOwner) ApplyToApply(o *ApplyOptions) { o.Record = true }
+
 var (
 	_ MutateOption = Adopt{}
 	_ ApplyOption  = Adopt{}
 	_ ApplyOption  = Force{}
+	_ MutateOption = RecordOwner{}
+	_ ApplyOption  = RecordOwner{}
 )
 
 // immutable adds to err, the API server's refusal of a write that changes

@@ -462,22 +462,18 @@ const causes = `What causes it, as far as the counters and the CPU profile tell:
   hand-written code's 10 µs (about 66 µs with the hand-tuned engine), a few per cent of the
   reconcile's process CPU.
   In the process, with cold caches, the same code costs several times that, and what the answers
-  and watch events carry (the response-bytes rows, the owner record among it) is decoded and
+  and watch events carry (the response-bytes rows) is decoded and
   collected by the garbage collector (the allocation rows).
-- **The owner record.** Every child carries the labels ` + "`ownership.steady.dev/owner-kind`" + ` and
-  ` + "`owner-name`" + ` (restore-safe children, docs/ownership.md): two more entries in the label map each
-  child has anyway, their strings and a ` + "`managedFields`" + ` entry, some 200 bytes a child in the manager's
-  cache, about 0.6 MiB of the live-heap rows at N = 1000 (3,000 children; 1.04× in the run that
-  measured the change), and part of the response bytes of creates and repairs and of the request
-  bytes of creates (a repair's update is sent without the child's ` + "`managedFields`" + `, which the API
-  server keeps, and so is smaller than the hand-written code's). The
-  annotation ` + "`ownership.steady.dev/owner`" + ` it replaced (still written for an owner whose name is not a
-  label value) gave each child a map of annotations of its own, some 450 bytes (1.11×).
-  In a heap profile after the no-op phase at N = 1000, steady's live heap is 0.85 MiB above the
-  hand-written code's, and all of it is decoded metadata: the labels' strings and their
-  ` + "`managedFields`" + ` entries. With the record switched off in an experiment (not an option), a
-  converging reconcile's allocations went from 1.04× to 1.02× the hand-written code's, and its bytes
-  from 1.05× to 1.02×; its CPU moved within the noise.
+- **The owner record** (` + "`ownership.RecordOwner{}`" + `: restore-safe children, docs/ownership.md) is
+  opt-in, and the bench's steady operator does not pass it: its children carry no
+  ` + "`ownership.steady.dev/`" + ` label or annotation, as the other variants' do not. Where it is passed,
+  each child carries the labels ` + "`ownership.steady.dev/owner-kind`" + ` and ` + "`owner-name`" + `: two more
+  entries in the label map each child has anyway, their strings and a ` + "`managedFields`" + ` entry,
+  some 200 bytes a child in the manager's cache (about 0.6 MiB of the live heap at N = 1000, 3,000
+  children, 1.04× the hand-written code's in the runs that measured it, when every child carried
+  it), and part of the bytes of creates and repairs; a converging reconcile's allocations went from
+  1.04× to 1.02× the hand-written code's without it, its bytes from 1.05× to 1.02×, its CPU within
+  the noise.
 - **A reconcile that changes nothing** is a typed equality check per object, as in the other
   variants: ` + "`ownership.CreateOrUpdate`" + ` compares the mutated child with the live one field for field
   and returns before any JSON work or REST mapping, ` + "`Patcher.Patch`" + ` likewise for the owner. The

@@ -138,7 +138,7 @@ func stubClient(tb testing.TB, stub *time.Duration) client.Client {
 }
 
 // BenchmarkConvergeOverhead converges a new Team, one reconcile, through
-// stubClient: the variant's own work (steady's patch engine, owner record
+// stubClient: the variant's own work (steady's patch engine, references
 // and checks; controllerutil's), with the requests answered at once. It is
 // the part of a converging reconcile the variants do not share; the
 // harness's ConvergeReconcile measures the whole. -cpuprofile shows it

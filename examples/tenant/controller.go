@@ -236,12 +236,15 @@ func (r *Reconciler) configure(ctx context.Context, t *tenancyv1alpha1.Tenant, n
 		obj.SetLabels(l)
 	}
 	var errs []error
+	// RecordOwner: a tenant's objects are what a backup brings back; the
+	// record (the tenant's kind and name in two labels) has the restored
+	// Tenant, a new UID, take them back, and another tenant refuse them.
 	add := func(obj client.Object, mutate func()) {
 		_, err := ownership.CreateOrUpdate(ctx, r.Client, t, obj, func() error {
 			labels(obj)
 			mutate()
 			return nil
-		})
+		}, ownership.RecordOwner{})
 		if err != nil {
 			errs = append(errs, fmt.Errorf("Tenant %s: %w", t.Name, err))
 		}

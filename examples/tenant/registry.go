@@ -116,7 +116,8 @@ func (r *RegistrySecretReconciler) Reconcile(ctx context.Context, _ ctrl.Request
 	for ns, t := range want {
 		copy := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: r.Source.Name}}
 		// Adopt: a namespace that moved to another tenant keeps its copy,
-		// now controlled by the new tenant.
+		// now controlled by the new tenant. RecordOwner, as for the
+		// tenant's other objects: a restored copy goes back to its tenant.
 		_, err := ownership.CreateOrUpdate(ctx, r.Client, t, copy, func() error {
 			if copy.Labels == nil {
 				copy.Labels = map[string]string{}
@@ -127,7 +128,7 @@ func (r *RegistrySecretReconciler) Reconcile(ctx context.Context, _ ctrl.Request
 			copy.Data = maps.Clone(source.Data)
 			copy.StringData = nil
 			return nil
-		}, ownership.Adopt{})
+		}, ownership.Adopt{}, ownership.RecordOwner{})
 		if err != nil {
 			errs = append(errs, fmt.Errorf("copying Secret %s into namespace %s: %w", r.Source, ns, err))
 		}

@@ -33,6 +33,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/config"
 
 	"github.com/steadyk8s/steady/conditions"
+	"github.com/steadyk8s/steady/ownership"
 	"github.com/steadyk8s/steady/testenv"
 
 	"github.com/steadyk8s/steady/examples/tenant"
@@ -276,6 +277,11 @@ func checkChildren(ctx context.Context, tn *tenancyv1alpha1.Tenant, ns string) e
 		ref := metav1.GetControllerOf(obj)
 		if ref == nil || ref.UID != tn.UID {
 			return fmt.Errorf("%s/%s is not controlled by Tenant %s: %v", ns, obj.GetName(), tn.Name, ref)
+		}
+		// The owner record (RecordOwner): a restored child goes back to
+		// its tenant.
+		if l := obj.GetLabels(); l[ownership.OwnerKindLabel] != "Tenant."+tenancyv1alpha1.GroupVersion.Group || l[ownership.OwnerNameLabel] != tn.Name {
+			return fmt.Errorf("%s/%s records no Tenant %s: labels %v", ns, obj.GetName(), tn.Name, l)
 		}
 	}
 	if len(c.rq.Spec.Hard) != len(tn.Spec.ResourceQuota) {
