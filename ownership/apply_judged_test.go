@@ -68,10 +68,11 @@ func TestAppliedListInAnotherOrderIsApplied(t *testing.T) {
 }
 
 // TestAppliedChildWithAnotherOwnersRecordIsApplied: a controlled child on which
-// another writer recorded another owner (OwnerAnnotation) has its record
-// replaced by Apply ("a record that names another owner ... is replaced
-// by a patch of its own before the apply"); left, it refuses the owner
-// once the controller reference is lost (a restore).
+// another writer recorded another owner (OwnerAnnotation) has that record
+// removed by Apply without RecordOwner ("a record that names another
+// owner ... is replaced (without RecordOwner, removed) by a patch of its
+// own before the apply"); left, it refuses the owner once the controller
+// reference is lost (a restore).
 func TestAppliedChildWithAnotherOwnersRecordIsApplied(t *testing.T) {
 	env.Require(t)
 	ctx := context.Background()
