@@ -676,6 +676,9 @@ func TestNoMergeConflictMarkers(t *testing.T) {
 // table against where they are set: the go.mod files, hack/compat-test.sh
 // and the envtest assets' module.
 func TestCompatibilityTable(t *testing.T) {
+	if os.Getenv("STEADY_COMPAT") != "" {
+		t.Skip("hack/compat-test.sh has moved the library's go.mod to other versions")
+	}
 	root := repoRoot(t)
 	read := func(name string) string {
 		data, err := os.ReadFile(filepath.Join(root, name))

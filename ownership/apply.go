@@ -154,7 +154,7 @@ func apply(ctx context.Context, c client.Client, owner client.Object, config run
 	if live != nil && metav1.IsControlledBy(live, owner) {
 		m, remembered := recall(key)
 		unmoved := remembered && sumErr == nil && m.sum == sent && m.uid == live.GetUID() && m.rv == live.GetResourceVersion()
-		if unmoved || settled(recordOf(live), r, o.Record) && !behindOwnAnswer(key, live) && asApplied(live, u, fieldManager) {
+		if unmoved || settled(recordOf(live), r, o.Record, true) && !behindOwnAnswer(key, live) && asApplied(live, u, fieldManager) {
 			if err := answerInto(config, live, gvk); err != nil {
 				return controllerutil.OperationResultNone, fmt.Errorf("ownership: %s is as applied, but reading it failed: %w", name, err)
 			}
@@ -188,7 +188,7 @@ func apply(ctx context.Context, c client.Client, owner client.Object, config run
 			// managers may own, are replaced by a patch first: the apply
 			// would leave the child two controllers or two records, and
 			// conflict on the record.
-			if rec := recordOf(live); cur != nil || (!rec.none() && !settled(rec, r, o.Record)) {
+			if rec := recordOf(live); cur != nil || (!rec.none() && !settled(rec, r, o.Record, metav1.IsControlledBy(live, owner))) {
 				var uid types.UID
 				if cur != nil {
 					uid = cur.UID
@@ -351,13 +351,15 @@ func withReferences(u *unstructured.Unstructured, ref metav1.OwnerReference, r o
 
 // settled reports whether rec, a child's record, is as an apply for r's
 // owner leaves it: with record, r's as the apply writes it (see
-// recordedOn.current); without, no form of it names another owner.
-func settled(rec recordedOn, r ownerRecord, record bool) bool {
+// recordedOn.current); without, no form of it names another owner, or the
+// child is controlled by r's owner already (controlled): a record another
+// writer put on a child the owner keeps is not the apply's to remove.
+func settled(rec recordedOn, r ownerRecord, record, controlled bool) bool {
 	if record {
 		return rec.current(r)
 	}
 	form, _ := rec.other(r)
-	return form == ""
+	return form == "" || controlled
 }
 
 // marshalConfiguration is config as JSON; a configuration whose

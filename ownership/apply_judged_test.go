@@ -2,6 +2,8 @@ package ownership_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -67,43 +69,67 @@ func TestAppliedListInAnotherOrderIsApplied(t *testing.T) {
 	}
 }
 
-// TestAppliedChildWithAnotherOwnersRecordIsApplied: a controlled child on which
-// another writer recorded another owner (OwnerAnnotation) has that record
-// removed by Apply without RecordOwner ("a record that names another
-// owner ... is replaced (without RecordOwner, removed) by a patch of its
-// own before the apply"); left, it refuses the owner once the controller
-// reference is lost (a restore).
+// TestAppliedChildWithAnotherOwnersRecordIsApplied: a controlled child on
+// which another writer recorded another owner (the annotation). With
+// RecordOwner, Apply replaces that record with its own, by a patch before
+// the apply, and the child is taken back once a restore strips its
+// controller reference. Without it the record is another writer's, not
+// the apply's to remove: Apply changes nothing, and once the reference is
+// lost the record refuses the child (Adopt{} takes it).
 func TestAppliedChildWithAnotherOwnersRecordIsApplied(t *testing.T) {
 	env.Require(t)
 	ctx := context.Background()
 	ns := env.Namespace(t)
-	o := owner(t, ns, "o")
 	c, n := counting(t)
-	if op, err := ownership.Apply(ctx, c, o, web(ns, "nginx:1"), "steady-test"); err != nil || op != controllerutil.OperationResultCreated {
-		t.Fatalf("create: %s, %v", op, err)
-	}
-	key := client.ObjectKey{Namespace: ns, Name: "web"}
-	patch := func(p string) {
-		d := &appsv1.Deployment{}
-		d.Namespace, d.Name = ns, "web"
-		if err := env.Client.Patch(ctx, d, client.RawPatch(types.MergePatchType, []byte(p)), client.FieldOwner("someone")); err != nil {
-			t.Fatal(err)
-		}
-	}
-	patch(`{"metadata":{"annotations":{"` + ownership.OwnerAnnotation + `":"test.steady.dev/Widget/` + ns + `/intruder"}}}`)
-	n.Reset()
-	op, err := ownership.Apply(ctx, c, o, web(ns, "nginx:1"), "steady-test")
-	d := &appsv1.Deployment{}
-	if err := env.Client.Get(ctx, key, d); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("apply: %s, %v (%s); annotations now %v", op, err, n, d.Annotations)
-	// A restore strips the controller reference.
-	patch(`{"metadata":{"ownerReferences":null}}`)
-	op, err = ownership.Apply(ctx, c, o, web(ns, "nginx:1"), "steady-test")
-	t.Logf("after the reference is lost: %s, %v", op, err)
-	if err != nil {
-		t.Errorf("the child is refused to its own owner: %v", err)
+	for _, record := range []bool{true, false} {
+		t.Run(fmt.Sprintf("RecordOwner=%t", record), func(t *testing.T) {
+			var opts []ownership.ApplyOption
+			if record {
+				opts = append(opts, ownership.RecordOwner{})
+			}
+			o := owner(t, ns, fmt.Sprintf("o-%t", record))
+			web := func() *appsv1ac.DeploymentApplyConfiguration {
+				d := web(ns, "nginx:1")
+				d.WithName(fmt.Sprintf("web-%t", record))
+				return d
+			}
+			if op, err := ownership.Apply(ctx, c, o, web(), "steady-test", opts...); err != nil || op != controllerutil.OperationResultCreated {
+				t.Fatalf("create: %s, %v", op, err)
+			}
+			key := client.ObjectKey{Namespace: ns, Name: fmt.Sprintf("web-%t", record)}
+			patch := func(p string) {
+				d := &appsv1.Deployment{}
+				d.Namespace, d.Name = key.Namespace, key.Name
+				if err := env.Client.Patch(ctx, d, client.RawPatch(types.MergePatchType, []byte(p)), client.FieldOwner("someone")); err != nil {
+					t.Fatal(err)
+				}
+			}
+			const annotation = "ownership.steady.dev/owner"
+			intruder := "test.steady.dev/Widget/" + ns + "/intruder"
+			patch(`{"metadata":{"annotations":{"` + annotation + `":"` + intruder + `"}}}`)
+			n.Reset()
+			op, err := ownership.Apply(ctx, c, o, web(), "steady-test", opts...)
+			d := &appsv1.Deployment{}
+			if err := env.Client.Get(ctx, key, d); err != nil {
+				t.Fatal(err)
+			}
+			kept := d.Annotations[annotation] == intruder
+			if err != nil || kept == record || (!record && (op != controllerutil.OperationResultNone || n.Writes() != 0)) {
+				t.Errorf("apply: %s, %v (%s); annotations now %v; want the record replaced only with RecordOwner, no write without", op, err, n, d.Annotations)
+			}
+			// A restore strips the controller reference.
+			patch(`{"metadata":{"ownerReferences":null}}`)
+			_, err = ownership.Apply(ctx, c, o, web(), "steady-test", opts...)
+			var aoe *ownership.AlreadyOwnedError
+			if record && err != nil || !record && !errors.As(err, &aoe) {
+				t.Errorf("after the reference is lost: %v; want it taken back with RecordOwner, refused by the intruder's record without", err)
+			}
+			if !record {
+				if _, err := ownership.Apply(ctx, c, o, web(), "steady-test", ownership.Adopt{}); err != nil {
+					t.Errorf("Adopt{} does not take it: %v", err)
+				}
+			}
+		})
 	}
 }
 

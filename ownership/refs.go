@@ -130,6 +130,10 @@ func setControllerRecorded(owner, child client.Object, rec recordedOn, scheme *r
 		return false, nil, err
 	}
 	r := k.record(ref.Name, owner.GetNamespace())
+	// takes: the call takes the child (free, or another controller's:
+	// adopted or stale), rather than keeping one owner controls already.
+	cur := metav1.GetControllerOfNoCopy(child)
+	takes := cur == nil || cur.UID != ref.UID
 	replace, stale, err := claim(owner, child, ref, rec, r, scheme, o.Adopt)
 	if err != nil {
 		return false, nil, err
@@ -145,7 +149,10 @@ func setControllerRecorded(owner, child client.Object, rec recordedOn, scheme *r
 	case o.Record && !rec.current(r):
 		writeRecord(child, r)
 		changed = true
-	case !o.Record:
+	case !o.Record && takes:
+		// Taking the child: another owner's record goes with its claim.
+		// On a child owner controls already, it is another writer's, not
+		// this call's to remove.
 		if form, _ := rec.other(r); form != "" {
 			changed = removeOthers(child, r) || changed
 		}
