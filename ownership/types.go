@@ -128,8 +128,10 @@ func (Force) ApplyToApply(o *ApplyOptions) { o.Force = true }
 // again under its kind and name (a new UID), and refused to another owner
 // with an [*AlreadyOwnedError]. Without it no record is written; a record
 // already on a child is read all the same (one that names another owner
-// refuses the child, one that names this owner takes it back), and kept
-// by [CreateOrUpdate] and [CreateOrPatch].
+// refuses the child, one that names this owner takes it back), and kept:
+// another owner's record is removed only when the call takes the child
+// (with [Adopt], or from a stale controller reference of this owner's),
+// never from a child the owner controls already.
 //
 // Pass it on every call for a child, or on none: [Apply] without it sends
 // no record, so the API server removes the record labels its field manager
