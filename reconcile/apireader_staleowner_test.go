@@ -66,10 +66,12 @@ func staleOwnerInForBody(t *testing.T, cc *testapi.Cached, call string) {
 		t.Fatal(err)
 	}
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "reborn-child"}}
+	// The owner record (RecordOwner) is what tells a stale reference of
+	// the owner's own kind and name from another owner's.
 	if _, err := ownership.CreateOrUpdate(ctx, env.Client, second, cm, func() error {
 		cm.Data = map[string]string{"size": "2"}
 		return nil
-	}); err != nil {
+	}, ownership.RecordOwner{}); err != nil {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(10 * time.Second)
@@ -93,13 +95,13 @@ func staleOwnerInForBody(t *testing.T, cc *testapi.Cached, call string) {
 		}
 		switch call {
 		case "CreateOrUpdate":
-			_, childErr = ownership.CreateOrUpdate(ctx, c, w, child, mutate)
+			_, childErr = ownership.CreateOrUpdate(ctx, c, w, child, mutate, ownership.RecordOwner{})
 		case "CreateOrPatch":
-			_, childErr = ownership.CreateOrPatch(ctx, c, w, child, mutate)
+			_, childErr = ownership.CreateOrPatch(ctx, c, w, child, mutate, ownership.RecordOwner{})
 		default:
 			child.TypeMeta = metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"}
 			_ = mutate()
-			_, childErr = applyObject(ctx, c, w, child, "review7")
+			_, childErr = applyObject(ctx, c, w, child, "review7", ownership.RecordOwner{})
 		}
 		return ctrl.Result{}, childErr
 	})

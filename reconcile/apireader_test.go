@@ -99,7 +99,7 @@ func TestForHandsItsAPIReaderToOwnership(t *testing.T) {
 				op, err = ownership.CreateOrUpdate(ctx, body, w, cm, func() error {
 					cm.Data = map[string]string{"k": "v"}
 					return nil
-				})
+				}, ownership.RecordOwner{})
 				return ctrl.Result{}, err
 			})
 			if err != nil {
@@ -111,7 +111,7 @@ func TestForHandsItsAPIReaderToOwnership(t *testing.T) {
 			t.Logf("%s: %s, %v; %d GETs through the API reader, in %v", tc.name, op, err, api.gets, time.Since(start))
 			if tc.reader {
 				// Updated: the child, made without steady, gets its owner
-				// record.
+				// record (RecordOwner).
 				if err != nil || op != controllerutil.OperationResultUpdated || api.gets != 1 {
 					t.Fatalf("got %q, %v, %d GETs through For's API reader; want updated, no error, 1 GET", op, err, api.gets)
 				}
