@@ -306,11 +306,11 @@ func TestMergeDiffMakesMapsOnlyForDifferences(t *testing.T) {
 	}
 }
 
-// TestCopyJSON: DeepCopyJSON is runtime.DeepCopyJSON (maps and lists copied,
+// TestDeepCopyJSON: DeepCopyJSON is runtime.DeepCopyJSON (maps and lists copied,
 // nil ones kept as the nil of their type) on a JSON tree, and takes the
 // uint64 a typed object's unsigned field converts to, where
 // runtime.DeepCopyJSON panics.
-func TestCopyJSON(t *testing.T) {
+func TestDeepCopyJSON(t *testing.T) {
 	m := map[string]any{
 		"a": map[string]any{"list": []any{int64(1), map[string]any{"b": "c"}}, "nilMap": map[string]any(nil)},
 		"n": []any(nil), "f": 1.5, "s": "x", "t": true, "z": nil,

@@ -105,7 +105,7 @@ func TestToMapOfGoValues(t *testing.T) {
 	}
 }
 
-func TestJSONCopy(t *testing.T) {
+func TestToJSONTypes(t *testing.T) {
 	m, err := ToJSONTypes(map[string]any{
 		"a": 1, "b": int32(2), "c": uint(3), "d": float32(1.5), "e": []string{"x"},
 		"f": map[string]string{"k": "v"}, "g": []any{map[string]any{"h": int8(4)}},
