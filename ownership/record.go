@@ -284,23 +284,13 @@ func writeRecord(child client.Object, r ownerRecord) {
 		l = object.CopyMap(l, 2)
 		l[OwnerKindLabel], l[OwnerNameLabel] = r.kindLabel, r.name
 		child.SetLabels(l)
-		if _, ok := a[ownerAnnotation]; ok {
-			a = object.CopyMap(a, 2)
-			delete(a, ownerAnnotation)
-			child.SetAnnotations(nilIfEmpty(a))
-		}
+		child.SetAnnotations(withKeysOf(a, nil, ownerAnnotation))
 		return
 	}
 	a = object.CopyMap(a, 2)
 	a[ownerAnnotation] = r.annotation()
 	child.SetAnnotations(a)
-	_, hasKind := l[OwnerKindLabel]
-	if _, hasName := l[OwnerNameLabel]; hasKind || hasName {
-		l = object.CopyMap(l, 2)
-		delete(l, OwnerKindLabel)
-		delete(l, OwnerNameLabel)
-		child.SetLabels(nilIfEmpty(l))
-	}
+	child.SetLabels(withKeysOf(l, nil, OwnerKindLabel, OwnerNameLabel))
 }
 
 // nilIfEmpty is m, or nil when m is empty: an apply configuration then
@@ -340,16 +330,11 @@ func removeOthers(child client.Object, r ownerRecord) bool {
 	o := recordOf(child)
 	changed := false
 	if o.labels() && !o.labelsRecord(r) {
-		l := object.CopyMap(child.GetLabels(), 2)
-		delete(l, OwnerKindLabel)
-		delete(l, OwnerNameLabel)
-		child.SetLabels(nilIfEmpty(l))
+		child.SetLabels(withKeysOf(child.GetLabels(), nil, OwnerKindLabel, OwnerNameLabel))
 		changed = true
 	}
 	if o.annotation != "" && !o.annotationRecords(r) {
-		a := object.CopyMap(child.GetAnnotations(), 2)
-		delete(a, ownerAnnotation)
-		child.SetAnnotations(nilIfEmpty(a))
+		child.SetAnnotations(withKeysOf(child.GetAnnotations(), nil, ownerAnnotation))
 		changed = true
 	}
 	return changed
