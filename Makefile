@@ -15,7 +15,7 @@ BENCH_RUNS ?= 3
 BENCH_FLAGS ?=
 
 help:
-	@echo "make test     vet and test every module with -race against a real control plane"
+	@echo "make test     vet and test every module with -race against a real control plane, then the library on controller-runtime v0.25 (TEST_P=4: packages at a time per module)"
 	@echo "make envtest  build (or find) the envtest assets and print their directory"
 	@echo "make generate  regenerate the examples' deepcopy code, CRDs and RBAC (controller-gen, pinned in examples/go.mod)"
 	@echo "make demo     run the five example operators on a local control plane, show their trees, delete everything (DEMO_KEEP=1: keep it running for kubectl)"
@@ -26,20 +26,10 @@ help:
 envtest:
 	@cd hack && go run ./cmd/envtest-assets
 
+# hack/test.sh: the assets while every module is vetted, then every suite side
+# by side (TEST_P: packages at a time per suite).
 test:
-	@assets="$$(cd hack && go run ./cmd/envtest-assets)"; \
-	export KUBEBUILDER_ASSETS="$$assets" STEADY_TESTENV_REQUIRE=1 STEADY_DOCS_RUN=1; \
-	echo "KUBEBUILDER_ASSETS=$$assets"; \
-	for m in $(MODULES); do \
-		echo "==> $$m: go vet"; (cd "$$m" && go vet ./...); \
-	done; \
-	for m in $(MODULES); do \
-		echo "==> $$m: go test -race"; (cd "$$m" && go test -race ./...); \
-	done; \
-	echo "==> library without a control plane: pure tests run, envtest cases skip"; \
-	$(MAKE) --no-print-directory test-pure; \
-	echo "==> library on controller-runtime v0.25: go test -race"; \
-	hack/compat-test.sh
+	@hack/test.sh
 
 # The library's tests where no control-plane binaries can be found: the pure
 # tests must pass and every envtest case must skip (testenv's own Examples

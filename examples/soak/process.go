@@ -12,6 +12,7 @@ import (
 	"os/signal"
 	"reflect"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -46,6 +47,7 @@ const (
 const (
 	lineCache   = "cache"   // "cache http://127.0.0.1:port": its cache, for [remoteCache]
 	lineElected = "elected" // it became the leader
+	lineStarted = "started" // its start-up writes (the tenants' ClusterRoles) are done
 )
 
 // replicaConfig is what a replica process is told.
@@ -109,7 +111,8 @@ func runReplica(cfg replicaConfig) int {
 	if err != nil {
 		return fail("creating the manager: %v", err)
 	}
-	if err := setup(mgr, cfg.S3); err != nil {
+	started, err := setup(mgr, cfg.S3)
+	if err != nil {
 		return fail("setting up the operators: %v", err)
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -118,7 +121,10 @@ func runReplica(cfg replicaConfig) int {
 	}
 	go func() { _ = http.Serve(ln, cacheHandler(mgr.GetCache(), scheme)) }()
 	out := bufio.NewWriter(os.Stdout)
+	var outMu sync.Mutex // lines are said from more than one goroutine
 	say := func(line string) {
+		outMu.Lock()
+		defer outMu.Unlock()
 		fmt.Fprintln(out, line)
 		_ = out.Flush()
 	}
@@ -140,6 +146,13 @@ func runReplica(cfg replicaConfig) int {
 		select {
 		case <-mgr.Elected():
 			say(lineElected)
+		case <-ctx.Done():
+		}
+	}()
+	go func() {
+		select {
+		case <-started:
+			say(lineStarted)
 		case <-ctx.Done():
 		}
 	}()

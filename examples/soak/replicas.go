@@ -38,6 +38,7 @@ type replica struct {
 	proxy   *testenv.Proxy
 	stopped atomic.Bool // set when it is killed or stopped on purpose
 	elected atomic.Bool
+	started atomic.Bool                 // its start-up writes are done
 	cache   atomic.Pointer[remoteCache] // once the process says where
 	stderr  *tail
 	done    chan struct{} // closed once the process has exited and its proxy is closed
@@ -124,6 +125,8 @@ func (rs *replicas) start(why string) error {
 			switch word {
 			case lineCache:
 				r.cache.Store(&remoteCache{url: rest, scheme: rs.scheme})
+			case lineStarted:
+				r.started.Store(true)
 			case lineElected:
 				r.elected.Store(true)
 				rs.mu.Lock()
@@ -162,6 +165,24 @@ func (rs *replicas) fail(msg string) {
 	rs.mu.Lock()
 	rs.failures = append(rs.failures, msg)
 	rs.mu.Unlock()
+}
+
+// starting names the running replicas whose start-up writes (every
+// replica applies the tenants' ClusterRoles as it starts) are not done
+// yet, or returns "" when there are none.
+func (rs *replicas) starting() string {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	var names []string
+	for _, r := range rs.all {
+		if !r.started.Load() && !r.stopped.Load() && !isDone(r.done) {
+			names = append(names, fmt.Sprintf("replica %d", r.n))
+		}
+	}
+	if len(names) == 0 {
+		return ""
+	}
+	return strings.Join(names, ", ") + " not started yet (its start-up writes not done)"
 }
 
 // leader returns the replica that is elected and running, or nil.
@@ -405,7 +426,8 @@ type counter struct {
 	testenv.RequestCounter
 	mu     sync.Mutex
 	writes []string
-	// accepted are the lines of the writes the API server accepted (2xx).
+	// accepted are the lines of the writes the API server accepted (2xx),
+	// but for Events.
 	accepted []string
 }
 
@@ -429,7 +451,11 @@ func (c *counter) wrapExceptLeases(replica int, rt http.RoundTripper) http.Round
 		line := fmt.Sprintf("replica %d: %s %s -> %s %s", replica, r.Method, r.URL.Path, answer, body)
 		c.mu.Lock()
 		c.writes = append(c.writes, line)
-		if ok {
+		// An Event records a change made before it and changes no object:
+		// client-go's recorder posts it in the background and retries a
+		// failed post ten seconds later, so it may come after the
+		// change it tells of has converged.
+		if ok && !strings.HasSuffix(r.URL.Path, "/events") {
 			c.accepted = append(c.accepted, line)
 		}
 		c.mu.Unlock()
@@ -453,7 +479,7 @@ func (c *counter) WriteLines() []string {
 }
 
 // AcceptedLines returns a line for each write since the last reset that
-// the API server accepted.
+// the API server accepted, but for Events.
 func (c *counter) AcceptedLines() []string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
