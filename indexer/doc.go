@@ -19,9 +19,10 @@
 // again, from two controllers, is a no-op; a different declaration under
 // the same name and type is an error ("another index ... is already
 // registered on this cache"): a programming mistake, not a condition to
-// branch on. Which declarations a cache
-// has is remembered per cache by identity, without keeping the cache alive:
-// a new manager's cache is never mistaken for a stopped one's.
+// branch on. An *Index remembers the caches it was added to by identity,
+// without keeping them alive: a new manager's cache is never mistaken for
+// a stopped one's. [ControllerOwner]'s index needs no memory: its name is
+// its own.
 //
 // Querying an index the reader does not have is a [*NotRegisteredError]
 // that says how to register it. A reader whose API server rejected the

@@ -25,10 +25,13 @@ import (
 type Index[T client.Object] struct {
 	name    string
 	extract func(T) []string
-	// decl, when set, is what Register records as this declaration
-	// instead of the *Index itself: [ControllerOwner]'s per-type token,
-	// which [RegisterControllerOwner] records too.
-	decl any
+	// owner marks a [ControllerOwner] index, whose name is its own: what a
+	// cache holds under that name is this declaration.
+	owner bool
+	// mu serialises Register; on holds the field indexers Register added
+	// the index to, by identity and without keeping them alive.
+	mu sync.Mutex
+	on identity.Map[struct{}]
 }
 
 // New declares an index named name whose values for an object are what
@@ -52,81 +55,60 @@ func (i *Index[T]) values(obj T) []string {
 	return out
 }
 
-// declaration is what Register remembers per cache: which *Index it
-// registered under each type and name.
-type declaration struct {
-	typ  reflect.Type
-	name string
-}
-
-// registered remembers, per field indexer (by identity, not address: a
-// cache allocated where a stopped manager's was is a different cache), the
-// declarations Register added to it.
-var registered identity.Map[map[declaration]any]
-
-// registering holds, per field indexer, the lock that serialises Register
-// on it; noIdentityMu serialises Register on indexers without an identity.
-var (
-	registering  identity.Map[*sync.Mutex]
-	noIdentityMu sync.Mutex
-)
-
 // Register adds the index to fi, usually mgr.GetFieldIndexer(), before the
 // manager starts. Registering the same *Index on the same indexer again is
-// a no-op; another index with the same name and type (another *Index, or
-// one added with fi.IndexField directly) is an error saying it is already
-// registered, also when
-// controllers register concurrently. Where fi is
-// not a pointer, the two cannot be told apart and both are a
-// error.
+// a no-op, also when controllers register concurrently: the *Index
+// remembers the indexers it was added to, by identity and without keeping
+// them alive. Another index with the same name and type (another *Index,
+// or one added with fi.IndexField directly) is an error saying it is
+// already registered; so is the same *Index again where fi has no identity
+// (is not a pointer), as the two cannot be told apart there. A
+// [ControllerOwner] index needs no memory: its name is its own, so
+// registering it again is a no-op on any fi.
 func (i *Index[T]) Register(ctx context.Context, fi client.FieldIndexer) error {
 	var zero T
-	typ := reflect.TypeOf(zero)
-	decl := any(i)
-	if i.decl != nil {
-		decl = i.decl
+	obj := reflect.New(reflect.TypeOf(zero).Elem()).Interface().(client.Object)
+	switch {
+	case i.owner:
+		return RegisterControllerOwner(ctx, fi, obj)
+	case i.name == controllerOwnerIndex:
+		return &conflictError{Index: i.name, Type: fmt.Sprintf("%T", obj)}
 	}
-	obj := reflect.New(typ.Elem()).Interface().(client.Object)
-	return register(ctx, fi, obj, i.name, decl, func(o client.Object) []string {
+	// One registration of i at a time: between a successful IndexField and
+	// its record below, the same *Index registered concurrently
+	// (controllers set up in parallel) would find the index and no record.
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	if _, ok := i.on.Get(fi); ok {
+		return nil
+	}
+	err := register(ctx, fi, obj, i.name, false, func(o client.Object) []string {
 		t, ok := o.(T)
 		if !ok {
 			return nil
 		}
 		return i.values(t)
 	})
+	if err == nil {
+		i.on.Update(fi, func(struct{}) struct{} { return struct{}{} })
+	}
+	return err
 }
 
-// register adds the index name over objects of obj's type to fi, recorded
-// as the declaration decl (see [Index.Register]).
-func register(ctx context.Context, fi client.FieldIndexer, obj client.Object, name string, decl any, extract client.IndexerFunc) error {
-	// One registration at a time per indexer: between a successful
-	// IndexField and its record below, the same *Index registered
-	// concurrently (controllers set up in parallel) would find the index
-	// and no record, a false conflict.
-	mu := &noIdentityMu
-	registering.Update(fi, func(m *sync.Mutex) *sync.Mutex {
-		if m == nil {
-			m = &sync.Mutex{}
-		}
-		mu = m
-		return m
-	})
-	mu.Lock()
-	defer mu.Unlock()
-	typ := reflect.TypeOf(obj)
-	key := declaration{typ: typ, name: name}
+// register adds the index name over objects of obj's type to fi. The
+// cache's "indexer conflict" (the name is taken for that type) is a
+// *conflictError, or nothing where own says the name is this index's.
+func register(ctx context.Context, fi client.FieldIndexer, obj client.Object, name string, own bool, extract client.IndexerFunc) error {
 	err := fi.IndexField(ctx, obj, name, extract)
 	switch {
 	case err == nil:
-		registered.Update(fi, func(m map[declaration]any) map[declaration]any { return identity.WithEntry(m, key, decl) })
 		return nil
-	case strings.Contains(err.Error(), "indexer conflict"):
-		if m, ok := registered.Get(fi); ok && m[key] == decl {
-			return nil // this very declaration, registered before
-		}
-		return &conflictError{Index: name, Type: typ.String()}
+	case !strings.Contains(err.Error(), "indexer conflict"):
+		return fmt.Errorf("indexer: registering %q for %T: %w", name, obj, err)
+	case own:
+		return nil
 	default:
-		return fmt.Errorf("indexer: registering %q for %s: %w", name, typ, err)
+		return &conflictError{Index: name, Type: fmt.Sprintf("%T", obj)}
 	}
 }
 

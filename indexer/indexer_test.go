@@ -162,7 +162,9 @@ func TestIndexesThroughAManager(t *testing.T) {
 // TestRegistrationAcrossManagers creates, uses and stops several managers
 // in one binary, collecting garbage in between so that a new cache may land
 // where an old one was: each one gets the index, re-registering the same
-// declaration is harmless and a different one is a conflict, every time.
+// declaration is harmless and a different one is a conflict, every time,
+// also one under ControllerOwner's name registered before it (the name is
+// reserved: the index that then works is ControllerOwner's).
 func TestRegistrationAcrossManagers(t *testing.T) {
 	env.Require(t)
 	ctx := context.Background()
@@ -182,6 +184,10 @@ func TestRegistrationAcrossManagers(t *testing.T) {
 	for i := 0; i < 8; i++ {
 		t.Run(fmt.Sprintf("manager %d", i), func(t *testing.T) {
 			c := startManager(t, func(mgr ctrl.Manager) error {
+				var ce *indexer.ConflictError
+				if err := other.Register(ctx, mgr.GetFieldIndexer()); !errors.As(err, &ce) {
+					t.Errorf("another declaration under ControllerOwner's name, first: %v, want *ConflictError", err)
+				}
 				if err := children.Register(ctx, mgr.GetFieldIndexer()); err != nil {
 					return fmt.Errorf("first registration: %w", err)
 				}
@@ -191,7 +197,6 @@ func TestRegistrationAcrossManagers(t *testing.T) {
 				if err := indexer.RegisterControllerOwner(ctx, mgr.GetFieldIndexer(), &corev1.ConfigMap{}); err != nil {
 					return fmt.Errorf("the same declaration from an object: %w", err)
 				}
-				var ce *indexer.ConflictError
 				if err := other.Register(ctx, mgr.GetFieldIndexer()); !errors.As(err, &ce) {
 					t.Errorf("another declaration under the same name: %v, want *ConflictError", err)
 				}

@@ -3,8 +3,6 @@ package indexer
 import (
 	"context"
 	"fmt"
-	"reflect"
-	"sync"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -16,29 +14,16 @@ import (
 // controllerOwnerIndex is the name of the [ControllerOwner] index.
 const controllerOwnerIndex = "steady.metadata.controller"
 
-var controllerOwner sync.Map // reflect.Type -> *Index[T]
-
-// controllerOwnerDecl is the declaration [ControllerOwner] and
-// [RegisterControllerOwner] record for objects of type typ: one per type,
-// whichever of the two registered it.
-type controllerOwnerDecl struct{ typ reflect.Type }
-
 // ControllerOwner returns the index of objects of type T by their
-// controller owner, with values from [OwnerKey]. It is the same *Index for
-// the same T wherever it is called, so every controller can register it;
-// [RegisterControllerOwner] registers the same declaration from an object.
+// controller owner, with values from [OwnerKey]. Each call returns a new
+// *Index, but all of them, and [RegisterControllerOwner] for an object of
+// type T, are one declaration: what a cache holds under its name,
+// "steady.metadata.controller", is this index, whoever registered it, so
+// every controller can register it (a no-op after the first). The name is
+// reserved: registering an index made with [New] under it is an error, and
+// one added with fi.IndexField directly is taken for this one.
 func ControllerOwner[T client.Object]() *Index[T] {
-	var zero T
-	typ := reflect.TypeOf(zero)
-	if i, ok := controllerOwner.Load(typ); ok {
-		return i.(*Index[T])
-	}
-	i, _ := controllerOwner.LoadOrStore(typ, &Index[T]{
-		name:    controllerOwnerIndex,
-		extract: func(o T) []string { return controllerOwnerValues(o) },
-		decl:    controllerOwnerDecl{typ: typ},
-	})
-	return i.(*Index[T])
+	return &Index[T]{name: controllerOwnerIndex, owner: true, extract: func(o T) []string { return controllerOwnerValues(o) }}
 }
 
 // RegisterControllerOwner registers the [ControllerOwner] index of obj's
@@ -51,8 +36,7 @@ func RegisterControllerOwner(ctx context.Context, fi client.FieldIndexer, obj cl
 	if obj == nil {
 		return fmt.Errorf("indexer: registering %q: no object", controllerOwnerIndex)
 	}
-	return register(ctx, fi, object.New(obj), controllerOwnerIndex, controllerOwnerDecl{typ: reflect.TypeOf(obj)},
-		func(o client.Object) []string { return controllerOwnerValues(o) })
+	return register(ctx, fi, object.New(obj), controllerOwnerIndex, true, controllerOwnerValues)
 }
 
 // controllerOwnerValues is the [ControllerOwner] value of o: the

@@ -2,8 +2,11 @@ package indexer_test
 
 import (
 	"context"
+	"errors"
+	"runtime"
 	"sync"
 	"testing"
+	"weak"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -49,6 +52,114 @@ func TestConcurrentRegistrationOfTheSameIndex(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestConcurrentRegistrationOfConflictingIndexes: two indexes of one name
+// and type, each registered by many controllers in parallel on one cache:
+// one of them wins, every registration of it succeeds, and every one of
+// the other is a *ConflictError.
+func TestConcurrentRegistrationOfConflictingIndexes(t *testing.T) {
+	env.Require(t)
+	ctx := context.Background()
+	for round := 0; round < 30; round++ {
+		mgr, err := ctrl.NewManager(env.Config, ctrl.Options{Scheme: env.Scheme, Metrics: metricsserver.Options{BindAddress: "0"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		idx := [2]*indexer.Index[*corev1.Secret]{
+			indexer.New("test.contended", func(s *corev1.Secret) []string { return []string{s.Name} }),
+			indexer.New("test.contended", func(s *corev1.Secret) []string { return []string{string(s.Type)} }),
+		}
+		var wg sync.WaitGroup
+		errs := make([]error, 32)
+		for i := range errs {
+			wg.Go(func() { errs[i] = idx[i%2].Register(ctx, mgr.GetFieldIndexer()) })
+		}
+		wg.Wait()
+		winner := 0
+		if errs[0] != nil {
+			winner = 1
+		}
+		for i, err := range errs {
+			var ce *indexer.ConflictError
+			if i%2 == winner && err != nil {
+				t.Errorf("round %d: registration %d of the index registered: %v", round, i, err)
+			} else if i%2 != winner && !errors.As(err, &ce) {
+				t.Errorf("round %d: registration %d of the other index: %v, want *ConflictError", round, i, err)
+			}
+		}
+	}
+}
+
+// valueIndexer is a field indexer that is not a pointer: it has no
+// identity to remember it by.
+type valueIndexer struct{ fi client.FieldIndexer }
+
+func (v valueIndexer) IndexField(ctx context.Context, obj client.Object, field string, extract client.IndexerFunc) error {
+	return v.fi.IndexField(ctx, obj, field, extract)
+}
+
+// TestRegisteringOnAnIndexerWithoutIdentity: on a field indexer that is not
+// a pointer, the same *Index registered again cannot be told from another
+// index and is a *ConflictError, as Register's doc says; ControllerOwner's
+// index, which needs no memory, is a no-op again.
+func TestRegisteringOnAnIndexerWithoutIdentity(t *testing.T) {
+	env.Require(t)
+	ctx := context.Background()
+	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{Scheme: env.Scheme, Metrics: metricsserver.Options{BindAddress: "0"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fi := valueIndexer{mgr.GetFieldIndexer()}
+	for i := range 2 {
+		if err := indexer.ControllerOwner[*corev1.Secret]().Register(ctx, fi); err != nil {
+			t.Errorf("ControllerOwner, registration %d: %v", i, err)
+		}
+		if err := indexer.RegisterControllerOwner(ctx, fi, &corev1.Secret{}); err != nil {
+			t.Errorf("RegisterControllerOwner, registration %d: %v", i, err)
+		}
+	}
+	if err := WidgetsByColor.Register(ctx, fi); err != nil {
+		t.Fatal(err)
+	}
+	var ce *indexer.ConflictError
+	if err := WidgetsByColor.Register(ctx, fi); !errors.As(err, &ce) {
+		t.Errorf("the same *Index again: %v, want *ConflictError", err)
+	}
+}
+
+// countingIndexer counts the fields it is asked to index.
+type countingIndexer struct{ n int }
+
+func (c *countingIndexer) IndexField(context.Context, client.Object, string, client.IndexerFunc) error {
+	c.n++
+	return nil
+}
+
+// TestAnIndexForgetsCollectedIndexers: an *Index registered on a field
+// indexer asks it once, asks another anew, and does not keep either alive.
+func TestAnIndexForgetsCollectedIndexers(t *testing.T) {
+	ctx := context.Background()
+	idx := indexer.New("test.forgotten", func(*corev1.Secret) []string { return nil })
+	defer runtime.KeepAlive(idx) // what remembers the indexers lives on
+	first, second := &countingIndexer{}, &countingIndexer{}
+	for _, fi := range []*countingIndexer{first, first, second} {
+		if err := idx.Register(ctx, fi); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if first.n != 1 || second.n != 1 {
+		t.Errorf("indexers asked %d and %d times, want once each", first.n, second.n)
+	}
+	gone := weak.Make(first)
+	first = nil
+	for range 5 {
+		runtime.GC()
+		if gone.Value() == nil {
+			return
+		}
+	}
+	t.Error("an indexer dropped by its caller is still held by the *Index")
 }
 
 // WidgetsByColor indexes widgets by spec.color.

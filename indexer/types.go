@@ -21,8 +21,9 @@ func (e *NotRegisteredError) Error() string {
 // Unwrap returns the underlying error.
 func (e *NotRegisteredError) Unwrap() error { return e.Err }
 
-// conflictError is returned when a different declaration was already
-// registered under the same index name and type on the same cache.
+// conflictError is returned when another index holds the name for the type
+// on the cache, or when an index made with New takes the name of
+// ControllerOwner's.
 type conflictError struct {
 	// Index is the index name, Type the indexed object type.
 	Index, Type string
@@ -30,6 +31,9 @@ type conflictError struct {
 
 // Error implements error.
 func (e *conflictError) Error() string {
+	if e.Index == controllerOwnerIndex {
+		return fmt.Sprintf("indexer: another index %q for %s: the name is ControllerOwner's, on every cache; name this index otherwise", e.Index, e.Type)
+	}
 	return fmt.Sprintf("indexer: another index %q for %s is already registered on this cache; "+
 		"declare each index once (a package variable) and register that same value everywhere", e.Index, e.Type)
 }
