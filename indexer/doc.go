@@ -25,9 +25,9 @@
 // its own.
 //
 // Querying an index the reader does not have is a [*NotRegisteredError]
-// that says how to register it. A reader whose API server rejected the
-// index (a direct client) is remembered, by identity, and not asked again:
-// the error then comes without a request.
+// that says how to register it, on every call: a cache without the index
+// answers without a request, a direct client with its API server's
+// refusal of the field selector, asked each time (nothing is remembered).
 //
 // Ready-made: [ControllerOwner] indexes objects by their controller (find the
 // children of an owner with [OwnerKey]).

@@ -2,14 +2,12 @@ package indexer
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"reflect"
 	"slices"
 	"strings"
 	"sync"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -165,25 +163,9 @@ func (i *Index[T]) Find(ctx context.Context, r client.Reader, scheme *runtime.Sc
 	return out, nil
 }
 
-// absentKey is an index on a list type that a reader was found without.
-type absentKey struct {
-	list  reflect.Type
-	index string
-}
-
-// absent remembers, per reader, the indexes its API server rejected, so
-// that a reader without the index (a direct client) is asked once.
-var absent identity.Map[map[absentKey]bool]
-
-// errAbsent is the error of a query not made: the reader rejected it
-// before.
-var errAbsent = errors.New("the reader's API server rejected this index as a field selector before; not asking again")
-
+// listBy lists by index=value, as [Index.List] says; a reader without the
+// index is a *NotRegisteredError.
 func listBy(ctx context.Context, r client.Reader, list client.ObjectList, index, typ, value string, opts []client.ListOption) error {
-	key := absentKey{list: reflect.TypeOf(list), index: index}
-	if m, _ := absent.Get(r); m[key] {
-		return &NotRegisteredError{Index: index, Type: typ, Err: errAbsent}
-	}
 	// A field selector among opts narrows the index's, never replaces it
 	// (a MatchingFields option sets the selector whole).
 	given := &client.ListOptions{}
@@ -199,10 +181,6 @@ func listBy(ctx context.Context, r client.Reader, list client.ObjectList, index,
 	}
 	if !notRegistered(err) {
 		return fmt.Errorf("indexer: listing %s by %s=%s: %w", typ, index, value, err)
-	}
-	if apierrors.IsBadRequest(err) {
-		// The API server, not a cache, said no: it always will.
-		absent.Update(r, func(m map[absentKey]bool) map[absentKey]bool { return identity.WithEntry(m, key, true) })
 	}
 	return &NotRegisteredError{Index: index, Type: typ, Err: err}
 }

@@ -19,9 +19,8 @@ import (
 // controls, in owner's namespace (everywhere for a cluster-scoped owner).
 // It uses the indexer.ControllerOwner index when the reader has it, and
 // lists and filters otherwise; either way it keeps only children of this
-// owner's UID. A reader found without the index once (a direct client,
-// whose API server rejects the index as a field selector) is listed and
-// filtered from then on, one LIST per call.
+// owner's UID. Through a direct client every call costs two LISTs: the
+// indexed one, which the API server rejects, then the plain one.
 func ListChildren(ctx context.Context, c client.Client, owner client.Object, list client.ObjectList, opts ...client.ListOption) error {
 	gvk, err := object.GVK(owner, c.Scheme())
 	if err != nil {
