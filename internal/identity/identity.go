@@ -6,7 +6,6 @@
 package identity
 
 import (
-	"maps"
 	"reflect"
 	"sync"
 	"weak"
@@ -87,7 +86,7 @@ func (b *Map[V]) Update(v any, f func(V) V) bool {
 }
 
 // Get returns what is remembered about v; a map or slice it returns is
-// shared: Update must replace it (see [WithEntry]), not change it.
+// shared: Update must replace it, not change it.
 func (b *Map[V]) Get(v any) (V, bool) {
 	var zero V
 	id, ok := Of(v)
@@ -98,15 +97,4 @@ func (b *Map[V]) Get(v any) (V, bool) {
 	defer b.mu.Unlock()
 	got, ok := b.m[id]
 	return got, ok
-}
-
-// WithEntry returns a copy of m with k set to v: a remembered map is
-// replaced, never changed, because readers outside the lock hold it.
-func WithEntry[K comparable, V any](m map[K]V, k K, v V) map[K]V {
-	out := maps.Clone(m)
-	if out == nil {
-		out = map[K]V{}
-	}
-	out[k] = v
-	return out
 }
