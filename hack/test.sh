@@ -29,12 +29,19 @@ start() {
 	local name=$1
 	shift
 	set -m
-	("$@") </dev/null >"$logs/${#pids[@]}.log" 2>&1 &
+	local i=${#pids[@]}
+	(
+		rc=0
+		"$@" || rc=$?
+		echo "$((SECONDS - t0))" >"$logs/$i.took"
+		exit "$rc"
+	) </dev/null >"$logs/$i.log" 2>&1 &
 	set +m
 	pids+=($!)
 	names+=("$name")
 }
 
+t0=$SECONDS
 start assets bash -c 'cd hack && go run ./cmd/envtest-assets 2>&1 >"$0"' "$logs/assets.dir"
 for m in $modules; do
 	echo "==> $m: go vet -race"
@@ -50,6 +57,7 @@ assets=$(cat "$logs/assets.dir")
 echo "KUBEBUILDER_ASSETS=$assets"
 export KUBEBUILDER_ASSETS="$assets" STEADY_TESTENV_REQUIRE=1 STEADY_DOCS_RUN=1
 pids=() names=()
+t0=$SECONDS
 
 for m in $modules; do
 	start "$m: go test -race" bash -c "cd '$m' && go test -race -p $TEST_P ./..."
@@ -61,7 +69,7 @@ failed=()
 for i in "${!pids[@]}"; do
 	rc=0
 	wait "${pids[$i]}" || rc=$?
-	echo "==> ${names[$i]}"
+	echo "==> ${names[$i]} ($(cat "$logs/$i.took" 2>/dev/null || echo ?)s after the start of the tests)"
 	cat "$logs/$i.log"
 	if [ "$rc" -ne 0 ]; then failed+=("${names[$i]}"); fi
 done
