@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/steadyk8s/steady/internal/backoff"
 	"github.com/steadyk8s/steady/internal/object"
 )
 
@@ -186,7 +187,7 @@ func (r *run) dryRun(ctx context.Context, m *member) (*unstructured.Unstructured
 	for {
 		out := m.obj.DeepCopy()
 		err := r.s.c.Apply(ctx, client.ApplyConfigurationFromUnstructured(out), r.s.applyOptions(true)...)
-		if err == nil || !r.crdWritten.Has(m.id.GroupKind) || time.Now().After(deadline) || pause(ctx, 100*time.Millisecond) != nil {
+		if err == nil || !r.crdWritten.Has(m.id.GroupKind) || time.Now().After(deadline) || backoff.Sleep(ctx, 100*time.Millisecond) != nil {
 			return out, err
 		}
 	}

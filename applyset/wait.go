@@ -12,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/steadyk8s/steady/internal/backoff"
 )
 
 // mapLate waits, when a CRD of the set was written or defines a kind not
@@ -38,7 +40,7 @@ func (r *run) mapLate(ctx context.Context, members, crds []*member) error {
 			if crd, err := readCRD(ctx, m.id.Name); err == nil && established(crd) {
 				break
 			}
-			if pause(ctx, 50*time.Millisecond) == nil {
+			if backoff.Sleep(ctx, 50*time.Millisecond) == nil {
 				continue
 			}
 			// Time is up: one last read, on the caller's context, says
@@ -64,7 +66,7 @@ func (r *run) mapLate(ctx context.Context, members, crds []*member) error {
 				m.mapping = mapping
 				break
 			}
-			if pause(ctx, 100*time.Millisecond) != nil {
+			if backoff.Sleep(ctx, 100*time.Millisecond) != nil {
 				if meta.IsNoMatchError(err) && !discoveryFailed(err) && parent.Err() == nil {
 					// The CRDs are established and do not define it.
 					return &ValidationError{Errors: []error{&ObjectError{Index: m.index, ID: m.id, Field: "kind", Err: err}}, Written: r.written}
@@ -75,15 +77,6 @@ func (r *run) mapLate(ctx context.Context, members, crds []*member) error {
 		}
 	}
 	return nil
-}
-
-func pause(ctx context.Context, d time.Duration) error {
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-time.After(d):
-		return nil
-	}
 }
 
 func established(crd *unstructured.Unstructured) bool {
@@ -169,7 +162,7 @@ func (r *run) waitCurrent(ctx context.Context, members []*member) error {
 		if len(pending) == 0 {
 			return nil
 		}
-		if pause(ctx, 200*time.Millisecond) != nil {
+		if backoff.Sleep(ctx, 200*time.Millisecond) != nil {
 			return &NotCurrentError{Objects: notCurrent}
 		}
 	}
