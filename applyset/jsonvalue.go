@@ -13,12 +13,12 @@ import (
 // the API machinery takes (int64, float64, []any): unstructured's DeepCopy
 // panics on the others. A value of no JSON type is refused, by its field
 // path.
-func toJSONTypes(u *unstructured.Unstructured) (*unstructured.Unstructured, *fieldError) {
+func toJSONTypes(u *unstructured.Unstructured) (*unstructured.Unstructured, *object.PathError) {
 	m, err := object.ToJSONTypes(u.Object)
 	if pe := (*object.PathError)(nil); errors.As(err, &pe) {
-		return nil, &fieldError{pe.Path, pe.Err}
+		return nil, pe
 	} else if err != nil {
-		return nil, &fieldError{"", err}
+		return nil, &object.PathError{Err: err}
 	}
 	return &unstructured.Unstructured{Object: m}, nil
 }

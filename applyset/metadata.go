@@ -3,40 +3,34 @@ package applyset
 import (
 	"errors"
 	"fmt"
+
+	"github.com/steadyk8s/steady/internal/object"
 )
-
-// fieldError is a fault in one field of an object.
-type fieldError struct {
-	field string
-	err   error
-}
-
-func (e *fieldError) Error() string { return "field " + e.field + ": " + e.err.Error() }
 
 // checkObject checks what unstructured's accessors would otherwise silently
 // drop: apiVersion and kind are strings, metadata is an object whose name is
 // set and whose string fields, labels, annotations and finalizers hold
 // strings only (the API server refuses anything else; GetLabels would read
 // a label "tier: 2" as no labels at all).
-func checkObject(m map[string]any) *fieldError {
+func checkObject(m map[string]any) *object.PathError {
 	for _, f := range []string{"apiVersion", "kind"} {
 		if s, ok := m[f].(string); !ok || s == "" {
-			return &fieldError{f, errors.New("missing or not a string")}
+			return &object.PathError{Path: f, Err: errors.New("missing or not a string")}
 		}
 	}
 	md, ok := m["metadata"].(map[string]any)
 	if !ok {
-		return &fieldError{"metadata", errors.New("missing or not an object")}
+		return &object.PathError{Path: "metadata", Err: errors.New("missing or not an object")}
 	}
 	for _, f := range []string{"name", "namespace", "generateName", "uid", "resourceVersion"} {
 		if v, ok := md[f]; ok && v != nil {
 			if _, ok := v.(string); !ok {
-				return &fieldError{"metadata." + f, fmt.Errorf("%v is not a string", v)}
+				return &object.PathError{Path: "metadata." + f, Err: fmt.Errorf("%v is not a string", v)}
 			}
 		}
 	}
 	if s, _ := md["name"].(string); s == "" {
-		return &fieldError{"metadata.name", errors.New("missing")}
+		return &object.PathError{Path: "metadata.name", Err: errors.New("missing")}
 	}
 	for _, f := range []string{"labels", "annotations"} {
 		v, ok := md[f]
@@ -45,22 +39,22 @@ func checkObject(m map[string]any) *fieldError {
 		}
 		mm, ok := v.(map[string]any)
 		if !ok {
-			return &fieldError{"metadata." + f, errors.New("not an object")}
+			return &object.PathError{Path: "metadata." + f, Err: errors.New("not an object")}
 		}
 		for k, v := range mm {
 			if _, ok := v.(string); !ok {
-				return &fieldError{"metadata." + f + "." + k, fmt.Errorf("%v is not a string (quote it)", v)}
+				return &object.PathError{Path: "metadata." + f + "." + k, Err: fmt.Errorf("%v is not a string (quote it)", v)}
 			}
 		}
 	}
 	if v, ok := md["finalizers"]; ok && v != nil {
 		l, ok := v.([]any)
 		if !ok {
-			return &fieldError{"metadata.finalizers", errors.New("not a list")}
+			return &object.PathError{Path: "metadata.finalizers", Err: errors.New("not a list")}
 		}
 		for i, f := range l {
 			if _, ok := f.(string); !ok {
-				return &fieldError{fmt.Sprintf("metadata.finalizers[%d]", i), fmt.Errorf("%v is not a string", f)}
+				return &object.PathError{Path: fmt.Sprintf("metadata.finalizers[%d]", i), Err: fmt.Errorf("%v is not a string", f)}
 			}
 		}
 	}

@@ -13,6 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+
+	"github.com/steadyk8s/steady/internal/object"
 )
 
 // ParseYAML decodes a multi-document YAML (or JSON) stream into objects.
@@ -73,13 +75,13 @@ func parse(source string, data []byte) ([]*unstructured.Unstructured, error) {
 		if len(m) == 0 {
 			continue
 		}
-		fail := func(prefix string, fe *fieldError) error {
-			return &ParseError{Source: source, Document: i, Field: prefix + fe.field, Err: fe.err}
+		fail := func(prefix string, pe *object.PathError) error {
+			return &ParseError{Source: source, Document: i, Field: prefix + pe.Path, Err: pe.Err}
 		}
 		items, isList := m["items"].([]any)
 		if !isList {
-			if fe := checkObject(m); fe != nil {
-				return nil, fail("", fe)
+			if pe := checkObject(m); pe != nil {
+				return nil, fail("", pe)
 			}
 			out = append(out, &unstructured.Unstructured{Object: m})
 			continue
@@ -95,8 +97,8 @@ func parse(source string, data []byte) ([]*unstructured.Unstructured, error) {
 			if !ok {
 				return nil, &ParseError{Source: source, Document: i, Field: fmt.Sprintf("items[%d]", j), Err: fmt.Errorf("%v is not an object", it)}
 			}
-			if fe := checkObject(item); fe != nil {
-				return nil, fail(prefix, fe)
+			if pe := checkObject(item); pe != nil {
+				return nil, fail(prefix, pe)
 			}
 			out = append(out, &unstructured.Unstructured{Object: item})
 		}

@@ -47,13 +47,13 @@ func (s *Set) prepare(objs []*unstructured.Unstructured) ([]*member, sets.Set[sc
 			refuse(i, ObjectID{}, "", errors.New("nil"))
 			continue
 		}
-		if fe := checkObject(in.Object); fe != nil {
-			refuse(i, idOf(in), fe.field, fe.err)
+		if pe := checkObject(in.Object); pe != nil {
+			refuse(i, idOf(in), pe.Path, pe.Err)
 			continue
 		}
-		o, fe := toJSONTypes(in)
-		if fe != nil {
-			refuse(i, idOf(in), fe.field, fe.err)
+		o, pe := toJSONTypes(in)
+		if pe != nil {
+			refuse(i, idOf(in), pe.Path, pe.Err)
 			continue
 		}
 		gvk := o.GroupVersionKind()
