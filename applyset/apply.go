@@ -215,9 +215,7 @@ func (r *run) applyAll(ctx context.Context, members []*member) (failed bool) {
 		r.written = append(r.written, m.id.String())
 		r.res.add(m.id, Applied, nil)
 		if m.id.GroupKind == crdGK {
-			g, _, _ := unstructured.NestedString(m.obj.Object, "spec", "group")
-			k, _, _ := unstructured.NestedString(m.obj.Object, "spec", "names", "kind")
-			r.crdWritten.Insert(schema.GroupKind{Group: g, Kind: k})
+			r.crdWritten.Insert(crdKind(m.obj))
 		}
 	}
 	return failed

@@ -29,11 +29,10 @@ func (s *Set) prepare(objs []*unstructured.Unstructured) ([]*member, sets.Set[sc
 	crdScope := map[schema.GroupKind]string{}
 	for _, o := range objs {
 		if o != nil && o.GroupVersionKind().GroupKind() == crdGK {
-			g, _, _ := unstructured.NestedString(o.Object, "spec", "group")
-			k, _, _ := unstructured.NestedString(o.Object, "spec", "names", "kind")
+			gk := crdKind(o)
 			scope, _, _ := unstructured.NestedString(o.Object, "spec", "scope")
-			crdKinds.Insert(schema.GroupKind{Group: g, Kind: k})
-			crdScope[schema.GroupKind{Group: g, Kind: k}] = scope
+			crdKinds.Insert(gk)
+			crdScope[gk] = scope
 		}
 	}
 	var members []*member

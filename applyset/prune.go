@@ -136,9 +136,7 @@ func needed(d *unstructured.Unstructured, namespaces sets.Set[string], gks sets.
 			return "the namespace holds members of the set or its parent"
 		}
 	case crdGK:
-		g, _, _ := unstructured.NestedString(d.Object, "spec", "group")
-		k, _, _ := unstructured.NestedString(d.Object, "spec", "names", "kind")
-		if gks.Has(schema.GroupKind{Group: g, Kind: k}) {
+		if gks.Has(crdKind(d)) {
 			return "the CRD defines the kind of members of the set or of its parent"
 		}
 	}
@@ -171,13 +169,11 @@ func (r *run) notServed(ctx context.Context, gk schema.GroupKind, mapErr error) 
 		return nil
 	}
 	for _, crd := range crds.Items {
-		g, _, _ := unstructured.NestedString(crd.Object, "spec", "group")
-		k, _, _ := unstructured.NestedString(crd.Object, "spec", "names", "kind")
 		// A CRD whose names the API server refused and that was never
 		// established (Established, once True, stays so) never served
 		// anything.
 		refused := condition(&crd, "NamesAccepted", "False") != "" && !established(&crd)
-		if g == gk.Group && k == gk.Kind && !refused {
+		if crdKind(&crd) == gk && !refused {
 			return nil // defined: not served yet, or discovery lags
 		}
 	}
@@ -202,10 +198,7 @@ func (r *run) notServed(ctx context.Context, gk schema.GroupKind, mapErr error) 
 // a NotFound, which the mapper may also report as no match.
 func discoveryFailed(err error) bool {
 	var status apierrors.APIStatus
-	if errors.As(err, &status) && !apierrors.IsNotFound(err) {
-		return true
-	}
-	return false
+	return errors.As(err, &status) && !apierrors.IsNotFound(err)
 }
 
 func keepAnnotated(o client.Object) bool {

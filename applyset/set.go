@@ -114,6 +114,14 @@ var (
 	crdGVK      = crdGK.WithVersion("v1")
 )
 
+// crdKind is the group and kind that crd, a CustomResourceDefinition,
+// defines.
+func crdKind(crd *unstructured.Unstructured) schema.GroupKind {
+	g, _, _ := unstructured.NestedString(crd.Object, "spec", "group")
+	k, _, _ := unstructured.NestedString(crd.Object, "spec", "names", "kind")
+	return schema.GroupKind{Group: g, Kind: k}
+}
+
 // rank orders kinds for apply; prune deletes in reverse.
 func rank(gk schema.GroupKind) int {
 	switch gk {
