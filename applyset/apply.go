@@ -146,17 +146,13 @@ func filter(members []*member, f func(*member) bool) []*member {
 
 // list lists the members of every served kind of gks in namespaces.
 func (r *run) list(ctx context.Context, gks sets.Set[schema.GroupKind], namespaces sets.Set[string]) error {
-	for _, gk := range sets.List(sets.New(kindStrings(gks)...)) {
+	for _, gk := range kindStrings(gks) {
 		gk := schema.ParseGroupKind(gk)
 		mapping, err := r.s.c.RESTMapper().RESTMapping(gk)
 		if err != nil {
 			continue // a CRD of the set, or not served: prune decides
 		}
-		scopes := []string{""}
-		if mapping.Scope.Name() == meta.RESTScopeNameNamespace {
-			scopes = sets.List(namespaces)
-		}
-		for _, ns := range scopes {
+		for _, ns := range scopes(mapping, namespaces) {
 			items, err := r.s.listMembers(ctx, mapping, ns)
 			if apierrors.IsNotFound(err) {
 				break // the mapping is stale, the kind not served: prune decides
@@ -176,12 +172,22 @@ func (r *run) list(ctx context.Context, gks sets.Set[schema.GroupKind], namespac
 	return nil
 }
 
+// kindStrings lists gks as strings, sorted.
 func kindStrings(gks sets.Set[schema.GroupKind]) []string {
-	out := make([]string, 0, len(gks))
+	out := sets.New[string]()
 	for gk := range gks {
-		out = append(out, gk.String())
+		out.Insert(gk.String())
 	}
-	return out
+	return sets.List(out)
+}
+
+// scopes lists the namespaces to list mapping's kind in: namespaces for a
+// namespaced kind, "" (all) for a cluster-scoped one.
+func scopes(mapping *meta.RESTMapping, namespaces sets.Set[string]) []string {
+	if mapping.Scope.Name() == meta.RESTScopeNameNamespace {
+		return sets.List(namespaces)
+	}
+	return []string{""}
 }
 
 func (r *run) writeParent(ctx context.Context, gks sets.Set[schema.GroupKind], namespaces sets.Set[string]) error {

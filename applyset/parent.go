@@ -3,7 +3,6 @@ package applyset
 import (
 	"context"
 	"fmt"
-	"sort"
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -99,15 +98,10 @@ func splitList(s string) []string {
 // resourceVersion that was read, so that a parent changed since (or read
 // stale) fails with a Conflict instead of losing group-kinds.
 func (s *Set) writeParent(ctx context.Context, gks sets.Set[schema.GroupKind], namespaces sets.Set[string]) (wrote bool, err error) {
-	var kinds []string
-	for gk := range gks {
-		kinds = append(kinds, gk.String())
-	}
-	sort.Strings(kinds)
 	ns := sets.List(namespaces.Clone().Delete(s.parent.GetNamespace()))
 	ann := map[string]string{
 		toolingAnnotation:    s.o.Tooling,
-		groupKindsAnnotation: strings.Join(kinds, ","),
+		groupKindsAnnotation: strings.Join(kindStrings(gks), ","),
 		namespacesAnnotation: strings.Join(ns, ","),
 	}
 	if s.live != nil && s.live.GetLabels()[IDLabel] == s.ID() && subsetOf(ann, s.live.GetAnnotations()) {

@@ -44,7 +44,7 @@ func (r *run) prune(ctx context.Context, members []*member, gks sets.Set[schema.
 		ok = false
 	}
 	var doomed []*unstructured.Unstructured
-	for _, g := range sets.List(sets.New(kindStrings(gks)...)) {
+	for _, g := range kindStrings(gks) {
 		gk := schema.ParseGroupKind(g)
 		mapping, err := r.s.c.RESTMapper().RESTMapping(gk)
 		if err != nil {
@@ -55,11 +55,7 @@ func (r *run) prune(ctx context.Context, members []*member, gks sets.Set[schema.
 			}
 			continue
 		}
-		scopes := []string{""}
-		if mapping.Scope.Name() == meta.RESTScopeNameNamespace {
-			scopes = sets.List(namespaces)
-		}
-		for _, ns := range scopes {
+		for _, ns := range scopes(mapping, namespaces) {
 			items, listed := r.listed[listKey{gk, ns}]
 			if !listed {
 				items, err = r.s.listMembers(ctx, mapping, ns)
