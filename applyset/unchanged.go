@@ -3,7 +3,6 @@ package applyset
 import (
 	"encoding/base64"
 	"encoding/json"
-	"math"
 	"reflect"
 	"slices"
 	"strings"
@@ -161,9 +160,9 @@ func sameValue(a, b any) bool {
 	case aInt && bInt:
 		return ia == ib
 	case aInt && bFloat:
-		return floatIs(fb, ia)
+		return object.SameNumber(ia, fb)
 	case aFloat && bInt:
-		return floatIs(fa, ib)
+		return object.SameNumber(ib, fa)
 	case aFloat && bFloat:
 		return fa == fb
 	case aInt || bInt || aFloat || bFloat:
@@ -173,11 +172,6 @@ func sameValue(a, b any) bool {
 		return false
 	}
 	return equality.Semantic.DeepEqual(a, b)
-}
-
-// floatIs reports whether f is exactly the integer i.
-func floatIs(f float64, i int64) bool {
-	return f == math.Trunc(f) && f >= -(1<<63) && f < 1<<63 && int64(f) == i
 }
 
 func integer(v any) (int64, bool) {

@@ -288,7 +288,7 @@ func equalJSON(a, b any, nulls bool) bool {
 		case int64:
 			return a == b
 		case float64: // the same JSON number, decoded another way
-			return sameNumber(a, b)
+			return SameNumber(a, b)
 		}
 		return false
 	case float64:
@@ -296,7 +296,7 @@ func equalJSON(a, b any, nulls bool) bool {
 		case float64:
 			return a == b
 		case int64:
-			return sameNumber(b, a)
+			return SameNumber(b, a)
 		}
 		return false
 	case bool:
@@ -365,10 +365,10 @@ func IsNull(v any) bool {
 	return false
 }
 
-// sameNumber reports whether i and f are one number, exactly: past 2^53 a
+// SameNumber reports whether i and f are one number, exactly: past 2^53 a
 // float64 holds only some integers, and float64(i) rounds (2^53+1 is not
 // the float64 2^53).
-func sameNumber(i int64, f float64) bool {
+func SameNumber(i int64, f float64) bool {
 	// -2^63 <= f < 2^63: int64(f) is defined.
 	return f >= math.MinInt64 && f < math.MaxInt64 && f == math.Trunc(f) && int64(f) == i
 }
