@@ -399,15 +399,9 @@ func (e *expectation) decideNamed(ctx context.Context, o WaitOptions, rs readSco
 	case !e.askLive(o):
 		return waiting, have, nil
 	}
-	live := object.New(e.obj)
-	err := o.APIReader.Get(ctx, client.ObjectKeyFromObject(e.obj), live)
-	switch {
-	case apierrors.IsNotFound(err):
-		return waiting, have, nil
-	case err != nil:
-		return waiting, have, fmt.Errorf("cachewait: reading %s from the API server: %w", e.name, err)
-	case live.GetDeletionTimestamp() != nil:
-		return waiting, have, nil
+	live, err := e.readLive(ctx, o)
+	if err != nil || live == nil || live.GetDeletionTimestamp() != nil {
+		return waiting, have, err
 	}
 	e.successor = &version{uid: live.GetUID(), rv: live.GetResourceVersion()}
 	if live.GetUID() == cached.GetUID() {
@@ -460,15 +454,22 @@ func (e *expectation) goneLive(ctx context.Context, o WaitOptions) (bool, error)
 	if e.uid == "" || !e.askLive(o) {
 		return false, nil
 	}
+	live, err := e.readLive(ctx, o)
+	return err == nil && (live == nil || live.GetUID() != e.uid), err
+}
+
+// readLive reads the object through the API reader: nil where it is not
+// found.
+func (e *expectation) readLive(ctx context.Context, o WaitOptions) (client.Object, error) {
 	live := object.New(e.obj)
 	err := o.APIReader.Get(ctx, client.ObjectKeyFromObject(e.obj), live)
 	switch {
 	case apierrors.IsNotFound(err):
-		return true, nil
+		return nil, nil
 	case err != nil:
-		return false, fmt.Errorf("cachewait: reading %s from the API server: %w", e.name, err)
+		return nil, fmt.Errorf("cachewait: reading %s from the API server: %w", e.name, err)
 	}
-	return live.GetUID() != e.uid, nil
+	return live, nil
 }
 
 // waitAll waits until, in one pass, no expectation keeps a read of rs
