@@ -8,7 +8,6 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/resourceversion"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -63,11 +62,7 @@ func (c *waitingClient) record(obj client.Object, e *expectation) {
 // older resourceVersion: writers on several goroutines record their answers
 // in any order, and the newer expectation must stay.
 func olderWrite(e, prev *expectation) bool {
-	if prev == nil || e.mode == modeDeleted || e.uid == "" || prev.uid != e.uid {
-		return false
-	}
-	c, err := resourceversion.CompareResourceVersion(e.want, prev.want)
-	return err == nil && c < 0
+	return prev != nil && e.mode != modeDeleted && e.uid != "" && prev.uid == e.uid && newer(prev.want, e.want)
 }
 
 // prune drops, at most once per c.opts.ttl, the expectations older than
