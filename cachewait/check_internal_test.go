@@ -138,7 +138,7 @@ func TestCheckProperties(t *testing.T) {
 			switch h.kinds[w] {
 			case "create", "update", "release":
 				mk = func() *expectation {
-					e := newWrite(h.answers[w], nil)
+					e := newWrite(h.answers[w], nil, nil)
 					e.created = h.kinds[w] == "create"
 					e.unseen = unseen
 					return e

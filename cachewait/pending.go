@@ -35,9 +35,6 @@ func (c *waitingClient) record(obj client.Object, e *expectation) {
 	if err != nil {
 		return
 	}
-	if e.mode == modeWrite {
-		e.outOfScope = excludes(c.opts.CacheOptions, obj, c.Scheme())
-	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.prune()

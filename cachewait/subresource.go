@@ -87,5 +87,5 @@ func (s *subResourceClient) record(obj, body client.Object) {
 		answer.SetResourceVersion(body.GetResourceVersion())
 		obj = answer
 	}
-	s.c.record(obj, newWrite(obj, s.c.Scheme()))
+	s.c.record(obj, newWrite(obj, s.c.Scheme(), s.c.opts.CacheOptions))
 }

@@ -49,9 +49,7 @@ func NewTracker(cl cluster.Cluster, opts ...WaitOption) *Tracker {
 // Wrote records that child, as the API server answered the write, was
 // written for owner.
 func (t *Tracker) Wrote(owner, child client.Object) {
-	e := newWrite(child, t.scheme)
-	e.outOfScope = e.mode == modeWrite && excludes(t.opts.CacheOptions, child, t.scheme)
-	t.add(owner, e)
+	t.add(owner, newWrite(child, t.scheme, t.opts.CacheOptions))
 }
 
 // Deleted records that child was deleted for owner. A child that only

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/resourceversion"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
@@ -61,9 +62,7 @@ func ForWrite(ctx context.Context, r client.Reader, obj client.Object, opts ...W
 		return fmt.Errorf("cachewait: %s has no resourceVersion; pass the object the write returned", object.Describe(obj, nil))
 	}
 	o := applyOptions(opts)
-	e := newWrite(obj, nil)
-	e.outOfScope = e.mode == modeWrite && excludes(o.CacheOptions, obj, nil)
-	_, _, _, err := waitAll(ctx, r, o, nil, readScope{}, time.Now().Add(o.Timeout), []*expectation{e})
+	_, _, _, err := waitAll(ctx, r, o, nil, readScope{}, time.Now().Add(o.Timeout), []*expectation{newWrite(obj, nil, o.CacheOptions)})
 	return err
 }
 
@@ -181,13 +180,17 @@ type version struct {
 	rv  string
 }
 
-func newWrite(obj client.Object, scheme *runtime.Scheme) *expectation {
+// newWrite expects the write whose answer is obj, to a cache made with
+// cached (nil: one that can hold every write).
+func newWrite(obj client.Object, scheme *runtime.Scheme, cached *cache.Options) *expectation {
 	e := &expectation{obj: object.EmptyLike(obj), name: object.Describe(obj, scheme), kind: object.Kind(obj, scheme),
 		want: obj.GetResourceVersion(), uid: obj.GetUID(), at: time.Now(),
 		labels: labels.Set(maps.Clone(obj.GetLabels())), labelsKnown: true}
 	if released(obj) {
 		// Released: the API server deleted it after this write.
 		e.mode = modeGone
+	} else {
+		e.outOfScope = excludes(cached, obj, scheme)
 	}
 	return e
 }

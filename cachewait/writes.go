@@ -24,7 +24,7 @@ func (c *waitingClient) Create(ctx context.Context, obj client.Object, opts ...c
 		return err
 	}
 	if !dryRun((&client.CreateOptions{}).ApplyOptions(opts).DryRun) {
-		e := newWrite(obj, c.Scheme())
+		e := newWrite(obj, c.Scheme(), c.opts.CacheOptions)
 		e.created = true
 		c.record(obj, e)
 	}
@@ -37,7 +37,7 @@ func (c *waitingClient) Update(ctx context.Context, obj client.Object, opts ...c
 		return err
 	}
 	if !dryRun((&client.UpdateOptions{}).ApplyOptions(opts).DryRun) {
-		c.record(obj, newWrite(obj, c.Scheme()))
+		c.record(obj, newWrite(obj, c.Scheme(), c.opts.CacheOptions))
 	}
 	return nil
 }
@@ -48,7 +48,7 @@ func (c *waitingClient) Patch(ctx context.Context, obj client.Object, patch clie
 		return err
 	}
 	if !dryRun((&client.PatchOptions{}).ApplyOptions(opts).DryRun) {
-		c.record(obj, newWrite(obj, c.Scheme()))
+		c.record(obj, newWrite(obj, c.Scheme(), c.opts.CacheOptions))
 	}
 	return nil
 }
@@ -85,7 +85,7 @@ func (c *waitingClient) recordApplied(ac runtime.ApplyConfiguration) {
 			}
 		}
 	}
-	c.record(obj, newWrite(obj, c.Scheme()))
+	c.record(obj, newWrite(obj, c.Scheme(), c.opts.CacheOptions))
 }
 
 // Delete deletes obj and remembers the deletion: later reads wait until the
