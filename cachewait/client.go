@@ -101,31 +101,9 @@ func (c *waitingClient) Get(ctx context.Context, key client.ObjectKey, obj clien
 		return c.Client.Get(ctx, key, obj, opts...)
 	}
 	c.noteView(gvk, obj)
-	rs := readScope{namespace: key.Namespace, name: key.Name}
-	start := time.Now()
-	deadline, pause := start.Add(c.opts.Timeout), c.opts.initialBackoff
-	for {
-		ok, err := c.await(ctx, gvk, obj, rs, deadline)
-		if err != nil {
-			return err
-		}
-		if err := c.Client.Get(ctx, key, obj, opts...); err != nil || len(ok) == 0 {
-			return err
-		}
-		e, old := c.stale(ctx, ok, rs, func(k client.ObjectKey) client.Object {
-			if k == key {
-				return obj
-			}
-			return nil
-		})
-		switch {
-		case e == nil:
-			return nil
-		case time.Now().After(deadline) || backoff.Sleep(ctx, pause) != nil:
-			return staleRead(ctx, e, old, start)
-		}
-		pause = min(pause*2, c.opts.maxBackoff)
-	}
+	return c.read(ctx, gvk, obj, readScope{namespace: key.Namespace, name: key.Name},
+		func() error { return c.Client.Get(ctx, key, obj, opts...) },
+		func() map[client.ObjectKey]client.Object { return map[client.ObjectKey]client.Object{key: obj} })
 }
 
 // List waits for this client's writes of the list's kind that the list
@@ -138,20 +116,42 @@ func (c *waitingClient) List(ctx context.Context, list client.ObjectList, opts .
 	}
 	gvk.Kind = strings.TrimSuffix(gvk.Kind, "List")
 	lo := (&client.ListOptions{}).ApplyOptions(opts)
-	rs := readScope{namespace: lo.Namespace, labels: lo.LabelSelector}
 	item := c.itemOf(list, gvk)
 	c.noteView(gvk, item)
+	return c.read(ctx, gvk, item, readScope{namespace: lo.Namespace, labels: lo.LabelSelector},
+		func() error { return c.Client.List(ctx, list, opts...) },
+		func() map[client.ObjectKey]client.Object { return byKey(list) })
+}
+
+// byKey returns list's items by name.
+func byKey(list client.ObjectList) map[client.ObjectKey]client.Object {
+	items, _ := meta.ExtractList(list)
+	m := make(map[client.ObjectKey]client.Object, len(items))
+	for _, item := range items {
+		if obj, ok := item.(client.Object); ok {
+			m[client.ObjectKeyFromObject(obj)] = obj
+		}
+	}
+	return m
+}
+
+// read waits for this client's writes of gvk that a read of rs selects,
+// in the representation of proto (the read's object, nil: unknown), then
+// reads with read. Where the read's result (result returns its objects
+// by name) holds one of them older than its write, it waits and reads
+// again, until the timeout.
+func (c *waitingClient) read(ctx context.Context, gvk schema.GroupVersionKind, proto client.Object, rs readScope, read func() error, result func() map[client.ObjectKey]client.Object) error {
 	start := time.Now()
 	deadline, pause := start.Add(c.opts.Timeout), c.opts.initialBackoff
 	for {
-		ok, err := c.await(ctx, gvk, item, rs, deadline)
+		ok, err := c.await(ctx, gvk, proto, rs, deadline)
 		if err != nil {
 			return err
 		}
-		if err := c.Client.List(ctx, list, opts...); err != nil || len(ok) == 0 {
+		if err := read(); err != nil || len(ok) == 0 {
 			return err
 		}
-		e, old := c.stale(ctx, ok, rs, byKey(list))
+		e, old := c.stale(ctx, ok, rs, result())
 		switch {
 		case e == nil:
 			return nil
@@ -160,18 +160,6 @@ func (c *waitingClient) List(ctx context.Context, list client.ObjectList, opts .
 		}
 		pause = min(pause*2, c.opts.maxBackoff)
 	}
-}
-
-// byKey returns a lookup of list's items by name.
-func byKey(list client.ObjectList) func(client.ObjectKey) client.Object {
-	items, _ := meta.ExtractList(list)
-	m := make(map[client.ObjectKey]client.Object, len(items))
-	for _, item := range items {
-		if obj, ok := item.(client.Object); ok {
-			m[client.ObjectKeyFromObject(obj)] = obj
-		}
-	}
-	return func(k client.ObjectKey) client.Object { return m[k] }
 }
 
 // noteView remembers that this Client reads gvk in proto's representation

@@ -146,13 +146,13 @@ func (c *waitingClient) selected(gvk schema.GroupVersionKind, rs readScope) []*e
 // go on with) whose object the read's result holds in a state older than
 // its write, nil where there is none: the cache moved between the wait and
 // the read (it got to an older state of an object it had not seen). found
-// returns the result's object of a name, nil where it has none.
-func (c *waitingClient) stale(ctx context.Context, exps []*expectation, rs readScope, found func(client.ObjectKey) client.Object) (*expectation, client.Object) {
+// holds the result's objects by name.
+func (c *waitingClient) stale(ctx context.Context, exps []*expectation, rs readScope, found map[client.ObjectKey]client.Object) (*expectation, client.Object) {
 	for _, e := range exps {
 		if e.mode == modeDeleteAll {
 			continue
 		}
-		obj := found(client.ObjectKeyFromObject(e.obj))
+		obj := found[client.ObjectKeyFromObject(e.obj)]
 		if obj == nil {
 			continue
 		}
