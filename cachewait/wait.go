@@ -313,7 +313,7 @@ func (e *expectation) decide(ctx context.Context, o WaitOptions, rs readScope, c
 		have = cached.GetResourceVersion()
 	}
 	if e.uid == "" {
-		return e.decideNamed(ctx, o, rs, cached)
+		return e.decideNamed(ctx, o, rs, cached, have)
 	}
 	switch {
 	case cached != nil && cached.GetUID() == e.uid:
@@ -369,13 +369,10 @@ func (e *expectation) decide(ctx context.Context, o WaitOptions, rs readScope, c
 }
 
 // decideNamed is decide for an expectation without a UID: a write (or
-// ForDelete) of an object named only, or a delete by name. e.mu is held.
-func (e *expectation) decideNamed(ctx context.Context, o WaitOptions, rs readScope, cached client.Object) (state, string, error) {
+// ForDelete) of an object named only, or a delete by name; have is
+// cached's resourceVersion. e.mu is held.
+func (e *expectation) decideNamed(ctx context.Context, o WaitOptions, rs readScope, cached client.Object, have string) (state, string, error) {
 	found := cached != nil
-	have := ""
-	if found {
-		have = cached.GetResourceVersion()
-	}
 	switch e.mode {
 	case modeWrite:
 		if found && atLeast(have, e.want) {
