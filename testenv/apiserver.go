@@ -28,17 +28,15 @@ func (e *Environment) StopAPIServer() error {
 	if e.apiServerDown {
 		return nil
 	}
+	// Without etcd it is killed. Otherwise APIServer.Stop sends SIGTERM and
+	// waits for the process to exit; the certificate directory is ours
+	// (CertDir), so it keeps the serving certificate, the client CA and the
+	// service-account keys.
 	if e.etcdDown {
 		if err := e.killAndWait(apiServerBinary, e.Envtest.ControlPlane.APIServer.Stop); err != nil {
 			return err
 		}
-		e.apiServerDown = true
-		return nil
-	}
-	// APIServer.Stop sends SIGTERM and waits for the process to exit; the
-	// certificate directory is ours (CertDir), so it keeps the serving
-	// certificate, the client CA and the service-account keys.
-	if err := e.Envtest.ControlPlane.APIServer.Stop(); err != nil {
+	} else if err := e.Envtest.ControlPlane.APIServer.Stop(); err != nil {
 		return fmt.Errorf("testenv: stopping the kube-apiserver: %w", err)
 	}
 	e.apiServerDown = true
