@@ -97,17 +97,13 @@ func (e *Environment) restartControllerManager(ctx context.Context) error {
 	if e.kcm == nil {
 		return nil
 	}
-	stopErr := e.kcm.stop()
+	err := e.kcm.stop()
 	e.kcm = nil
-	if stopErr != nil {
-		return stopErr
-	}
-	kcm, err := startControllerManager(ctx, e)
 	if err != nil {
 		return err
 	}
-	e.kcm = kcm
-	return nil
+	e.kcm, err = startControllerManager(ctx, e) // nil on error
+	return err
 }
 
 // checkReady proves that the two controllers work before any test relies on
