@@ -91,7 +91,7 @@ var (
 func (e *Environment) StartManager(t testing.TB, opts ...ManagerOption) ctrl.Manager {
 	t.Helper()
 	e.Require(t)
-	mgr, err := e.newManager(opts)
+	mgr, err := e.NewManager(opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,10 +121,6 @@ func (e *Environment) StartManager(t testing.TB, opts ...ManagerOption) ctrl.Man
 //	ctx, kill := context.WithCancel(context.Background())
 //	go func() { done <- mgr.Start(ctx) }()
 func (e *Environment) NewManager(opts ...ManagerOption) (ctrl.Manager, error) {
-	return e.newManager(opts)
-}
-
-func (e *Environment) newManager(opts []ManagerOption) (ctrl.Manager, error) {
 	o := ManagerOptions{}
 	for _, opt := range opts {
 		opt.ApplyToManager(&o)
