@@ -48,7 +48,7 @@ var (
 //     deletion (another finalizer keeps it; a live GET would show the same
 //     deletionTimestamp), or holds a newer object of the name; a Delete of
 //     an object named only is made with a UID precondition (see
-//     [Client.Delete]);
+//     [waitingClient.Delete]);
 //   - a DeleteAllOf: the cache holds no object of that kind in that
 //     namespace matching its label selector that is not marked for deletion,
 //     except objects this Client wrote afterwards and objects the API server
@@ -70,8 +70,8 @@ var (
 // may lag another, so a typed Get after an unstructured Patch waits for the
 // typed informer.
 //
-// Expectations are dropped after [DefaultTTL], so that writes never read
-// back through the Client do not pile up.
+// Expectations are dropped after a minute (defaultTTL), so that writes
+// never read back through the Client do not pile up.
 type waitingClient struct {
 	client.Client
 	opts    WaitOptions

@@ -88,7 +88,7 @@ func (c *waitingClient) prune() {
 // that timed out (not those a read's own context cut short). It reads the
 // cache in the representation of proto, the read's object. It returns the
 // expectations the read may go on with but whose object it must not find
-// in an older state (see [Client.stale]).
+// in an older state (see [waitingClient.stale]).
 func (c *waitingClient) await(ctx context.Context, gvk schema.GroupVersionKind, proto client.Object, rs readScope, deadline time.Time) ([]*expectation, error) {
 	for {
 		todo := c.selected(gvk, rs)

@@ -67,7 +67,7 @@ type WaitOptions struct {
 
 	// Set by the package's own tests only.
 	initialBackoff, maxBackoff time.Duration
-	ttl                        time.Duration // a Tracker's; zero means a minute
+	ttl                        time.Duration // a Client's and a Tracker's; zero means a minute
 }
 
 // WaitOption configures a wait.

@@ -129,7 +129,7 @@ func (c *waitingClient) Delete(ctx context.Context, obj client.Object, opts ...c
 	return nil
 }
 
-// deleteNamed deletes the object obj names (see [Client.Delete]).
+// deleteNamed deletes the object obj names (see [waitingClient.Delete]).
 func (c *waitingClient) deleteNamed(ctx context.Context, obj client.Object, opts []client.DeleteOption) error {
 	target, seen := c.target(ctx, obj)
 	for attempt := 0; target != nil && attempt < 3; attempt++ {
