@@ -533,9 +533,10 @@ func release(ctx context.Context, c client.Client, live client.Object, uid types
 		}
 	}
 	live.SetOwnerReferences(kept)
-	if record {
-		setRecord(live, r)
-	} else {
+	switch {
+	case record && !recordOf(live).current(r):
+		writeRecord(live, r) // a current record is left as it is
+	case !record:
 		removeOthers(live, r)
 	}
 	if err := c.Patch(ctx, live, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {

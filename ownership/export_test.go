@@ -1,6 +1,7 @@
 package ownership
 
 import (
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -18,9 +19,12 @@ type (
 const OwnerAnnotation = ownerAnnotation
 
 // SetControllerReference is setController, the reference and record the
-// write calls set, without the stale reference it returns: the tests of
-// the record judge it in memory.
+// write calls set, without the stale reference it returns, and whether it
+// changed child: the tests of the record judge it in memory.
 func SetControllerReference(owner, child client.Object, scheme *runtime.Scheme, opts ...MutateOption) (bool, error) {
-	changed, _, err := setController(owner, child, scheme, mutateOptions(opts))
-	return changed, err
+	before := child.DeepCopyObject()
+	if _, err := setController(owner, child, recordOf(child), scheme, mutateOptions(opts)); err != nil {
+		return false, err
+	}
+	return !equality.Semantic.DeepEqual(before, child), nil
 }

@@ -40,7 +40,7 @@ func TestOwnerKindRecordIsNewRecord(t *testing.T) {
 }
 
 // TestKeepRecordReturnsChildRecord: what keepRecord returns, which
-// prepare hands setControllerRecorded instead of reading the child's
+// prepare hands setController instead of reading the child's
 // record again, is the child's record after it, for every combination of
 // the record's keys (absent, empty, set) on the child and the live object,
 // or no live object.

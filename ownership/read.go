@@ -173,7 +173,7 @@ func (w *writeCall) prepare(ctx context.Context, mode readMode) (client.Object, 
 		keepServerMetadata(child, live)
 	}
 	rec := keepRecord(child, live)
-	_, stale, err := setControllerRecorded(w.owner, child, rec, c.Scheme(), w.opts)
+	stale, err := setController(w.owner, child, rec, c.Scheme(), w.opts)
 	if err != nil {
 		return nil, err
 	}

@@ -264,18 +264,6 @@ func (r ownerRecord) kindName(kind, group string) string {
 	}
 }
 
-// setRecord records r's owner on child and reports whether that changed
-// child. A record that is current (see recordedOn.current) is left as it
-// is; otherwise r's form is written and the other form removed, so that
-// child carries one record, r's.
-func setRecord(child client.Object, r ownerRecord) bool {
-	if recordOf(child).current(r) {
-		return false
-	}
-	writeRecord(child, r)
-	return true
-}
-
 // writeRecord writes r's form of the record on child and removes the
 // other form.
 func writeRecord(child client.Object, r ownerRecord) {
@@ -322,22 +310,17 @@ func removeRecord(child client.Object, r ownerRecord) {
 }
 
 // removeOthers removes from child each form of its record that records
-// another owner than r's (a label left alone of a record included), and
-// reports whether that changed child: a child taken without
-// [RecordOwner] is not left recorded for another owner. A form that
-// records r's owner stays.
-func removeOthers(child client.Object, r ownerRecord) bool {
+// another owner than r's (a label left alone of a record included): a
+// child taken without [RecordOwner] is not left recorded for another
+// owner. A form that records r's owner stays.
+func removeOthers(child client.Object, r ownerRecord) {
 	o := recordOf(child)
-	changed := false
 	if o.labels() && !o.labelsRecord(r) {
 		child.SetLabels(withKeysOf(child.GetLabels(), nil, OwnerKindLabel, OwnerNameLabel))
-		changed = true
 	}
 	if o.annotation != "" && !o.annotationRecords(r) {
 		child.SetAnnotations(withKeysOf(child.GetAnnotations(), nil, ownerAnnotation))
-		changed = true
 	}
-	return changed
 }
 
 // keepRecord makes child's owner record live's, form for form (none when

@@ -99,35 +99,29 @@ func validateScope(ctx context.Context, c client.Client, owner, child client.Obj
 // the mapper.
 const factNamespaced = "namespaced"
 
-// setController makes owner the controller of child in memory and reports
-// whether child changed. With o.Record it records owner on child
-// ([OwnerKindLabel] and [OwnerNameLabel], or the annotation when the
-// owner's kind or name is not a label value); a child that already
-// records owner as it would be written keeps its record. Without it no
-// record of owner is written. Either way the record is read: another
-// controller is an [*AlreadyOwnedError] unless o.Adopt, and so is a child
-// without a controller whose record, in either form, names another owner
-// (adopted, that record is removed). A child controlled by an earlier
-// owner of owner's kind and name (deleted and created again since, as a
-// restore from a backup does: the reference holds the old UID) that
-// records owner is taken back: the stale reference is replaced by
+// setController makes owner the controller of child in memory; rec is
+// child's record, which the caller knows (recordOf(child)). With o.Record
+// it records owner on child ([OwnerKindLabel] and [OwnerNameLabel], or the
+// annotation when the owner's kind or name is not a label value); a child
+// that already records owner as it would be written keeps its record.
+// Without it no record of owner is written. Either way the record is read:
+// another controller is an [*AlreadyOwnedError] unless o.Adopt, and so is
+// a child without a controller whose record, in either form, names
+// another owner (adopted, that record is removed). A child controlled by
+// an earlier owner of owner's kind and name (deleted and created again
+// since, as a restore from a backup does: the reference holds the old UID)
+// that records owner is taken back: the stale reference is replaced by
 // owner's, and returned, for the caller to check owner against the API
 // server (see ownerIsCurrent). An owner without a UID, or a namespaced
 // owner of a child in another namespace or in none, is an
 // [*invalidOwnerError] and child is left as it was.
-func setController(owner, child client.Object, scheme *runtime.Scheme, o MutateOptions) (bool, *metav1.OwnerReference, error) {
-	return setControllerRecorded(owner, child, recordOf(child), scheme, o)
-}
-
-// setControllerRecorded is setController of a child whose record, which
-// the caller knows, is rec: recordOf(child).
-func setControllerRecorded(owner, child client.Object, rec recordedOn, scheme *runtime.Scheme, o MutateOptions) (bool, *metav1.OwnerReference, error) {
+func setController(owner, child client.Object, rec recordedOn, scheme *runtime.Scheme, o MutateOptions) (*metav1.OwnerReference, error) {
 	if err := check(owner, child, scheme); err != nil {
-		return false, nil, err
+		return nil, err
 	}
 	ref, k, err := reference(owner, scheme, true)
 	if err != nil {
-		return false, nil, err
+		return nil, err
 	}
 	r := k.record(ref.Name, owner.GetNamespace())
 	// takes: the call takes the child (free, or another controller's:
@@ -136,31 +130,28 @@ func setControllerRecorded(owner, child client.Object, rec recordedOn, scheme *r
 	takes := cur == nil || cur.UID != ref.UID
 	replace, stale, err := claim(owner, child, ref, rec, r, scheme, o.Adopt)
 	if err != nil {
-		return false, nil, err
+		return nil, err
 	}
 	refs := child.GetOwnerReferences()
 	if replace != nil {
 		refs = slices.DeleteFunc(slices.Clone(refs), func(r metav1.OwnerReference) bool { return r.UID == replace.UID })
 	}
-	changed := setReference(child, refs, ref)
+	setReference(child, refs, ref)
 	// rec is still child's record: setReference changes no label or
-	// annotation. As setRecord, a current record is left as it is.
+	// annotation. A current record is left as it is.
 	switch {
 	case o.Record && !rec.current(r):
 		writeRecord(child, r)
-		changed = true
 	case !o.Record && takes:
 		// Taking the child: another owner's record goes with its claim.
 		// On a child owner controls already, it is another writer's, not
 		// this call's to remove.
-		if form, _ := rec.other(r); form != "" {
-			changed = removeOthers(child, r) || changed
-		}
+		removeOthers(child, r)
 	}
 	if !stale {
 		replace = nil
 	}
-	return changed, replace, nil
+	return replace, nil
 }
 
 // claim decides, from the objects alone, whether owner (whose controller
@@ -191,8 +182,8 @@ func claim(owner, child client.Object, ref metav1.OwnerReference, rec recordedOn
 }
 
 // setReference puts ref in refs (replacing one with its UID, or the same
-// kind and name) and sets it on child when that changes anything.
-func setReference(child client.Object, refs []metav1.OwnerReference, ref metav1.OwnerReference) bool {
+// kind and name) and sets the result on child.
+func setReference(child client.Object, refs []metav1.OwnerReference, ref metav1.OwnerReference) {
 	out := slices.Clone(refs)
 	i := slices.IndexFunc(out, func(r metav1.OwnerReference) bool {
 		return r.UID == ref.UID || (r.Kind == ref.Kind && r.Name == ref.Name && r.APIVersion == ref.APIVersion)
@@ -202,21 +193,8 @@ func setReference(child client.Object, refs []metav1.OwnerReference, ref metav1.
 	} else {
 		out = append(out, ref)
 	}
-	if equalRefs(out, child.GetOwnerReferences()) {
-		return false
-	}
 	child.SetOwnerReferences(out)
-	return true
 }
-
-func equalRefs(a, b []metav1.OwnerReference) bool {
-	return slices.EqualFunc(a, b, func(x, y metav1.OwnerReference) bool {
-		return x.APIVersion == y.APIVersion && x.Kind == y.Kind && x.Name == y.Name && x.UID == y.UID &&
-			ptrEq(x.Controller, y.Controller) && ptrEq(x.BlockOwnerDeletion, y.BlockOwnerDeletion)
-	})
-}
-
-func ptrEq(a, b *bool) bool { return (a == nil && b == nil) || (a != nil && b != nil && *a == *b) }
 
 // RemoveOwnerReference removes owner's reference from child, controller or
 // not, and reports whether it was there. Removing owner's controller
