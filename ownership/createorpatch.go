@@ -12,8 +12,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/steadyk8s/steady/internal/object"
-	"github.com/steadyk8s/steady/internal/observe"
-	"github.com/steadyk8s/steady/internal/scope"
 )
 
 // CreateOrPatch is [CreateOrUpdate] writing JSON merge patches of the
@@ -57,25 +55,7 @@ import (
 // answered NotFound (a child deleted since the read) is handled as in
 // [CreateOrUpdate].
 func CreateOrPatch(ctx context.Context, c client.Client, owner, child client.Object, mutate controllerutil.MutateFn, opts ...MutateOption) (controllerutil.OperationResult, error) {
-	return result(createOrPatch(ctx, c, owner, child, mutate, opts))
-}
-
-func createOrPatch(ctx context.Context, c client.Client, owner, child client.Object, mutate controllerutil.MutateFn, opts []MutateOption) (controllerutil.OperationResult, error) {
-	o := mutateOptions(opts)
-	ctx = scope.Carry(ctx, c) // the State of c's cluster, for the calls through the wrapper below
-	c = observe.Client(c, "ownership")
-	w, err := newWriteCall(c, owner, child, mutate, o, patchVerdicts) // the API reader found on a re-read
-	if err != nil {
-		return controllerutil.OperationResultNone, err
-	}
-	name := object.Described{Obj: child, Scheme: c.Scheme()} // formatted only in errors
-	create := func(ctx context.Context, key memKey) (controllerutil.OperationResult, error) {
-		return createWithStatus(ctx, c, child, name, key)
-	}
-	update := func(ctx context.Context, live client.Object, beforeWrite func() error) (controllerutil.OperationResult, error) {
-		return patchChild(ctx, c, live, child, name, beforeWrite)
-	}
-	return w.run(ctx, create, update)
+	return result(write(ctx, c, owner, child, mutate, opts, patchVerdicts, createWithStatus, patchChild))
 }
 
 // createWithStatus is CreateOrPatch's create: the object, then the status

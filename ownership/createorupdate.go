@@ -12,8 +12,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/steadyk8s/steady/internal/object"
-	"github.com/steadyk8s/steady/internal/observe"
-	"github.com/steadyk8s/steady/internal/scope"
 )
 
 // CreateOrUpdate reads child (by its namespace and name), runs mutate on it,
@@ -76,7 +74,7 @@ import (
 //
 // On success child holds the live object, as written or as read.
 func CreateOrUpdate(ctx context.Context, c client.Client, owner, child client.Object, mutate controllerutil.MutateFn, opts ...MutateOption) (controllerutil.OperationResult, error) {
-	return result(createOrUpdate(ctx, c, owner, child, mutate, opts))
+	return result(write(ctx, c, owner, child, mutate, opts, updateVerdicts, createChild, updateChild))
 }
 
 // result is what a call returns: on an error, the result says what was
@@ -89,27 +87,14 @@ func result(op controllerutil.OperationResult, err error) (controllerutil.Operat
 	return op, err
 }
 
-func createOrUpdate(ctx context.Context, c client.Client, owner, child client.Object, mutate controllerutil.MutateFn, opts []MutateOption) (controllerutil.OperationResult, error) {
-	o := mutateOptions(opts)
-	ctx = scope.Carry(ctx, c) // the State of c's cluster, for the calls through the wrapper below
-	c = observe.Client(c, "ownership")
-	w, err := newWriteCall(c, owner, child, mutate, o, updateVerdicts) // the API reader found on a re-read
-	if err != nil {
-		return controllerutil.OperationResultNone, err
+// createChild is CreateOrUpdate's create.
+func createChild(ctx context.Context, c client.Client, child client.Object, name fmt.Stringer, key memKey) (controllerutil.OperationResult, error) {
+	desired := object.Shallow(child) // the create decodes its answer into child, in new maps and slices
+	if err := c.Create(ctx, child); err != nil {
+		return controllerutil.OperationResultNone, fmt.Errorf("ownership: creating %s: %w", name, err)
 	}
-	name := object.Described{Obj: child, Scheme: c.Scheme()} // formatted only in errors
-	create := func(ctx context.Context, key memKey) (controllerutil.OperationResult, error) {
-		desired := object.Shallow(child) // the create decodes its answer into child, in new maps and slices
-		if err := c.Create(ctx, child); err != nil {
-			return controllerutil.OperationResultNone, fmt.Errorf("ownership: creating %s: %w", name, err)
-		}
-		rememberCreated(key, desired, child, nil, nil)
-		return controllerutil.OperationResultCreated, nil
-	}
-	update := func(ctx context.Context, live client.Object, beforeWrite func() error) (controllerutil.OperationResult, error) {
-		return updateChild(ctx, c, live, child, name, beforeWrite)
-	}
-	return w.run(ctx, create, update)
+	rememberCreated(key, desired, child, nil, nil)
+	return controllerutil.OperationResultCreated, nil
 }
 
 // rememberCreated remembers, of child just created (or updated) from

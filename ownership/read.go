@@ -13,6 +13,7 @@ import (
 
 	"github.com/steadyk8s/steady/internal/backoff"
 	"github.com/steadyk8s/steady/internal/object"
+	"github.com/steadyk8s/steady/internal/observe"
 	"github.com/steadyk8s/steady/internal/scope"
 )
 
@@ -67,16 +68,31 @@ type writeCall struct {
 	keyed   bool
 }
 
-// newWriteCall checks the reference from the objects alone and starts a
-// call; the child's scope, which the REST mapper tells, is checked before
-// the first write (see [writeCall.run]).
-func newWriteCall(c client.Client, owner, child client.Object, mutate controllerutil.MutateFn, opts MutateOptions, verdict string) (writeCall, error) {
+// write is CreateOrUpdate's and CreateOrPatch's call, verdict the slot of
+// its verdicts and create and update its writes (see [writeCall.run]). It
+// checks the reference from the objects alone and starts the call; the
+// child's scope, which the REST mapper tells, is checked before the first
+// write.
+func write(ctx context.Context, c client.Client, owner, child client.Object, mutate controllerutil.MutateFn, opts []MutateOption, verdict string,
+	create createFunc, update updateFunc) (controllerutil.OperationResult, error) {
+	o := mutateOptions(opts)
+	ctx = scope.Carry(ctx, c) // the State of c's cluster, for the calls through the wrapper below
+	c = observe.Client(c, "ownership")
 	if err := check(owner, child, c.Scheme()); err != nil {
-		return writeCall{}, err
+		return controllerutil.OperationResultNone, err
 	}
-	return writeCall{c: c, owner: owner, child: child, mutate: mutate, opts: opts,
-		given: child.DeepCopyObject().(client.Object), verdict: verdict}, nil
+	w := writeCall{c: c, owner: owner, child: child, mutate: mutate, opts: o,
+		given: child.DeepCopyObject().(client.Object), verdict: verdict}
+	return w.run(ctx, create, update)
 }
+
+// createFunc creates child, named name in errors, through c; key is its
+// key among the call's verdicts.
+type createFunc func(ctx context.Context, c client.Client, child client.Object, name fmt.Stringer, key memKey) (controllerutil.OperationResult, error)
+
+// updateFunc writes child over live, as read, through c, calling
+// beforeWrite before its first request that writes.
+type updateFunc func(ctx context.Context, c client.Client, live, child client.Object, name fmt.Stringer, beforeWrite func() error) (controllerutil.OperationResult, error)
 
 // run reads, mutates and writes the child: create when there is none, else
 // update. A create answered AlreadyExists (the read was stale: a cache
@@ -86,8 +102,8 @@ func newWriteCall(c client.Client, owner, child client.Object, mutate controller
 // since the read) creates it; an update answered with a conflict reads the
 // child again through the API reader, where there is one, and decides
 // anew. At most maxAttempts rounds.
-func (w *writeCall) run(ctx context.Context, create func(ctx context.Context, key memKey) (controllerutil.OperationResult, error),
-	update func(ctx context.Context, live client.Object, beforeWrite func() error) (controllerutil.OperationResult, error)) (controllerutil.OperationResult, error) {
+func (w *writeCall) run(ctx context.Context, create createFunc, update updateFunc) (controllerutil.OperationResult, error) {
+	name := object.Described{Obj: w.child, Scheme: w.c.Scheme()} // formatted only in errors
 	mode := readClient
 	for attempt := 1; ; attempt++ {
 		if attempt > 1 {
@@ -102,7 +118,7 @@ func (w *writeCall) run(ctx context.Context, create func(ctx context.Context, ke
 				return controllerutil.OperationResultNone, err
 			}
 			key, _ := w.verdictKey(ctx)
-			op, err := create(ctx, key)
+			op, err := create(ctx, w.c, w.child, name, key)
 			if op == controllerutil.OperationResultNone && apierrors.IsAlreadyExists(err) && attempt < maxAttempts {
 				mode, w.exists = readFresh, err
 				if status := apierrors.APIStatus(nil); errors.As(err, &status) {
@@ -121,7 +137,7 @@ func (w *writeCall) run(ctx context.Context, create func(ctx context.Context, ke
 		// The child's scope is checked before a write, not before a
 		// remembered verdict that there is nothing to write.
 		c, owner, child := w.c, w.owner, w.child // not w: it would escape with the function
-		op, err := update(ctx, live, func() error { return validateScope(ctx, c, owner, child) })
+		op, err := update(ctx, c, live, child, name, func() error { return validateScope(ctx, c, owner, child) })
 		switch {
 		case op == controllerutil.OperationResultNone && isNotFound(err) && attempt < maxAttempts:
 			mode = readNone
