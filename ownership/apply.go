@@ -3,7 +3,6 @@ package ownership
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"reflect"
 	"strings"
@@ -479,20 +478,7 @@ func readForApply(ctx context.Context, c client.Client, apiReader client.Reader,
 // resourceVersion is no longer the child's (not a conflict with another
 // field manager).
 func staleLock(err error) bool {
-	if !apierrors.IsConflict(err) {
-		return false
-	}
-	var status apierrors.APIStatus
-	if errors.As(err, &status) {
-		if d := status.Status().Details; d != nil {
-			for _, c := range d.Causes {
-				if c.Type == metav1.CauseTypeFieldManagerConflict {
-					return false
-				}
-			}
-		}
-	}
-	return true
+	return apierrors.IsConflict(err) && !apierrors.HasStatusCause(err, metav1.CauseTypeFieldManagerConflict)
 }
 
 // applyResult says what the API server did with an apply that succeeded,
