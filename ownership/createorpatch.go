@@ -111,7 +111,7 @@ func patchChild(ctx context.Context, c client.Client, live, child client.Object,
 		if sumErr == nil {
 			desired, sumErr = sum(withoutStatus(wantMap))
 		}
-		if sumErr != nil || !onlyDefaults(key, live, desired) {
+		if m, ok := rememberedAt(key, live); sumErr != nil || !ok || m.sum != desired {
 			diff = mergePatch(withoutStatus(liveMap), withoutStatus(wantMap))
 		}
 	}

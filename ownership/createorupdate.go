@@ -285,11 +285,11 @@ func updateChild(ctx context.Context, c client.Client, live, child client.Object
 	}
 	if child.GetResourceVersion() == live.GetResourceVersion() {
 		if err := maps(); err == nil && gvkErr == nil {
-			if sum, err := sum(withoutStatus(wantMap)); err == nil {
-				if status, err := statusSum(wantMap["status"]); err == nil && !hasStatusSubresource {
-					rememberStatusSent(key, live, sum, status)
+			if s, err := sum(withoutStatus(wantMap)); err == nil {
+				if status, err := sum(wantMap["status"]); err == nil && !hasStatusSubresource {
+					rememberStatusSent(key, live, s, status)
 				} else {
-					rememberOnlyDefaults(key, live, sum)
+					rememberOnlyDefaults(key, live, s)
 				}
 			}
 		}
@@ -336,11 +336,8 @@ func hasStatus(obj client.Object) bool {
 // statusFields caches hasStatus per Go type.
 var statusFields sync.Map // reflect.Type -> bool: a fact of the Go type, the same for every client
 
-// statusSum is the sum of a desired status.
-func statusSum(status any) ([32]byte, error) { return sum(status) }
-
 // sumIs reports whether status sums to s.
 func sumIs(s [32]byte, status any) bool {
-	got, err := statusSum(status)
+	got, err := sum(status)
 	return err == nil && got == s
 }

@@ -173,16 +173,9 @@ func remembered(key memKey) bool {
 	return ok
 }
 
-// onlyDefaults reports whether a write found only defaults to differ
-// between live, as it is, and the desired object whose sum is s.
-func onlyDefaults(key memKey, live client.Object, s [sha256.Size]byte) bool {
-	m, ok := recall(key)
-	return ok && m.sum == s && m.holds(live)
-}
-
-// rememberedAt returns the sum of the desired object of the verdict
-// remembered for key that still holds for live (see [memo.holds]), and
-// whether there is one.
+// rememberedAt returns the verdict remembered for key that still holds for
+// live (see [memo.holds]; its sum is that of the desired object a write
+// found only defaults to differ from), and whether there is one.
 func rememberedAt(key memKey, live client.Object) (memo, bool) {
 	m, ok := recall(key)
 	return m, ok && m.holds(live)
