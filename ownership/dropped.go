@@ -2,7 +2,6 @@ package ownership
 
 import (
 	"reflect"
-	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -98,40 +97,21 @@ func isMap(t reflect.Type) bool {
 }
 
 // fieldType is the type of the JSON field name in a value of type t (a
-// struct's field by its json tag, embedded structs included; a map's
-// values), or nil when t is nil or has no such field.
+// struct's field by its JSON name, as [object.JSONField] finds it, embedded
+// structs included; a map's values), or nil when t is nil or has no such
+// field.
 func fieldType(t reflect.Type, name string) reflect.Type {
 	for t != nil && t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
-	if t == nil {
+	switch {
+	case t == nil:
 		return nil
-	}
-	switch t.Kind() {
-	case reflect.Map:
+	case t.Kind() == reflect.Map:
 		return t.Elem()
-	case reflect.Struct:
-	default:
-		return nil
-	}
-	for i := 0; i < t.NumField(); i++ {
-		f := t.Field(i)
-		tag := f.Tag.Get("json")
-		if tag == "-" {
-			continue
-		}
-		jsonName, opts, _ := strings.Cut(tag, ",")
-		if f.Anonymous && (jsonName == "" || strings.Contains(opts, "inline")) {
-			if ft := fieldType(f.Type, name); ft != nil {
-				return ft
-			}
-			continue
-		}
-		if jsonName == "" {
-			jsonName = f.Name
-		}
-		if jsonName == name && f.IsExported() {
-			return f.Type
+	case t.Kind() == reflect.Struct:
+		if path, ok := object.JSONField(t, name); ok {
+			return t.FieldByIndex(path).Type
 		}
 	}
 	return nil

@@ -115,7 +115,7 @@ func JSONField(t reflect.Type, name string) ([]int, bool) {
 				if !f.IsExported() {
 					continue
 				}
-				if tag == name || tag == "" && f.Name == name {
+				if tag != "" && tag == name || tag == "" && f.Name == name {
 					return path, true
 				}
 			}
