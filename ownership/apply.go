@@ -112,9 +112,10 @@ func apply(ctx context.Context, c client.Client, owner client.Object, config run
 	for _, opt := range opts {
 		opt.ApplyToApply(&o)
 	}
-	// The reader of re-reads after a conflict. A child the client does not
-	// show is not read through it: every new child would cost a GET.
-	conflictReader := rereader(ctx, c)
+	// The reader of re-reads after a conflict (nil: none; see
+	// writeCall.rereader). A child the client does not show is not read
+	// through it: every new child would cost a GET.
+	conflictReader := scope.Of(ctx, c).APIReader()
 	ctx = scope.Carry(ctx, c) // the State of c's cluster, for the calls through the wrapper below
 	c = observe.Client(c, "ownership")
 	u, child, err := fromConfiguration(c, owner, config)

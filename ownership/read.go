@@ -46,7 +46,7 @@ const (
 // writeCall is one CreateOrUpdate or CreateOrPatch call.
 type writeCall struct {
 	c client.Client
-	// apiReader, once resolved (see resolveAPIReader), is the one re-reads
+	// apiReader, once resolved (see rereader), is the one re-reads
 	// go through, or nil.
 	apiReader    client.Reader
 	resolved     bool
@@ -142,7 +142,7 @@ func (w *writeCall) run(ctx context.Context, create createFunc, update updateFun
 		case op == controllerutil.OperationResultNone && isNotFound(err) && attempt < maxAttempts:
 			mode = readNone
 			continue
-		case op == controllerutil.OperationResultNone && apierrors.IsConflict(err) && attempt < maxAttempts && w.hasAPIReader(ctx):
+		case op == controllerutil.OperationResultNone && apierrors.IsConflict(err) && attempt < maxAttempts && w.rereader(ctx) != nil:
 			// The child changed between the read and the write (its own
 			// controller wrote its status, say, or the read was a cache
 			// behind): read it from the API server and decide anew, rather
@@ -194,19 +194,15 @@ func (w *writeCall) prepare(ctx context.Context, mode readMode) (client.Object, 
 		return nil, err
 	}
 	if stale != nil {
-		if err := ownerIsCurrent(ctx, w.reader(ctx), c, w.owner, child, stale); err != nil {
+		r := w.rereader(ctx) // the API reader, else the client
+		if r == nil {
+			r = c
+		}
+		if err := ownerIsCurrent(ctx, r, c, w.owner, child, stale); err != nil {
 			return nil, err
 		}
 	}
 	return live, nil
-}
-
-// rereader is the reader a call re-reads through after a conflict: the
-// API reader of the State of c's cluster (see scope.Of: the one c carries,
-// steady.NewClient's, else the one a reconcile.For body's context
-// carries), else nil (the client is read again, backing off).
-func rereader(ctx context.Context, c client.Client) client.Reader {
-	return scope.Of(ctx, c).APIReader()
 }
 
 // refused reports whether err is the API reader's Forbidden: the operator
@@ -217,23 +213,17 @@ func refused(r client.Reader, err error) bool {
 	return r != nil && apierrors.IsForbidden(err)
 }
 
-// resolveAPIReader makes w.apiReader, on its first use, the reader
-// re-reads go through ([rereader]): a call that re-reads nothing, the
-// common one, does not look in its context for one (nor wraps it).
-func (w *writeCall) resolveAPIReader(ctx context.Context) {
+// rereader is the reader the call re-reads through (w.apiReader), resolved
+// on its first use: the API reader of the State of w.c's cluster (see
+// scope.Of: the one w.c carries, steady.NewClient's, else the one a
+// reconcile.For body's context carries), else nil (the client is read
+// again, backing off). A call that re-reads nothing, the common one, does
+// not look in its context for one (nor wraps it).
+func (w *writeCall) rereader(ctx context.Context) client.Reader {
 	if !w.resolved {
-		w.apiReader, w.resolved = rereader(ctx, w.c), true
+		w.apiReader, w.resolved = scope.Of(ctx, w.c).APIReader(), true
 	}
-}
-
-// reader is the API reader when there is one (see resolveAPIReader),
-// else the client.
-func (w *writeCall) reader(ctx context.Context) client.Reader {
-	w.resolveAPIReader(ctx)
-	if w.apiReader != nil {
-		return w.apiReader
-	}
-	return w.c
+	return w.apiReader
 }
 
 // read returns the live child as mode says, or nil when there is none. It
@@ -243,13 +233,10 @@ func (w *writeCall) read(ctx context.Context, key client.ObjectKey, mode readMod
 	if mode == readNone {
 		return nil, nil
 	}
-	if mode == readFresh {
-		w.resolveAPIReader(ctx)
-	}
 	// The child as errors name it, built only for an error.
 	name := object.Described{Obj: w.given, Scheme: w.c.Scheme()}
 	var r client.Reader = w.c
-	if mode == readFresh && w.apiReader != nil {
+	if mode == readFresh && w.rereader(ctx) != nil {
 		r = w.apiReader
 	}
 	live := object.EmptyLike(w.given)
@@ -301,14 +288,7 @@ func (w *writeCall) read(ctx context.Context, key client.ObjectKey, mode readMod
 // through.
 func (w *writeCall) ownWriteUnseen(ctx context.Context) bool {
 	key, ok := w.verdictKey(ctx)
-	return ok && remembered(key) && w.hasAPIReader(ctx)
-}
-
-// hasAPIReader reports whether the call has an API reader to read the
-// child through (see resolveAPIReader).
-func (w *writeCall) hasAPIReader(ctx context.Context) bool {
-	w.resolveAPIReader(ctx)
-	return w.apiReader != nil
+	return ok && remembered(key) && w.rereader(ctx) != nil
 }
 
 // forgetWrite forgets the remembered write of the child (see
