@@ -122,7 +122,10 @@ func apply(ctx context.Context, c client.Client, owner client.Object, config run
 	if err != nil {
 		return controllerutil.OperationResultNone, err
 	}
-	if err := validate(ctx, c, owner, child); err != nil {
+	if err := check(owner, child, c.Scheme()); err != nil {
+		return controllerutil.OperationResultNone, err
+	}
+	if err := validateScope(ctx, c, owner, child); err != nil {
 		return controllerutil.OperationResultNone, err
 	}
 	gvk := u.GroupVersionKind()

@@ -281,15 +281,6 @@ func writeRecord(child client.Object, r ownerRecord) {
 	child.SetLabels(withKeysOf(l, nil, OwnerKindLabel, OwnerNameLabel))
 }
 
-// nilIfEmpty is m, or nil when m is empty: an apply configuration then
-// carries no empty map (which its field manager would own).
-func nilIfEmpty(m map[string]string) map[string]string {
-	if len(m) == 0 {
-		return nil
-	}
-	return m
-}
-
 // removeRecord removes from child each form of its record that records
 // r's owner, and leaves one of another owner alone. Of the labels, what is
 // left of r's record (one label, the other removed by another writer) is
@@ -368,5 +359,8 @@ func withKeysOf(m, from map[string]string, keys ...string) map[string]string {
 			delete(out, k)
 		}
 	}
-	return nilIfEmpty(out)
+	if len(out) == 0 {
+		return nil // an apply configuration then carries no empty map, which its field manager would own
+	}
+	return out
 }

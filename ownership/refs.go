@@ -53,14 +53,6 @@ func check(owner, child client.Object, scheme *runtime.Scheme) error {
 	}
 }
 
-// validate is [check] and [validateScope].
-func validate(ctx context.Context, c client.Client, owner, child client.Object) error {
-	if err := check(owner, child, c.Scheme()); err != nil {
-		return err
-	}
-	return validateScope(ctx, c, owner, child)
-}
-
 // validateScope refuses a namespaced owner of a cluster-scoped child: it
 // asks c (its REST mapper) whether the child's type is namespaced, once
 // per kind and cluster (see factNamespaced).
