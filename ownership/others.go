@@ -89,12 +89,7 @@ type managerSet struct {
 // field of live (a map) that want does not have, under path.
 func removedIn(live, want map[string]any, path string, sets []managerSet, found map[string]map[string]bool) {
 	for k, lv := range live {
-		var under []managerSet
-		for _, s := range sets {
-			if sub, ok := s.set["f:"+k].(map[string]any); ok {
-				under = append(under, managerSet{s.manager, sub})
-			}
-		}
+		under := descend(sets, "f:"+k)
 		if len(under) == 0 {
 			continue // no other manager owns anything here
 		}
