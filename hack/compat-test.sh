@@ -16,10 +16,17 @@ cd "$tmp"
 # TestCompatibilityTable checks the table against the pinned go.mod, not this one.
 export STEADY_COMPAT=1
 echo "==> compat: controller-runtime $CR_VERSION, k8s.io $K8S_VERSION"
-go get "sigs.k8s.io/controller-runtime@$CR_VERSION" \
+# Without the "go: downloading" lines; a failed go get or tidy fails the run
+# (the suite would otherwise pass on the pinned versions).
+quiet() { "$@" 2>&1 | { grep -v '^go: downloading' || true; }; }
+quiet go get "sigs.k8s.io/controller-runtime@$CR_VERSION" \
 	"k8s.io/api@$K8S_VERSION" "k8s.io/apimachinery@$K8S_VERSION" "k8s.io/client-go@$K8S_VERSION" \
-	"k8s.io/apiextensions-apiserver@$K8S_VERSION" "k8s.io/kubectl@$K8S_VERSION" "k8s.io/cli-runtime@$K8S_VERSION" 2>&1 | grep -v '^go: downloading' || true
-go mod tidy 2>&1 | grep -v '^go: downloading' || true
+	"k8s.io/apiextensions-apiserver@$K8S_VERSION" "k8s.io/kubectl@$K8S_VERSION" "k8s.io/cli-runtime@$K8S_VERSION"
+quiet go mod tidy
 grep -E 'sigs.k8s.io/controller-runtime |k8s.io/client-go ' go.mod
+if ! grep -q "sigs.k8s.io/controller-runtime $CR_VERSION\$" go.mod || ! grep -q "k8s.io/client-go $K8S_VERSION\$" go.mod; then
+	echo "compat: go.mod does not name controller-runtime $CR_VERSION and client-go $K8S_VERSION" >&2
+	exit 1
+fi
 go vet -race ./...
 go test -race "$@" ./...

@@ -9,73 +9,82 @@
 # module's tests, the pure tests and the compat suite start at once, each with
 # up to TEST_P packages at a time (go test -p). Each suite's output is printed
 # whole when it ends, in the order the suites were started.
+#
+# The jobs stay in the caller's process group, so that a signal to the group
+# (Ctrl-C, a CI timeout) stops all of them, and every job is waited for: a
+# failed vet waits for the asset build rather than interrupt it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 TEST_P=${TEST_P:-4}
 logs=$(mktemp -d "${TMPDIR:-/tmp}/steady-test-XXXXXX")
-pids=()
-cleanup() {
-	for pid in "${pids[@]}"; do kill -- "-$pid" 2>/dev/null || true; done
-	rm -rf "$logs"
-}
-trap cleanup EXIT
+trap 'rm -rf "$logs"' EXIT
 
 modules=$(find . -name go.mod -not -path './.git/*' | sed 's|/go.mod$||' | sort)
 
-# start runs a job in the background, in its own process group so that
-# cleanup can stop all of it, with its output in $logs/<its index>.log.
-names=()
+# start runs a job in the background with its output in $logs/<n>.log and,
+# once it ends, the seconds since t0 in $logs/<n>.took; it sets job to n.
+n=0
 start() {
-	local name=$1
-	shift
-	set -m
-	local i=${#pids[@]}
+	job=$n
+	n=$((n + 1))
 	(
 		rc=0
 		"$@" || rc=$?
-		echo "$((SECONDS - t0))" >"$logs/$i.took"
+		echo "$((SECONDS - t0))" >"$logs/$job.took"
 		exit "$rc"
-	) </dev/null >"$logs/$i.log" 2>&1 &
-	set +m
-	pids+=($!)
-	names+=("$name")
+	) </dev/null >"$logs/$job.log" 2>&1 &
+	pid[job]=$!
 }
+pid=()
 
 t0=$SECONDS
-start assets bash -c 'cd hack && go run ./cmd/envtest-assets 2>&1 >"$0"' "$logs/assets.dir"
+start bash -c 'cd hack && go run ./cmd/envtest-assets 2>&1 >"$0"' "$logs/assets.dir"
+assets_job=$job
+vet=0
 for m in $modules; do
 	echo "==> $m: go vet -race"
-	(cd "$m" && go vet -race ./...)
+	(cd "$m" && go vet -race ./...) || { vet=1; break; }
 done
-if ! wait "${pids[0]}"; then
-	echo "==> building the envtest assets failed:"
-	cat "$logs/0.log"
+assets_rc=0
+wait "${pid[assets_job]}" || assets_rc=$?
+cat "$logs/$assets_job.log"
+if [ "$vet" -ne 0 ]; then
+	echo "==> FAILED: go vet"
 	exit 1
 fi
-cat "$logs/0.log"
+if [ "$assets_rc" -ne 0 ]; then
+	echo "==> FAILED: building the envtest assets"
+	exit 1
+fi
 assets=$(cat "$logs/assets.dir")
 echo "KUBEBUILDER_ASSETS=$assets"
 export KUBEBUILDER_ASSETS="$assets" STEADY_TESTENV_REQUIRE=1 STEADY_DOCS_RUN=1
-pids=() names=()
+
 t0=$SECONDS
-
+first=$n
+names=()
 for m in $modules; do
-	start "$m: go test -race" bash -c "cd '$m' && go test -race -p $TEST_P ./..."
+	start bash -c "cd '$m' && go test -race -p $TEST_P ./..."
+	names[job]="$m: go test -race"
 done
-start "library without a control plane: pure tests run, envtest cases skip" make --no-print-directory test-pure
-start "library on controller-runtime v0.25: go test -race" hack/compat-test.sh -p "$TEST_P"
+start "${MAKE:-make}" --no-print-directory test-pure
+names[job]="library without a control plane: pure tests run, envtest cases skip"
+start hack/compat-test.sh -p "$TEST_P"
+names[job]="library on controller-runtime v0.25: go test -race"
 
-failed=()
-for i in "${!pids[@]}"; do
+failed=0
+for ((i = first; i < n; i++)); do
 	rc=0
-	wait "${pids[$i]}" || rc=$?
-	echo "==> ${names[$i]} ($(cat "$logs/$i.took" 2>/dev/null || echo ?)s after the start of the tests)"
+	wait "${pid[i]}" || rc=$?
+	echo "==> ${names[i]} (ended $(cat "$logs/$i.took" 2>/dev/null || echo '?')s after the tests started)"
 	cat "$logs/$i.log"
-	if [ "$rc" -ne 0 ]; then failed+=("${names[$i]}"); fi
+	if [ "$rc" -ne 0 ]; then
+		echo "==> FAILED: ${names[i]}"
+		failed=1
+	fi
 done
-pids=()
-if [ "${#failed[@]}" -gt 0 ]; then
-	printf '==> FAILED: %s\n' "${failed[@]}"
+if [ "$failed" -ne 0 ]; then
+	echo "==> FAILED: the lines above starting '==> FAILED' name the suites"
 	exit 1
 fi
 echo "==> every suite passed"

@@ -102,6 +102,13 @@ func run(version string, check bool) (string, error) {
 		return "", err
 	}
 	defer unlock()
+	// A run stopped mid-build (killed) leaves its temporary directory.
+	left, _ := filepath.Glob(filepath.Join(dir, ".build-*"))
+	for _, d := range left {
+		if err := os.RemoveAll(d); err != nil {
+			return "", fmt.Errorf("removing %s, left by an interrupted build: %w", d, err)
+		}
+	}
 	// Another run may have built them while we waited for the lock.
 	if missing := missingBinaries(dir); len(missing) > 0 {
 		if err := build(modDir, dir, missing); err != nil {
