@@ -168,8 +168,13 @@ func claim(owner, child client.Object, ref metav1.OwnerReference, rec recordedOn
 	case adopt:
 		return cur, false, nil
 	default:
-		return nil, false, &AlreadyOwnedError{Child: object.Describe(child, scheme), Owner: object.Describe(owner, scheme),
+		e := &AlreadyOwnedError{Child: object.Describe(child, scheme), Owner: object.Describe(owner, scheme),
 			Controller: controllerName(cur)}
+		if cur.Kind == ref.Kind && cur.Name == ref.Name && groupOf(cur.APIVersion) == groupOf(ref.APIVersion) {
+			e.sameName = fmt.Sprintf("%s (UID %s) is not the %[1]s given (UID %[3]s): either the one given was read from a lagging cache after it was deleted and created again, or the child's controller is an earlier one, which a child is taken back from only when it records its owner (ownership.RecordOwner)",
+				e.Owner, cur.UID, ref.UID)
+		}
+		return nil, false, e
 	}
 }
 

@@ -34,6 +34,10 @@ type AlreadyOwnedError struct {
 	// RecordedIn is the form Recorded was read from: "labels" or
 	// "annotation" (empty when Recorded is).
 	RecordedIn string
+
+	// sameName, for a controller of Owner's kind and name, says that
+	// its UID is not Owner's and what that may mean.
+	sameName string
 }
 
 // Error implements error.
@@ -45,6 +49,11 @@ func (e *AlreadyOwnedError) Error() string {
 		}
 		return fmt.Sprintf("ownership: %s has no controller, but its %s %s as its owner; not taking it over for %s (pass ownership.Adopt{} to do so)",
 			e.Child, where, e.Recorded, e.Owner)
+	}
+	if e.sameName != "" {
+		// Adopt would be the wrong advice: from a stale copy of the owner
+		// it takes the child from the live one.
+		return fmt.Sprintf("ownership: %s is already controlled by another %s; not taking it over: %s", e.Child, e.Controller, e.sameName)
 	}
 	return fmt.Sprintf("ownership: %s is already controlled by %s; not taking it over for %s (pass ownership.Adopt{} to do so)",
 		e.Child, e.Controller, e.Owner)

@@ -2,6 +2,9 @@ package reconcile_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -46,11 +49,20 @@ func TestForBodyChecksAStaleOwnerThroughTheAPIReader(t *testing.T) {
 	env.Require(t)
 	cc := testapi.StartManager(t, env, testapi.ManagerOptions{Informers: []client.Object{&testapi.Widget{}, &corev1.ConfigMap{}}})
 	for _, call := range []string{"CreateOrUpdate", "CreateOrPatch", "Apply"} {
-		t.Run(call, func(t *testing.T) { staleOwnerInForBody(t, cc, call) })
+		t.Run(call, func(t *testing.T) { staleOwnerInForBody(t, cc, call, true) })
+		// Without the record, the reference of another Widget of the name
+		// cannot be told stale: the child is refused as another owner's,
+		// and the error says which UIDs differ, not to adopt it.
+		t.Run(call+" without RecordOwner", func(t *testing.T) { staleOwnerInForBody(t, cc, call, false) })
 	}
 }
 
-func staleOwnerInForBody(t *testing.T, cc *testapi.Cached, call string) {
+func staleOwnerInForBody(t *testing.T, cc *testapi.Cached, call string, record bool) {
+	var opts []ownership.MutateOption
+	var applyOpts []ownership.ApplyOption
+	if record {
+		opts, applyOpts = append(opts, ownership.RecordOwner{}), append(applyOpts, ownership.RecordOwner{})
+	}
 	ctx := context.Background()
 	ns := env.Namespace(t)
 	first := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "reborn"}, Spec: testapi.WidgetSpec{Size: 1}}
@@ -71,7 +83,7 @@ func staleOwnerInForBody(t *testing.T, cc *testapi.Cached, call string) {
 	if _, err := ownership.CreateOrUpdate(ctx, env.Client, second, cm, func() error {
 		cm.Data = map[string]string{"size": "2"}
 		return nil
-	}, ownership.RecordOwner{}); err != nil {
+	}, opts...); err != nil {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(10 * time.Second)
@@ -95,13 +107,13 @@ func staleOwnerInForBody(t *testing.T, cc *testapi.Cached, call string) {
 		}
 		switch call {
 		case "CreateOrUpdate":
-			_, childErr = ownership.CreateOrUpdate(ctx, c, w, child, mutate, ownership.RecordOwner{})
+			_, childErr = ownership.CreateOrUpdate(ctx, c, w, child, mutate, opts...)
 		case "CreateOrPatch":
-			_, childErr = ownership.CreateOrPatch(ctx, c, w, child, mutate, ownership.RecordOwner{})
+			_, childErr = ownership.CreateOrPatch(ctx, c, w, child, mutate, opts...)
 		default:
 			child.TypeMeta = metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"}
 			_ = mutate()
-			_, childErr = applyObject(ctx, c, w, child, "review7", ownership.RecordOwner{})
+			_, childErr = applyObject(ctx, c, w, child, "review7", applyOpts...)
 		}
 		return ctrl.Result{}, childErr
 	})
@@ -116,6 +128,14 @@ func staleOwnerInForBody(t *testing.T, cc *testapi.Cached, call string) {
 	}
 	if ref := metav1.GetControllerOf(live); ref == nil || ref.UID != second.UID {
 		t.Fatalf("child controlled by %v, want the live owner (UID %s); the deleted one was %s", ref, second.UID, deleted.UID)
+	}
+	if !record {
+		var owned *ownership.AlreadyOwnedError
+		msg := fmt.Sprint(childErr)
+		if !errors.As(childErr, &owned) || !strings.Contains(msg, string(second.UID)) || !strings.Contains(msg, string(deleted.UID)) || strings.Contains(msg, "Adopt") {
+			t.Errorf("%s: %v, want an AlreadyOwnedError naming both UIDs, not advising Adopt", call, childErr)
+		}
+		return
 	}
 	if !apierrors.IsConflict(childErr) {
 		t.Errorf("%s: %v, want a conflict (the owner passed is stale)", call, childErr)
