@@ -28,6 +28,10 @@ const controllerManagerControllers = "garbagecollector,namespace"
 // readyTimeout bounds the readiness check of kube-controller-manager.
 const readyTimeout = 90 * time.Second
 
+// startTimeout bounds the start of etcd and of the API server, each, unless
+// KUBEBUILDER_CONTROLPLANE_START_TIMEOUT is set.
+const startTimeout = 90 * time.Second
+
 // controllerManager is a running kube-controller-manager.
 type controllerManager struct {
 	cmd     *exec.Cmd

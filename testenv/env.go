@@ -220,6 +220,13 @@ func (e *Environment) Start() (err error) {
 		ErrorIfCRDPathMissing: true,
 		Scheme:                e.Scheme,
 	}
+	// envtest's default of 20 s for each process to start is short for a
+	// control plane started beside other suites on a loaded machine (make
+	// test runs its suites side by side, with -race: an API server took
+	// longer there); envtest's variable still decides when it is set.
+	if os.Getenv("KUBEBUILDER_CONTROLPLANE_START_TIMEOUT") == "" {
+		e.Envtest.ControlPlaneStartTimeout = startTimeout
+	}
 	e.Envtest.ControlPlane.Etcd = &envtest.Etcd{DataDir: filepath.Join(e.root, "etcd")}
 	e.Envtest.ControlPlane.APIServer = &envtest.APIServer{CertDir: filepath.Join(e.root, "apiserver")}
 	e.Envtest.ControlPlane.APIServer.Path = filepath.Join(assets, apiServerBinary)
