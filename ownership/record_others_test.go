@@ -18,7 +18,8 @@ import (
 // another owner. Called without RecordOwner{} and without Adopt{}, no call
 // wrote that record and none adopts anything: the labels are not ours to
 // delete (docs: "Without it no record is written"; Adopt "removes the other
-// owner's record"). Each call removes them all the same.
+// owner's record"). Before the fix, each call removed them all the same, one
+// write each.
 func TestAnotherWritersRecordOnAControlledChildIsKept(t *testing.T) {
 	env.Require(t)
 	ctx := context.Background()
