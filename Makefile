@@ -38,7 +38,7 @@ test-pure:
 	@empty="$$(mktemp -d)"; trap 'rm -rf "$$empty"' EXIT; \
 	env -u KUBEBUILDER_ASSETS -u STEADY_TESTENV_REQUIRE -u CI XDG_DATA_HOME="$$empty" HOME="$$empty" \
 		GOCACHE="$$(go env GOCACHE)" GOMODCACHE="$$(go env GOMODCACHE)" GOPATH="$$(go env GOPATH)" \
-		go test -count=1 -skip '^Example(Environment_StopAPIServer)?$$' ./...
+		go test -race -count=1 -skip '^Example(Environment_StopAPIServer)?$$' ./...
 
 test-compat:
 	@assets="$$(cd hack && go run ./cmd/envtest-assets)"; \
