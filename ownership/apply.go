@@ -445,11 +445,14 @@ func readForApply(ctx context.Context, c client.Client, apiReader client.Reader,
 		}
 		return live, nil
 	}
+	var refusal error
 	if apiReader != nil && stale != nil {
-		if live, err := get(apiReader); !refused(apiReader, err) {
+		live, err := get(apiReader)
+		if !refused(apiReader, err) {
 			return live, err
 		}
 		// The API reader may not get this kind: the client, as without it.
+		refusal = err
 	}
 	live, err := get(c)
 	if err != nil || stale == nil {
@@ -474,8 +477,8 @@ func readForApply(ctx context.Context, c client.Client, apiReader client.Reader,
 	if newer(live) {
 		return live, nil
 	}
-	return nil, fmt.Errorf("ownership: applying %s: it changed since it was read, and the client did not show it in %d reads (a client made by steady.NewClient reads it from the API server): %w",
-		name, len(staleReadBackoff)+1, conflict)
+	return nil, fmt.Errorf("ownership: applying %s: it changed since it was read, and the client did not show it in %d reads (%s): %w",
+		name, len(staleReadBackoff)+1, unseenHint(refusal), conflict)
 }
 
 // staleLock reports whether err is the conflict of an apply whose

@@ -48,7 +48,10 @@ type writeCall struct {
 	c client.Client
 	// apiReader, once resolved (see rereader), is the one re-reads
 	// go through, or nil.
-	apiReader    client.Reader
+	apiReader client.Reader
+	// refusal is the API reader's Forbidden answer, once it refused a read
+	// (apiReader is nil from then on).
+	refusal      error
 	resolved     bool
 	owner, child client.Object
 	mutate       controllerutil.MutateFn
@@ -213,6 +216,16 @@ func refused(r client.Reader, err error) bool {
 	return r != nil && apierrors.IsForbidden(err)
 }
 
+// unseenHint says, in an error about a child the client did not show, why
+// it was not read from the API server: refusal is the API reader's answer
+// when it was asked and refused (Forbidden); nil, the client carries none.
+func unseenHint(refusal error) string {
+	if refusal != nil {
+		return fmt.Sprintf("the API reader was refused: %v", refusal)
+	}
+	return "a client made by steady.NewClient reads it from the API server"
+}
+
 // rereader is the reader the call re-reads through (w.apiReader), resolved
 // on its first use: the API reader of the State of w.c's cluster (see
 // scope.Of: the one w.c carries, steady.NewClient's, else the one a
@@ -253,6 +266,7 @@ func (w *writeCall) read(ctx context.Context, key client.ObjectKey, mode readMod
 		}
 	}
 	if mode == readFresh && refused(w.apiReader, err) {
+		w.refusal = err
 		w.apiReader, r = nil, w.c
 		live = object.EmptyLike(w.given)
 		err = r.Get(ctx, key, live)
@@ -269,8 +283,8 @@ func (w *writeCall) read(ctx context.Context, key client.ObjectKey, mode readMod
 			err = r.Get(ctx, key, live)
 		}
 		if apierrors.IsNotFound(err) {
-			return nil, fmt.Errorf("ownership: creating %s: it exists, but the client did not show it in %d reads (a client made by steady.NewClient reads it from the API server): %w",
-				name, len(staleReadBackoff)+1, w.exists)
+			return nil, fmt.Errorf("ownership: creating %s: it exists, but the client did not show it in %d reads (%s): %w",
+				name, len(staleReadBackoff)+1, unseenHint(w.refusal), w.exists)
 		}
 	}
 	switch {

@@ -196,15 +196,17 @@ func TestAnotherOwnersChildTheCacheHasNotSeenIsNotTaken(t *testing.T) {
 // TestReadingAgainIsBounded: a create that keeps answering AlreadyExists
 // while every read finds nothing ends in that error, after a bounded
 // number of reads (the client backing off, about 2.5s) or rounds (with an
-// API reader), saying what happened; nothing is written.
+// API reader), saying what happened; nothing is written. Without an API
+// reader the error says how to get one; with one that is refused
+// (Forbidden), it says so instead.
 func TestReadingAgainIsBounded(t *testing.T) {
 	env.Require(t)
 	ctx := context.Background()
 	ns := env.Namespace(t)
 	o := owner(t, ns, "owner")
 	for _, fn := range fns {
-		for _, withReader := range []bool{false, true} {
-			t.Run(fmt.Sprintf("%s/APIReader=%v", fn.name, withReader), func(t *testing.T) {
+		for _, reader := range []string{"none", "API reader", "refused API reader"} {
+			t.Run(fn.name+"/"+reader, func(t *testing.T) {
 				var gets, creates, writes int
 				exists := apierrors.NewAlreadyExists(corev1.Resource("configmaps"), "cm")
 				notFound := apierrors.NewNotFound(corev1.Resource("configmaps"), "cm")
@@ -227,8 +229,15 @@ func TestReadingAgainIsBounded(t *testing.T) {
 					},
 				})
 				var cc client.Client = c
-				if withReader {
+				switch reader {
+				case "API reader":
 					cc = readingThrough(c, c)
+				case "refused API reader":
+					cc = readingThrough(c, interceptor.NewClient(watchClient(t), interceptor.Funcs{
+						Get: func(context.Context, client.WithWatch, client.ObjectKey, client.Object, ...client.GetOption) error {
+							return apierrors.NewForbidden(corev1.Resource("configmaps"), "cm", errors.New("no get"))
+						},
+					}))
 				}
 				cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cm"}}
 				start := time.Now()
@@ -237,8 +246,11 @@ func TestReadingAgainIsBounded(t *testing.T) {
 				if !apierrors.IsAlreadyExists(err) || op != "" || writes != 0 {
 					t.Errorf("%s, %v, %d writes; want AlreadyExists, no result, no write", op, err, writes)
 				}
-				if !withReader && !strings.Contains(err.Error(), "steady.NewClient") {
+				switch msg := err.Error(); {
+				case reader == "none" && !strings.Contains(msg, "steady.NewClient"):
 					t.Errorf("the error does not say how to read the API server: %v", err)
+				case reader == "refused API reader" && (strings.Contains(msg, "steady.NewClient") || !strings.Contains(msg, "API reader was refused") || !strings.Contains(msg, "no get")):
+					t.Errorf("the error does not say the API reader was refused: %v", err)
 				}
 				if gets > 20 || creates > 3 {
 					t.Errorf("%d reads, %d creates: not bounded", gets, creates)
