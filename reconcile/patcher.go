@@ -282,7 +282,8 @@ func (p *Patcher) patch(ctx context.Context, obj client.Object, resnapshot bool,
 	if err := checkPatchOptions(obj, o); err != nil {
 		return &PatchError{Object: p.describe(), Step: "the patch", Err: err}
 	}
-	if err := p.checkInput(obj, splitPaths(o.ConditionLists)); err != nil {
+	lists := splitPaths(o.ConditionLists)
+	if err := p.checkInput(obj, lists); err != nil {
 		return &PatchError{Object: p.describe(), Step: "the patch", Err: err}
 	}
 	if !p.held {
@@ -292,7 +293,7 @@ func (p *Patcher) patch(ctx context.Context, obj client.Object, resnapshot bool,
 		OptimisticLock:     o.OptimisticLock,
 		ObservedGeneration: o.ObservedGeneration,
 		OwnedConditions:    o.OwnedConditions,
-		ConditionLists:     splitPaths(o.ConditionLists),
+		ConditionLists:     lists,
 		CheckOwnWrites:     true,
 	})
 	if o.Events != nil && res.StatusBase != nil {

@@ -222,10 +222,11 @@ func For[T any, P interface {
 // done; the cache is behind) or a *StaleError (nothing was written of a
 // state computed from the past).
 func notFailed(ctx context.Context, err error) (time.Duration, bool) {
+	if err == nil {
+		return 0, false // before stale, which escapes: no allocation
+	}
 	var stale *StaleError
 	switch {
-	case err == nil:
-		return 0, false
 	case errors.As(err, new(*cachewait.TimeoutError)):
 		return cacheTimeoutRequeue, true
 	case errors.As(err, &stale):
