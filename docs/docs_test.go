@@ -260,11 +260,12 @@ func compile(t *testing.T, root string, blocks []block) {
 
 	// go vet type-checks every package, test files included, in one command;
 	// go build would add nothing but the compiled objects.
-	steps := [][]string{{"vet", "./..."}}
+	steps := [][]string{append([]string{"vet"}, goBuildFlags...)}
 	if os.Getenv(runEnv) != "" {
-		steps = append(steps, []string{"test", "-v", "-count=1", "./..."})
+		steps = append(steps, append([]string{"test", "-v", "-count=1"}, goBuildFlags...))
 	}
 	for _, args := range steps {
+		args = append(args, "./...")
 		cmd := exec.Command("go", args...)
 		cmd.Dir = dir
 		cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=mod", "GOPROXY=off", "GOTOOLCHAIN=local")
@@ -276,6 +277,10 @@ func compile(t *testing.T, root string, blocks []block) {
 		}
 	}
 }
+
+// goBuildFlags are the build flags of this test binary that the go
+// commands it runs repeat (race_test.go sets -race).
+var goBuildFlags []string
 
 var position = regexp.MustCompile(`((?:\./)?[A-Za-z0-9_./-]+\.go):(\d+)(?::(\d+))?`)
 
