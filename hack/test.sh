@@ -62,6 +62,7 @@ if [ "$vet" -ne 0 ] || [ "$assets_rc" -ne 0 ]; then
 	exit 1
 fi
 assets=$(cat "$logs/assets.dir")
+echo "==> the vet and the assets took $((SECONDS - t0))s"
 echo "KUBEBUILDER_ASSETS=$assets"
 export KUBEBUILDER_ASSETS="$assets" STEADY_TESTENV_REQUIRE=1 STEADY_DOCS_RUN=1
 
