@@ -72,16 +72,13 @@ func TestNewControllerWiresTheController(t *testing.T) {
 	var reconciles, cleanups, watched tally
 	var rec crreconcile.Reconciler
 	cc := testapi.StartManager(t, env, testapi.ManagerOptions{
+		Namespace: ns, // no Widget earlier tests left elsewhere keeps the controller busy
 		Delay:     300 * time.Millisecond,
 		Informers: []client.Object{&testapi.Widget{}, &corev1.ConfigMap{}},
 		Setup: func(mgr ctrl.Manager) error {
 			var err error
 			rec, err = reconcile.NewController[testapi.Widget](mgr, func(ctx context.Context, w *testapi.Widget) (ctrl.Result, error) {
-				if w.Namespace == ns {
-					// The manager sees every namespace: Widgets named "w"
-					// that earlier tests left behind are reconciled too.
-					reconciles.add(w.Name)
-				}
+				reconciles.add(w.Name)
 				w.Status.Phase = "Reconciled"
 				conditions.MarkTrue(w, "Synced", "Done", "")
 				child := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: w.Namespace, Name: w.Name + "-child"}}

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/steadyk8s/steady"
@@ -37,6 +38,10 @@ type ManagerOptions struct {
 	// Setup runs on the manager before it starts (index registration,
 	// controllers).
 	Setup func(ctrl.Manager) error
+	// Namespace, when set, is the only namespace the manager's cache
+	// watches, so that objects earlier tests left behind elsewhere (in
+	// namespaces still terminating) are neither cached nor reconciled.
+	Namespace string
 }
 
 // StartManager starts a manager on env (testenv.Environment.StartManager)
@@ -48,6 +53,9 @@ func StartManager(t testing.TB, env *testenv.Environment, o ManagerOptions) *Cac
 	opts := []testenv.ManagerOption{testenv.WithTransport(n.Wrap), testenv.WithTransport(testenv.DelayWatches(o.Delay))}
 	if o.Setup != nil {
 		opts = append(opts, testenv.WithSetup(o.Setup))
+	}
+	if o.Namespace != "" {
+		opts = append(opts, testenv.WithManagerOptions(ctrl.Options{Cache: cache.Options{DefaultNamespaces: map[string]cache.Config{o.Namespace: {}}}}))
 	}
 	mgr := env.StartManager(t, opts...)
 	for _, obj := range o.Informers {
