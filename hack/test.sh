@@ -3,19 +3,20 @@
 # a real control plane, the library's pure tests without one, and the library
 # again on the newer controller-runtime line (hack/compat-test.sh).
 #
-# Most of a test's time is spent waiting on the API server, not on the CPU, so
-# the suites run side by side: the assets build while the modules are vetted
-# (with -race, so that the test builds reuse the compiled packages) and while
-# the compat suite's copy is prepared (its downloads and the vet of the newer
-# k8s.io tree); then every module's tests, the pure tests and the compat suite
-# start at once, each with up to TEST_P packages at a time (go test -p). Each
-# suite's output is printed whole when it ends, in the order the suites were
-# started.
+# Building is CPU-bound; the tests mostly wait on the API server. So the two
+# overlap: the envtest assets build and the compat suite's copy is prepared
+# (its downloads and the vet of the newer k8s.io tree) while the modules are
+# vetted one after another, with -race, so that the test builds reuse the
+# compiled packages; each module's tests start once its vet passed and the
+# assets are built, with up to TEST_P packages at a time (go test -p), while
+# the next modules are vetted. The library goes first: its pure tests start
+# right after its vet, its compat suite once the copy is prepared. Each job's
+# output is printed whole when every job has ended, in the order they started,
+# with the second each ended.
 #
 # The jobs stay in the caller's process group, so that a signal to the group
-# (Ctrl-C, a CI timeout) stops all of them, and every job is waited for: a
-# failed vet waits for the asset build and the compat copy rather than
-# interrupt them.
+# (Ctrl-C, a CI timeout) stops all of them. A failed vet starts no more suites;
+# every job started is waited for and reported.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 TEST_P=${TEST_P:-4}
@@ -25,12 +26,16 @@ trap 'rm -rf "$logs"' EXIT
 modules=$(find . -name go.mod -not -path './.git/*' | sed 's|/go.mod$||' | sort)
 
 # start runs a job in the background with its output in $logs/<n>.log and,
-# once it ends, the seconds since t0 in $logs/<n>.took and its exit status in
-# $logs/<n>.rc; it sets job to n.
+# once it ends, the seconds since make test started in $logs/<n>.took and
+# its exit status in $logs/<n>.rc; it sets job to n and names it.
 n=0
+pid=()
+names=()
 start() {
 	job=$n
 	n=$((n + 1))
+	names[job]=$1
+	shift
 	(
 		rc=0
 		"$@" || rc=$?
@@ -40,54 +45,57 @@ start() {
 	) </dev/null >"$logs/$job.log" 2>&1 &
 	pid[job]=$!
 }
-pid=()
+
+# ended waits, inside a job, until job $1 has ended, and fails unless it
+# ended well.
+ended() {
+	while [ ! -e "$logs/$1.rc" ]; do sleep 1; done
+	[ "$(cat "$logs/$1.rc")" = 0 ]
+}
+
+# with_assets runs "$@" once the assets are built, with KUBEBUILDER_ASSETS
+# naming them.
+with_assets() {
+	ended "$assets_job" || { echo "==> not run: the envtest assets did not build"; return 1; }
+	KUBEBUILDER_ASSETS=$(cat "$logs/assets.dir") STEADY_TESTENV_REQUIRE=1 STEADY_DOCS_RUN=1 "$@"
+}
+
+module_tests() {
+	with_assets bash -c 'cd "$0" && go test -race -p "$1" ./...' "$1" "$TEST_P"
+}
+
+compat_tests() {
+	ended "$compat_job" || { echo "==> not run: preparing the compat copy failed (its log is above)"; return 1; }
+	with_assets hack/compat-test.sh run "$logs/compat" -p "$TEST_P"
+}
 
 t0=$SECONDS
-start bash -c 'cd hack && go run ./cmd/envtest-assets 2>&1 >"$0"' "$logs/assets.dir"
+start "envtest assets: go run ./cmd/envtest-assets" \
+	bash -c 'cd hack && go run ./cmd/envtest-assets 2>&1 >"$0"' "$logs/assets.dir"
 assets_job=$job
-start hack/compat-test.sh prepare "$logs/compat"
+start "library on controller-runtime v0.25: preparing its copy" hack/compat-test.sh prepare "$logs/compat"
 compat_job=$job
-vet=0
-for m in $modules; do
-	echo "==> $m: go vet -race"
-	(cd "$m" && go vet -race ./...) || { vet=1; break; }
-done
-assets_rc=0
-wait "${pid[assets_job]}" || assets_rc=$?
-cat "$logs/$assets_job.log"
-if [ "$vet" -ne 0 ] || [ "$assets_rc" -ne 0 ]; then
-	wait "${pid[compat_job]}" || true
-	[ "$vet" -eq 0 ] || echo "==> FAILED: go vet"
-	[ "$assets_rc" -eq 0 ] || echo "==> FAILED: building the envtest assets"
-	exit 1
-fi
-assets=$(cat "$logs/assets.dir")
-echo "==> the vet and the assets took $((SECONDS - t0))s"
-echo "KUBEBUILDER_ASSETS=$assets"
-export KUBEBUILDER_ASSETS="$assets" STEADY_TESTENV_REQUIRE=1 STEADY_DOCS_RUN=1
-
-t0=$SECONDS
-first=$n
-names=()
-for m in $modules; do
-	start bash -c "cd '$m' && go test -race -p $TEST_P ./..."
-	names[job]="$m: go test -race"
-done
-start "${MAKE:-make}" --no-print-directory test-pure
-names[job]="library without a control plane: pure tests run, envtest cases skip"
-# The compat suite starts once its copy is prepared (it usually is by now).
-start bash -c 'while [ ! -e "$0" ]; do sleep 1; done
-	cat "$1"
-	[ "$(cat "$0")" = 0 ] || { echo "==> preparing the compat copy failed"; exit 1; }
-	exec hack/compat-test.sh run "$2" -p "$3"' \
-	"$logs/$compat_job.rc" "$logs/$compat_job.log" "$logs/compat" "$TEST_P"
-names[job]="library on controller-runtime v0.25: go test -race"
-
 failed=0
-for ((i = first; i < n; i++)); do
+for m in $modules; do
+	echo "==> $m: go vet -race ($((SECONDS - t0))s after make test started)"
+	if ! (cd "$m" && go vet -race ./...); then
+		echo "==> FAILED: go vet of $m; no more suites start"
+		failed=1
+		break
+	fi
+	start "$m: go test -race" module_tests "$m"
+	if [ "$m" = . ]; then
+		start "library without a control plane: pure tests run, envtest cases skip" \
+			env STEADY_DOCS_RUN=1 "${MAKE:-make}" --no-print-directory test-pure
+		start "library on controller-runtime v0.25: go test -race" compat_tests
+	fi
+done
+echo "==> every vet has ended ($((SECONDS - t0))s after make test started)"
+
+for ((i = 0; i < n; i++)); do
 	rc=0
 	wait "${pid[i]}" || rc=$?
-	echo "==> ${names[i]} (ended $(cat "$logs/$i.took" 2>/dev/null || echo '?')s after the tests started)"
+	echo "==> ${names[i]} (ended $(cat "$logs/$i.took" 2>/dev/null || echo '?')s after make test started)"
 	cat "$logs/$i.log"
 	if [ "$rc" -ne 0 ]; then
 		echo "==> FAILED: ${names[i]}"
@@ -95,7 +103,7 @@ for ((i = first; i < n; i++)); do
 	fi
 done
 if [ "$failed" -ne 0 ]; then
-	echo "==> FAILED: the lines above starting '==> FAILED' name the suites"
+	echo "==> FAILED: the lines above starting '==> FAILED' name what failed"
 	exit 1
 fi
 echo "==> every suite passed"
