@@ -10,7 +10,11 @@
 # compiled packages; each module's tests start once its vet passed and the
 # assets are built, with up to TEST_P packages at a time (go test -p), while
 # the next modules are vetted. The library goes first: its pure tests start
-# right after its vet, its compat suite once the copy is prepared. Each job's
+# right after its vet, its compat suite once the copy is prepared; the
+# examples, the longest suites after the library's, come next. What the
+# library's suites wait for (the assets, the library's vet, the compat copy)
+# runs at the normal priority, the other vets and the pure tests at a lower
+# one (nice), so that they use the CPU the critical path leaves. Each job's
 # output is printed whole when every job has ended, in the order they started,
 # with the second each ended.
 #
@@ -23,7 +27,8 @@ TEST_P=${TEST_P:-4}
 logs=$(mktemp -d "${TMPDIR:-/tmp}/steady-test-XXXXXX")
 trap 'rm -rf "$logs"' EXIT
 
-modules=$(find . -name go.mod -not -path './.git/*' | sed 's|/go.mod$||' | sort)
+modules=$(find . -name go.mod -not -path './.git/*' | sed 's|/go.mod$||' | sort |
+	awk '{ print ($0 == "." ? 0 : $0 == "./examples" ? 1 : 2), $0 }' | sort -s -n -k1,1 | cut -d' ' -f2-)
 
 # start runs a job in the background with its output in $logs/<n>.log and,
 # once it ends, the seconds since make test started in $logs/<n>.took and
@@ -78,7 +83,9 @@ compat_job=$job
 failed=0
 for m in $modules; do
 	echo "==> $m: go vet -race ($((SECONDS - t0))s after make test started)"
-	if ! (cd "$m" && go vet -race ./...); then
+	prio=10
+	[ "$m" != . ] || prio=0
+	if ! (cd "$m" && nice -n "$prio" go vet -race ./...); then
 		echo "==> FAILED: go vet of $m; no more suites start"
 		failed=1
 		break
@@ -86,7 +93,7 @@ for m in $modules; do
 	start "$m: go test -race" module_tests "$m"
 	if [ "$m" = . ]; then
 		start "library without a control plane: pure tests run, envtest cases skip" \
-			env STEADY_DOCS_RUN=1 "${MAKE:-make}" --no-print-directory test-pure
+			nice -n 10 env STEADY_DOCS_RUN=1 "${MAKE:-make}" --no-print-directory test-pure
 		start "library on controller-runtime v0.25: go test -race" compat_tests
 	fi
 done
