@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/steadyk8s/steady/internal/object"
@@ -69,9 +70,14 @@ type ownerRecord struct {
 	group, kind, namespace, name string
 	// kindLabel is [OwnerKindLabel]'s value.
 	kindLabel string
-	// labeled says that the record is written in the labels (both values
-	// are label values), else in [ownerAnnotation].
-	labeled bool
+}
+
+// labeled says that r is written in the labels (both values are label
+// values), else in [ownerAnnotation]. It is asked only where a record is
+// read or written, so that a call without one pays for no validation.
+func (r ownerRecord) labeled() bool {
+	return r.kind != "" && r.name != "" &&
+		len(validation.IsValidLabelValue(r.kindLabel)) == 0 && len(validation.IsValidLabelValue(r.name)) == 0
 }
 
 // newRecord is the record of the owner that ref references, in namespace
@@ -90,8 +96,6 @@ type ownerKind struct {
 	// kindLabel is [OwnerKindLabel]'s value: "<Kind>.<group>", or
 	// "<Kind>" for the core group.
 	kindLabel string
-	// kindIsLabel says that kind is set and kindLabel is a label value.
-	kindIsLabel bool
 }
 
 // newOwnerKind is the [ownerKind] of the owners a reference of apiVersion
@@ -101,20 +105,18 @@ func newOwnerKind(apiVersion, kind string) ownerKind {
 	if k.group != "" {
 		k.kindLabel = kind + "." + k.group
 	}
-	k.kindIsLabel = kind != "" && object.IsLabelValue(k.kindLabel)
 	return k
 }
 
 // record is the record of the owner of kind k named name, in namespace
 // ("" for a cluster-scoped owner).
 func (k *ownerKind) record(name, namespace string) ownerRecord {
-	return ownerRecord{group: k.group, kind: k.kind, namespace: namespace, name: name, kindLabel: k.kindLabel,
-		labeled: k.kindIsLabel && name != "" && object.IsLabelValue(name)}
+	return ownerRecord{group: k.group, kind: k.kind, namespace: namespace, name: name, kindLabel: k.kindLabel}
 }
 
 // form is the form r is written in: inLabels or inAnnotation.
 func (r ownerRecord) form() string {
-	if r.labeled {
+	if r.labeled() {
 		return inLabels
 	}
 	return inAnnotation
@@ -202,7 +204,7 @@ func (o recordedOn) current(r ownerRecord) bool {
 	if form, _ := o.other(r); form != "" {
 		return false
 	}
-	if r.labeled {
+	if r.labeled() {
 		return o.labelsRecord(r)
 	}
 	return o.annotation != "" && r.isAnnotation(o.annotation)
@@ -268,7 +270,7 @@ func (r ownerRecord) kindName(kind, group string) string {
 // other form.
 func writeRecord(child client.Object, r ownerRecord) {
 	l, a := child.GetLabels(), child.GetAnnotations()
-	if r.labeled {
+	if r.labeled() {
 		l = object.CopyMap(l, 2)
 		l[OwnerKindLabel], l[OwnerNameLabel] = r.kindLabel, r.name
 		child.SetLabels(l)

@@ -32,9 +32,6 @@ func (e *FinalizerNameError) Error() string {
 // ValidateFinalizerName returns a [*FinalizerNameError] naming obj (none
 // when nil) when the API server would refuse name in metadata.finalizers.
 func ValidateFinalizerName(obj client.Object, name string) error {
-	if IsQualifiedName(name) {
-		return nil
-	}
 	errs := validation.IsQualifiedName(name)
 	if len(errs) == 0 {
 		return nil
