@@ -11,6 +11,7 @@ import (
 
 	jsonpatch "github.com/evanphx/json-patch/v5"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/meta/testrestmapper"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -94,7 +95,7 @@ func stubClient(tb testing.TB, stub *time.Duration) client.Client {
 			return nil
 		})
 	}
-	return interceptor.NewClient(fake.NewClientBuilder().WithScheme(s).WithRESTMapper(testrestmapper.TestOnlyStaticRESTMapper(s)).Build(), interceptor.Funcs{
+	return interceptor.NewClient(fake.NewClientBuilder().WithScheme(s).WithRESTMapper(&pointerMapper{testrestmapper.TestOnlyStaticRESTMapper(s)}).Build(), interceptor.Funcs{
 		Get: func(_ context.Context, _ client.WithWatch, k client.ObjectKey, obj client.Object, _ ...client.GetOption) error {
 			return timed(func() error {
 				if answer(k, obj) {
@@ -136,6 +137,14 @@ func stubClient(tb testing.TB, stub *time.Duration) client.Client {
 		},
 	})
 }
+
+// pointerMapper is a REST mapper held by a pointer, as a manager's is.
+// The static test mapper is a slice, which has no identity, and the
+// helpers key what they learn of a cluster (such as which kinds are
+// namespaced) by its mapper's: through the bare test mapper they would
+// learn nothing and ask the mapper again on every call, which no real
+// client does.
+type pointerMapper struct{ meta.RESTMapper }
 
 // BenchmarkConvergeOverhead converges a new Team, one reconcile, through
 // stubClient: the variant's own work (steady's patch engine, references
