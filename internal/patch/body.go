@@ -27,18 +27,20 @@ func (p *part) body(latest map[string]any, o Options) (body map[string]any, lock
 	}
 	body = object.DeepCopyJSON(p.diff)
 	for _, d := range p.drops {
-		v, keep, exact := d.removal(nested(latest, d.path))
+		cur, _, _ := unstructured.NestedFieldNoCopy(latest, d.path...)
+		v, keep, exact := d.removal(cur)
 		if !keep {
-			removeNested(body, d.path)
+			unstructured.RemoveNestedField(body, d.path...)
 			continue
 		}
-		if err := setNested(body, v, d.path); err != nil {
+		if err := unstructured.SetNestedField(body, v, d.path...); err != nil {
 			return nil, false, "", err
 		}
 		lock = lock || exact
 	}
 	for _, l := range p.lists {
-		cur, _ := nested(latest, l.path).([]any)
+		c, _, _ := unstructured.NestedFieldNoCopy(latest, l.path...)
+		cur, _ := c.([]any)
 		out, older := l.rebase(cur, liveGen)
 		if older != "" {
 			return nil, false, fmt.Sprintf("condition %s of %s was computed from an older generation than the live one", older, strings.Join(l.path, ".")), nil
@@ -68,6 +70,40 @@ func (p *part) body(latest map[string]any, o Options) (body map[string]any, lock
 		}
 	}
 	return body, lock, "", nil
+}
+
+// setList sets the list at path in a merge patch body whose diff may
+// remove a parent of it (a null: the change dropped the whole parent, say
+// status.deprecated). Then no list is left to send, or, where another
+// writer added entries meanwhile, the parent is sent as an object that
+// removes every other field latest has under it, keeping the removal.
+func setList(body, latest map[string]any, v any, path []string) error {
+	m, cur := body, latest
+	removing := false // a parent is removed: null the fields latest has below it
+	for _, p := range path[:len(path)-1] {
+		val, present := m[p]
+		c, _ := cur[p].(map[string]any)
+		next, ok := val.(map[string]any)
+		switch {
+		case ok:
+		case val != nil:
+			return fmt.Errorf("field %s is not an object", strings.Join(path, "."))
+		case present && v == nil:
+			return nil // the parent's removal removes the list
+		default:
+			removing = removing || present
+			next = map[string]any{}
+			if removing {
+				for k := range c {
+					next[k] = nil
+				}
+			}
+			m[p] = next
+		}
+		m, cur = next, c
+	}
+	m[path[len(path)-1]] = v
+	return nil
 }
 
 // stampGenerations: written with the object, status bumps the generation.
@@ -102,7 +138,7 @@ func (p *part) stampGenerations(body, latest map[string]any, o Options) error {
 		}
 		og, _, _ := unstructured.NestedInt64(latest, "status", "observedGeneration")
 		if bumps() || og != next && og != gen {
-			if err := setNested(body, next, []string{"status", "observedGeneration"}); err != nil {
+			if err := unstructured.SetNestedField(body, next, "status", "observedGeneration"); err != nil {
 				return err
 			}
 		}
@@ -111,7 +147,8 @@ func (p *part) stampGenerations(body, latest map[string]any, o Options) error {
 		return nil
 	}
 	for _, l := range p.lists {
-		if sent, ok := nested(body, l.path).([]any); ok && l.conditions {
+		v, _, _ := unstructured.NestedFieldNoCopy(body, l.path...)
+		if sent, ok := v.([]any); ok && l.conditions {
 			l.stampGeneration(sent, p.gen, next)
 		}
 	}

@@ -89,3 +89,9 @@ func change(rng *rand.Rand, w *testapi.Widget) {
 		w.Finalizers = append(w.Finalizers, "y.dev/g")
 	}
 }
+
+// nested is the value at path in m (nil where there is none).
+func nested(m map[string]any, path []string) any {
+	v, _, _ := unstructured.NestedFieldNoCopy(m, path...)
+	return v
+}

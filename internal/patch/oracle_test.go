@@ -49,8 +49,8 @@ func planMain(bm, snap, am map[string]any, obj client.Object, o Options) ([]*par
 		if (b != nil && !bok) || (a != nil && !aok) {
 			continue
 		}
-		removeNested(bm, l.path)
-		removeNested(am, l.path)
+		unstructured.RemoveNestedField(bm, l.path...)
+		unstructured.RemoveNestedField(am, l.path...)
 		lists = append(lists, l)
 	}
 	all = lists

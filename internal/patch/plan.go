@@ -89,7 +89,8 @@ func plan(snap, am map[string]any, obj client.Object, o Options) ([]*part, error
 	}
 	lists := all[:0]
 	for _, l := range all {
-		b, a := nested(snap, l.path), nested(am, l.path)
+		b, _, _ := unstructured.NestedFieldNoCopy(snap, l.path...)
+		a, _, _ := unstructured.NestedFieldNoCopy(am, l.path...)
 		var bok, aok bool
 		l.before, bok = b.([]any)
 		l.after, aok = a.([]any)
@@ -101,8 +102,8 @@ func plan(snap, am map[string]any, obj client.Object, o Options) ([]*part, error
 	all = lists
 	bm := takeApart(snap, all)
 	for _, l := range all {
-		removeNested(bm, l.path)
-		removeNested(am, l.path)
+		unstructured.RemoveNestedField(bm, l.path...)
+		unstructured.RemoveNestedField(am, l.path...)
 	}
 
 	gen, _, _ := unstructured.NestedInt64(bm, "metadata", "generation")
@@ -209,7 +210,7 @@ func takeApart(snap map[string]any, lists []*list) map[string]any {
 	}
 	for i, l := range lists {
 		if !present(snap, l.path) {
-			continue // removeNested deletes nothing
+			continue // RemoveNestedField deletes nothing
 		}
 		m := bm
 		for j, k := range l.path[:len(l.path)-1] {
