@@ -8,20 +8,11 @@ package object
 // jsonpatch.CreateMergePatch gives, without the JSON: values compare as
 // [SameJSON] (an int64 and a float64 of one value are equal, integers are
 // compared exactly, past 2^53 too; a Go nil map or list is null, not an
-// empty one, as the JSON encoder has it). The patch
-// holds copies of after's values: changing it changes neither input. No
-// difference is an empty, non-nil map.
+// empty one, as the JSON encoder has it). The patch holds copies of
+// after's values: changing it changes neither input. No difference is nil:
+// a map is made only where there is a difference (most maps of two
+// versions of an object are equal).
 func MergeDiff(before, after map[string]any) map[string]any {
-	if diff := mergeDiff(before, after); diff != nil {
-		return diff
-	}
-	return map[string]any{}
-}
-
-// mergeDiff is MergeDiff with no difference nil: a map is made only where
-// there is a difference (most maps of two versions of an object are
-// equal).
-func mergeDiff(before, after map[string]any) map[string]any {
 	var diff map[string]any
 	set := func(k string, v any) {
 		if diff == nil {
@@ -38,7 +29,7 @@ func mergeDiff(before, after map[string]any) map[string]any {
 		am, aIsMap := av.(map[string]any)
 		bm, bIsMap := bv.(map[string]any)
 		if aIsMap && bIsMap && am != nil && bm != nil {
-			if sub := mergeDiff(bm, am); sub != nil {
+			if sub := MergeDiff(bm, am); sub != nil {
 				set(k, sub)
 			}
 			continue

@@ -224,7 +224,8 @@ func (p *part) collectDrops(diff, before map[string]any, path []string) {
 			if m, ok := before[k].(map[string]any); ok {
 				here := append(slices.Clone(path), k)
 				meta := len(here) == 2 && here[0] == "metadata" && (k == "labels" || k == "annotations")
-				p.drops = append(p.drops, mapDrop{path: here, read: object.DeepCopyJSON(m), keyByKey: meta})
+				// The snapshot's map itself: the snapshot is only read.
+				p.drops = append(p.drops, mapDrop{path: here, read: m, keyByKey: meta})
 			}
 		case map[string]any:
 			if b, ok := before[k].(map[string]any); ok {

@@ -20,7 +20,7 @@ func TestAPathNamedTwiceIsOneList(t *testing.T) {
 	latest := js(`{"metadata":{"name":"x","generation":1,"ownerReferences":[{"uid":"o1","name":"a","controller":true}]}}`)
 	for _, lists := range [][][]string{nil, {{"metadata", "ownerReferences"}}, {{"status", "conditions"}, {"metadata", "ownerReferences"}}} {
 		o := Options{ConditionLists: lists}
-		parts, err := plan(runtime.DeepCopyJSON(before), runtime.DeepCopyJSON(after), &unstructured.Unstructured{Object: after}, o)
+		parts, err := plan(runtime.DeepCopyJSON(before), &unstructured.Unstructured{Object: after}, o)
 		if err != nil || len(parts) != 1 {
 			t.Fatalf("%v: plan = %d parts, %v", lists, len(parts), err)
 		}

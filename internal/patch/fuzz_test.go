@@ -33,7 +33,7 @@ func FuzzMerge(f *testing.F) {
 		theirs := foreign(rng, latest)
 
 		snap := runtime.DeepCopyJSON(before)
-		parts, err := plan(snap, runtime.DeepCopyJSON(after), &unstructured.Unstructured{Object: after}, Options{})
+		parts, err := plan(snap, &unstructured.Unstructured{Object: after}, Options{})
 		if err != nil {
 			t.Fatal(err)
 		}

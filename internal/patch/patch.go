@@ -127,14 +127,14 @@ func (w *Writer) Patch(ctx context.Context, before, obj client.Object, o Options
 	if unchanged(before, obj, o) {
 		return Result{}, nil // no JSON work for the common reconcile
 	}
-	bm, am, err := toMaps(before, obj)
+	// The snapshot as a map is the latest state too: plan and the writes
+	// only read it.
+	bm, err := object.ToMapWithoutManagedFields(before)
 	if err != nil {
 		return Result{}, err
 	}
-	// plan takes a copy of the maps it deletes from apart; the state keeps
-	// the snapshot whole.
 	st := &state{m: bm, rv: before.GetResourceVersion(), uid: string(before.GetUID())}
-	parts, err := plan(bm, am, obj, o)
+	parts, err := plan(bm, obj, o)
 	if err != nil {
 		return Result{}, err
 	}
@@ -168,19 +168,6 @@ func (w *Writer) Patch(ctx context.Context, before, obj client.Object, o Options
 		object.Move(obj, answer)
 	}
 	return res, nil
-}
-
-// toMaps converts the snapshot before and the changed obj to maps, without
-// metadata.managedFields (which the API server owns and no write sends),
-// for plan.
-func toMaps(before, obj client.Object) (bm, am map[string]any, err error) {
-	if bm, err = object.ToMapWithoutManagedFields(before); err != nil {
-		return nil, nil, err
-	}
-	if am, err = object.ToMapWithoutManagedFields(obj); err != nil {
-		return nil, nil, err
-	}
-	return bm, am, nil
 }
 
 // state is the latest known state of the object.

@@ -21,6 +21,8 @@ func js(s string) map[string]any {
 	return m
 }
 
+// plan's merge patch prunes the empty objects that add nothing, and only
+// those.
 func TestMergeDiffPrunesEmptyObjectsOnly(t *testing.T) {
 	for _, tc := range []struct{ name, before, after, want string }{
 		{"empty object under an absent parent", `{"spec":{}}`, `{"spec":{"topology":{}}}`, `{}`},
@@ -33,9 +35,13 @@ func TestMergeDiffPrunesEmptyObjectsOnly(t *testing.T) {
 		{"a real change beside an empty object", `{}`, `{"spec":{"topology":{},"size":1}}`, `{"spec":{"size":1}}`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := mergeDiff(js(tc.before), js(tc.after))
-			if err != nil {
-				t.Fatal(err)
+			parts, err := plan(js(tc.before), &unstructured.Unstructured{Object: js(tc.after)}, Options{})
+			if err != nil || len(parts) > 1 {
+				t.Fatalf("plan: %d parts, %v", len(parts), err)
+			}
+			got := map[string]any{}
+			if len(parts) == 1 {
+				got = parts[0].diff
 			}
 			if g, _ := json.Marshal(got); string(g) != mustCompact(tc.want) {
 				t.Errorf("diff = %s, want %s", g, tc.want)
@@ -211,10 +217,10 @@ func TestUnchangedFastPath(t *testing.T) {
 }
 
 // plan and body only read the snapshot, which the engine keeps as the
-// latest state for the writes and re-tries (plan deletes from its own copy
-// of the maps above the lists, and of the top level and metadata): every
-// list and map of it is left whole, also ones of further condition lists
-// and ones a change drops whole.
+// latest state for the writes and re-tries (plan takes the lists out of
+// the merge patches, not out of the snapshot): every list and map of it is
+// left whole, also ones of further condition lists and ones a change drops
+// whole.
 func TestPlanLeavesTheSnapshotWhole(t *testing.T) {
 	snap := js(`{"apiVersion":"v1","kind":"W","metadata":{"name":"w","generation":3,"resourceVersion":"7","uid":"u",
 		"labels":{"a":"1","b":"2"},"finalizers":["x/a"],"ownerReferences":[{"uid":"o1","name":"o"}]},
@@ -228,8 +234,7 @@ func TestPlanLeavesTheSnapshotWhole(t *testing.T) {
 			"v1beta2":{"conditions":[{"type":"A","status":"False"}]}}}`)
 	want := runtime.DeepCopyJSON(snap)
 	o := Options{ObservedGeneration: true, OwnedConditions: []string{"Ready"}, ConditionLists: [][]string{{"status", "v1beta2", "conditions"}}}
-	obj := &unstructured.Unstructured{Object: runtime.DeepCopyJSON(am)}
-	parts, err := plan(snap, am, obj, o)
+	parts, err := plan(snap, &unstructured.Unstructured{Object: am}, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -260,7 +265,7 @@ func TestPlanKeysAndOwnedConditions(t *testing.T) {
 	latest := js(`{"metadata":{"generation":1,"ownerReferences":[{"uid":"o1","name":"o","controller":true}]},
 		"status":{"conditions":[{"type":"Ready","status":"True"},{"type":"Synced","status":"True"}]}}`)
 	o := Options{OwnedConditions: []string{"Ready"}}
-	parts, err := plan(snap, am, &unstructured.Unstructured{Object: runtime.DeepCopyJSON(am)}, o)
+	parts, err := plan(snap, &unstructured.Unstructured{Object: am}, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -298,7 +303,7 @@ func TestBodyLeavesItsInputsWhole(t *testing.T) {
 	latest := jsInts(`{"metadata":{"generation":3,"finalizers":["x/a","y/c"]},
 		"status":{"conditions":[{"type":"Ready","status":"False","observedGeneration":3},{"type":"Theirs","status":"False"}]}}`)
 	o := Options{ObservedGeneration: true}
-	parts, err := plan(snap, am, &unstructured.Unstructured{Object: runtime.DeepCopyJSON(am)}, o)
+	parts, err := plan(snap, &unstructured.Unstructured{Object: am}, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -364,7 +369,7 @@ func TestSiblingMapsDroppedDeep(t *testing.T) {
 	am := jsInts(`{"metadata":{"generation":1},"spec":{"a":{"x":{"z":1}}}}`)
 	latest := jsInts(`{"metadata":{"generation":1},"spec":{"a":{"x":{"y":{"k":1},"y2":{"k":2,"theirs":true},"y3":{"k":3},"z":1}}}}`)
 	for range 20 { // in every order of the keys
-		parts, err := plan(snap, runtime.DeepCopyJSON(am), &unstructured.Unstructured{Object: runtime.DeepCopyJSON(am)}, Options{})
+		parts, err := plan(snap, &unstructured.Unstructured{Object: am}, Options{})
 		if err != nil {
 			t.Fatal(err)
 		}

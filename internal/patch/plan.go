@@ -22,7 +22,7 @@ type part struct {
 	diff   map[string]any
 	lists  []*list
 	// drops are the maps this change removes whole (a null in diff where
-	// the snapshot had a map with keys): see dropMaps.
+	// the snapshot had a map with keys): see mapDrop.
 	drops []mapDrop
 	// gen is the generation the change was computed from (the snapshot's).
 	gen int64
@@ -51,12 +51,14 @@ var skippedMetadata = []string{
 	"deletionTimestamp", "deletionGracePeriodSeconds", "selfLink", "finalizers", "ownerReferences",
 }
 
-// plan splits the change from snap (the snapshot) to am (the object as
-// changed, a map this call may change) into the writes to make. plan only
-// reads snap (the caller keeps it as the latest state): it takes apart a
-// copy of the maps it deletes from, sharing the rest.
-func plan(snap, am map[string]any, obj client.Object, o Options) ([]*part, error) {
-	var err error
+// plan splits the change from snap (the snapshot as a map, which plan only
+// reads: the caller keeps it as the latest state) to obj (the object as
+// changed) into the writes to make.
+func plan(snap map[string]any, obj client.Object, o Options) ([]*part, error) {
+	am, err := object.ToMapWithoutManagedFields(obj)
+	if err != nil {
+		return nil, err
+	}
 	if o.ObservedGeneration {
 		if err := unstructured.SetNestedField(am, obj.GetGeneration(), "status", "observedGeneration"); err != nil {
 			return nil, fmt.Errorf("setting status.observedGeneration: %w", err)
@@ -65,15 +67,26 @@ func plan(snap, am map[string]any, obj client.Object, o Options) ([]*part, error
 	owned := ownedSet(o.OwnedConditions)
 	// The lists, in one allocation (plan runs on every write).
 	backing := make([]list, 0, 3+len(o.ConditionLists))
-	all := make([]*list, 0, cap(backing))
+	lists := make([]*list, 0, cap(backing))
 	add := func(l list) {
 		for i := range backing {
 			if slices.Equal(backing[i].path, l.path) {
 				return // named again: the first list at a path is the one rebased
 			}
 		}
+		b, _, _ := unstructured.NestedFieldNoCopy(snap, l.path...)
+		a, _, _ := unstructured.NestedFieldNoCopy(am, l.path...)
+		var bok, aok bool
+		l.before, bok = b.([]any)
+		l.after, aok = a.([]any)
 		backing = append(backing, l)
-		all = append(all, &backing[len(backing)-1])
+		if (b != nil && !bok) || (a != nil && !aok) {
+			return // not a list there: an ordinary field of the diff
+		}
+		lists = append(lists, &backing[len(backing)-1])
+		// Rebased apart: the diff sees the snapshot's list alone, as a
+		// removal, which without takes out.
+		unstructured.RemoveNestedField(am, l.path...)
 	}
 	add(list{path: finalizersPath, key: stringKey})
 	add(list{path: ownerReferencesPath, key: uidKey})
@@ -82,69 +95,59 @@ func plan(snap, am map[string]any, obj client.Object, o Options) ([]*part, error
 		if i >= 0 {
 			p = o.ConditionLists[i]
 		}
-		if len(p) == 0 {
-			continue
+		if len(p) > 0 {
+			add(list{path: p, key: typeKey, owned: owned, conditions: true})
 		}
-		add(list{path: p, key: typeKey, owned: owned, conditions: true})
 	}
-	lists := all[:0]
-	for _, l := range all {
-		b, _, _ := unstructured.NestedFieldNoCopy(snap, l.path...)
-		a, _, _ := unstructured.NestedFieldNoCopy(am, l.path...)
-		var bok, aok bool
-		l.before, bok = b.([]any)
-		l.after, aok = a.([]any)
-		if (b != nil && !bok) || (a != nil && !aok) {
-			continue // not a list there: an ordinary field of the diff
+	// without takes the lists out of the merge patch d from before, and the
+	// empty objects that add nothing (see prune); no difference is an empty
+	// map, to which a write may add.
+	without := func(d, before map[string]any) map[string]any {
+		for _, l := range lists {
+			unstructured.RemoveNestedField(d, l.path...)
 		}
-		lists = append(lists, l)
-	}
-	all = lists
-	bm := takeApart(snap, all)
-	for _, l := range all {
-		unstructured.RemoveNestedField(bm, l.path...)
-		unstructured.RemoveNestedField(am, l.path...)
+		prune(d, before)
+		if d == nil {
+			return map[string]any{}
+		}
+		return d
 	}
 
-	gen, _, _ := unstructured.NestedInt64(bm, "metadata", "generation")
-	// status
-	sb, _ := bm["status"].(map[string]any)
-	sa, _ := am["status"].(map[string]any)
+	gen, _, _ := unstructured.NestedInt64(snap, "metadata", "generation")
 	// The two parts and the list of those to write, in one allocation.
 	both := new(struct {
 		parts [2]part
 		ptrs  [2]*part
 	})
-	status := &both.parts[0]
-	*status = part{status: true, gen: gen}
+	status, main := &both.parts[0], &both.parts[1]
+	*status, *main = part{status: true, gen: gen}, part{gen: gen}
+	// status, to the status subresource
+	sb, _ := snap["status"].(map[string]any)
+	sa, _ := am["status"].(map[string]any)
 	if len(sb) == 0 && len(sa) == 0 {
 		// No status on either side (a finalizer's write, say): no
 		// difference, without building two maps to find it.
 		status.diff = map[string]any{}
-	} else if status.diff, err = mergeDiff(map[string]any{"status": orEmpty(sb)}, map[string]any{"status": orEmpty(sa)}); err != nil {
-		return nil, err
+	} else {
+		before := map[string]any{"status": orEmpty(sb)}
+		status.diff = without(object.MergeDiff(before, map[string]any{"status": orEmpty(sa)}), before)
 	}
 	status.collectDrops(status.diff, snap, nil)
-	// the rest
-	strip := func(m map[string]any) map[string]any {
-		delete(m, "status")
-		delete(m, "apiVersion")
-		delete(m, "kind")
-		if md, ok := m["metadata"].(map[string]any); ok {
-			for _, f := range skippedMetadata {
-				delete(md, f)
-			}
+	// the rest, without what the API server owns
+	delete(am, "status") // a removal, dropped below, not a walk of status again
+	main.diff = object.MergeDiff(snap, am)
+	delete(main.diff, "status")
+	delete(main.diff, "apiVersion")
+	delete(main.diff, "kind")
+	if md, ok := main.diff["metadata"].(map[string]any); ok {
+		for _, f := range skippedMetadata {
+			delete(md, f)
 		}
-		return m
 	}
-	main := &both.parts[1]
-	*main = part{gen: gen}
-	if main.diff, err = mergeDiff(strip(bm), strip(am)); err != nil {
-		return nil, err
-	}
+	main.diff = without(main.diff, snap)
 	main.collectDrops(main.diff, snap, nil)
-	for _, l := range all {
-		if !l.changed() && !l.hasOwned() {
+	for _, l := range lists {
+		if equalList(l.before, l.after) && !l.hasOwned() {
 			continue
 		}
 		if l.path[0] == "status" {
@@ -170,15 +173,6 @@ func plan(snap, am map[string]any, obj client.Object, o Options) ([]*part, error
 	return parts, nil
 }
 
-// mergeDiff is the JSON merge patch from before to after, without the
-// empty objects that add nothing (see prune). It works on the maps, without
-// encoding them (see [object.MergeDiff]).
-func mergeDiff(before, after map[string]any) (map[string]any, error) {
-	diff := object.MergeDiff(before, after)
-	prune(diff, before)
-	return diff, nil
-}
-
 // prune drops from a merge patch the empty objects that change nothing: an
 // empty object merged where there was an object, no value or null adds no
 // field (it only appears because an omitempty field's parent struct is
@@ -197,51 +191,6 @@ func prune(patch, before map[string]any) {
 			}
 		}
 	}
-}
-
-// takeApart returns the copy of snap that plan deletes from: its top
-// level, its metadata (which strip takes apart) and, for each of lists that
-// snap holds, the maps above the list are copies, once each; every other
-// value is shared with snap, which stays whole.
-func takeApart(snap map[string]any, lists []*list) map[string]any {
-	bm := object.CopyMap(snap, 0)
-	if md, ok := snap["metadata"].(map[string]any); ok {
-		bm["metadata"] = object.CopyMap(md, 0)
-	}
-	for i, l := range lists {
-		if !present(snap, l.path) {
-			continue // RemoveNestedField deletes nothing
-		}
-		m := bm
-		for j, k := range l.path[:len(l.path)-1] {
-			next, ok := m[k].(map[string]any)
-			if !ok {
-				break
-			}
-			copied := j == 0 && k == "metadata" || slices.ContainsFunc(lists[:i], func(e *list) bool {
-				return len(e.path) > j+1 && slices.Equal(e.path[:j+1], l.path[:j+1]) && present(snap, e.path)
-			})
-			if !copied {
-				next = object.CopyMap(next, 0)
-				m[k] = next
-			}
-			m = next
-		}
-	}
-	return bm
-}
-
-// present reports whether m holds a value (null included) at path.
-func present(m map[string]any, path []string) bool {
-	for _, k := range path[:len(path)-1] {
-		next, ok := m[k].(map[string]any)
-		if !ok {
-			return false
-		}
-		m = next
-	}
-	_, ok := m[path[len(path)-1]]
-	return ok
 }
 
 // ownedSet is the set of owned condition types (nil for none: no entry

@@ -52,8 +52,6 @@ func rawKey(v any) string {
 	return "\x00" + string(b)
 }
 
-func (l *list) changed() bool { return !equalList(l.before, l.after) }
-
 // hasOwned reports whether after holds an owned entry: its value is
 // imposed on a rebase even where this change did not alter it.
 func (l *list) hasOwned() bool {
