@@ -24,10 +24,6 @@ func planMain(bm, snap, am map[string]any, obj client.Object, o Options) ([]*par
 			return nil, fmt.Errorf("setting status.observedGeneration: %w", err)
 		}
 	}
-	owned := map[string]bool{}
-	for _, t := range o.OwnedConditions {
-		owned[t] = true
-	}
 	all := []*list{
 		{path: []string{"metadata", "finalizers"}, key: stringKey},
 		{path: []string{"metadata", "ownerReferences"}, key: fieldKey("uid")},
@@ -37,7 +33,7 @@ func planMain(bm, snap, am map[string]any, obj client.Object, o Options) ([]*par
 		if len(p) == 0 {
 			continue
 		}
-		all = append(all, &list{path: p, key: fieldKey("type"), owned: owned, conditions: true})
+		all = append(all, &list{path: p, key: fieldKey("type"), owned: o.OwnedConditions, conditions: true})
 	}
 	lists := all[:0]
 	for _, l := range all {
@@ -114,7 +110,7 @@ func mergeDiffMain(before, after map[string]any) map[string]any {
 func rebaseMain(l *list, current []any, gen int64) (out []any, stale string) {
 	bi, ai := index(l.before, l.key), index(l.after, l.key)
 	ci := index(current, l.key)
-	ours := l.ours()
+	ours := l.ours(bi, ai)
 	out = []any{}
 	placed := map[string]bool{}
 	for _, a := range l.after {

@@ -79,11 +79,7 @@ func TestRebase(t *testing.T) {
 			`[{"type":"O","status":"False"}]`, `[{"type":"O","status":"True"}]`, `[{"type":"O","status":"True"}]`, `[{"type":"O","status":"True"}]`, []string{"O"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			owned := map[string]bool{}
-			for _, o := range tc.owned {
-				owned[o] = true
-			}
-			l := &list{key: fieldKey("type"), owned: owned, before: parse(tc.before), after: parse(tc.after)}
+			l := &list{key: fieldKey("type"), owned: tc.owned, before: parse(tc.before), after: parse(tc.after)}
 			out, _ := l.rebase(parse(tc.current), 0)
 			got, _ := json.Marshal(out)
 			want, _ := json.Marshal(parse(tc.want))

@@ -64,7 +64,6 @@ func plan(snap map[string]any, obj client.Object, o Options) ([]*part, error) {
 			return nil, fmt.Errorf("setting status.observedGeneration: %w", err)
 		}
 	}
-	owned := ownedSet(o.OwnedConditions)
 	// The lists, in one allocation (plan runs on every write).
 	backing := make([]list, 0, 3+len(o.ConditionLists))
 	lists := make([]*list, 0, cap(backing))
@@ -96,7 +95,7 @@ func plan(snap map[string]any, obj client.Object, o Options) ([]*part, error) {
 			p = o.ConditionLists[i]
 		}
 		if len(p) > 0 {
-			add(list{path: p, key: typeKey, owned: owned, conditions: true})
+			add(list{path: p, key: typeKey, owned: o.OwnedConditions, conditions: true})
 		}
 	}
 	// without takes the lists out of the merge patch d from before, and the
@@ -191,19 +190,6 @@ func prune(patch, before map[string]any) {
 			}
 		}
 	}
-}
-
-// ownedSet is the set of owned condition types (nil for none: no entry
-// is owned).
-func ownedSet(types []string) map[string]bool {
-	if len(types) == 0 {
-		return nil
-	}
-	owned := make(map[string]bool, len(types))
-	for _, t := range types {
-		owned[t] = true
-	}
-	return owned
 }
 
 func orEmpty(m map[string]any) map[string]any {

@@ -14,7 +14,7 @@ import (
 type list struct {
 	path          []string
 	key           func(any) string
-	owned         map[string]bool
+	owned         []string // the owned condition types
 	before, after []any
 	// conditions: entries are conditions (keyed by type), whose
 	// lastTransitionTime and observedGeneration follow the rules of rebase.
@@ -56,7 +56,7 @@ func rawKey(v any) string {
 // imposed on a rebase even where this change did not alter it.
 func (l *list) hasOwned() bool {
 	for _, a := range l.after {
-		if l.owned[ownedKey(a)] {
+		if slices.Contains(l.owned, ownedKey(a)) {
 			return true
 		}
 	}
@@ -96,7 +96,7 @@ func index(items []any, key func(any) string) map[string]any {
 func (l *list) rebase(current []any, gen int64) (out []any, stale string) {
 	bi, ai := index(l.before, l.key), index(l.after, l.key)
 	ci := index(current, l.key)
-	ours := l.ours()
+	ours := l.ours(bi, ai)
 	// The entries are shared with after and current, not copied: nothing
 	// changes them in place (condition and stampGeneration change copies).
 	out = make([]any, 0, len(l.after)+len(current))
@@ -142,12 +142,11 @@ func (l *list) rebase(current []any, gen int64) (out []any, stale string) {
 }
 
 // ours are the keys of the entries this change added, changed or removed,
-// and of the owned ones.
-func (l *list) ours() map[string]bool {
-	bi, ai := index(l.before, l.key), index(l.after, l.key)
+// and of the owned ones; bi and ai index before and after.
+func (l *list) ours(bi, ai map[string]any) map[string]bool {
 	ours := map[string]bool{}
 	for k, a := range ai {
-		if b, ok := bi[k]; !ok || !reflect.DeepEqual(a, b) || l.owned[ownedKey(a)] {
+		if b, ok := bi[k]; !ok || !reflect.DeepEqual(a, b) || slices.Contains(l.owned, ownedKey(a)) {
 			ours[k] = true
 		}
 	}
@@ -162,7 +161,7 @@ func (l *list) ours() map[string]bool {
 // stampGeneration sets, in list (the entries to be sent), the
 // observedGeneration of each condition of ours that observed gen to next.
 func (l *list) stampGeneration(list []any, gen, next int64) {
-	ours := l.ours()
+	ours := l.ours(index(l.before, l.key), index(l.after, l.key))
 	for i, e := range list {
 		m, ok := e.(map[string]any)
 		if !ok || !ours[l.key(e)] || generation(m) != gen {
