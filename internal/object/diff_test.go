@@ -2,6 +2,7 @@ package object
 
 import (
 	"encoding/json"
+	"errors"
 	"math"
 	"math/rand/v2"
 	"reflect"
@@ -344,5 +345,31 @@ func TestDeepCopyJSON(t *testing.T) {
 	}
 	if DeepCopyJSON(nil) != nil {
 		t.Fatal("DeepCopyJSON(nil) is not nil")
+	}
+}
+
+// TestAsJSON: AsJSON returns a map of JSON values itself, converts the
+// uint64 of a typed object's unsigned field (which runtime.DeepCopyJSON
+// then takes), and refuses what the JSON encoder refuses, naming the field.
+func TestAsJSON(t *testing.T) {
+	m := map[string]any{"a": map[string]any{"n": int64(1), "l": []any{"x", 1.5, nil}}}
+	if got, err := AsJSON(m); err != nil || reflect.ValueOf(got).Pointer() != reflect.ValueOf(m).Pointer() {
+		t.Fatalf("AsJSON of JSON values: %v, %v; want the map itself", got, err)
+	}
+	u := map[string]any{"status": map[string]any{"count": uint64(3), "ports": []any{uint64(80)}}}
+	got, err := AsJSON(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]any{"status": map[string]any{"count": int64(3), "ports": []any{int64(80)}}}
+	if !reflect.DeepEqual(runtime.DeepCopyJSON(got), want) {
+		t.Fatalf("AsJSON = %v, want %v", got, want)
+	}
+	if u["status"].(map[string]any)["count"] != uint64(3) {
+		t.Fatal("AsJSON changed its input")
+	}
+	var pe *PathError
+	if _, err := AsJSON(map[string]any{"spec": map[string]any{"ratio": math.NaN()}}); !errors.As(err, &pe) || pe.Path != "spec.ratio" {
+		t.Fatalf("AsJSON of a NaN: %v, want a PathError at spec.ratio", err)
 	}
 }

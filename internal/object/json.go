@@ -207,15 +207,18 @@ func jsonTyped(v any, finite bool) bool {
 	return false
 }
 
-// CheckJSON reports a value in m that the JSON encoder refuses (a NaN, an
-// infinity, a Go value that is no JSON value) as a [*PathError] naming
-// its field; nil, without a copy, when there is none.
-func CheckJSON(m map[string]any) error {
+// AsJSON returns m in JSON types, as the encoder writes them: m itself,
+// without a copy, where it holds only JSON values; else its copy by
+// [ToJSONTypes] (the uint64 the converter of k8s.io/apimachinery v0.36
+// gives for an unsigned struct field becomes an int64), which
+// runtime.DeepCopyJSON takes. A value the JSON encoder refuses (a NaN, an
+// infinity, a Go value that is no JSON value) is a [*PathError] naming its
+// field.
+func AsJSON(m map[string]any) (map[string]any, error) {
 	if jsonTyped(m, true) {
-		return nil
+		return m, nil
 	}
-	_, err := ToJSONTypes(m)
-	return err
+	return ToJSONTypes(m)
 }
 
 // Equal reports whether a and b hold the same Go values, field for field

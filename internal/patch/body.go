@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/steadyk8s/steady/internal/object"
 )
@@ -25,7 +26,7 @@ func (p *part) body(latest map[string]any, o Options) (body map[string]any, lock
 			return nil, false, fmt.Sprintf("status was computed from generation %d; the live status has observed generation %d", p.gen, live), nil
 		}
 	}
-	body = object.DeepCopyJSON(p.diff)
+	body = runtime.DeepCopyJSON(p.diff) // plan made it JSON types (object.AsJSON)
 	for _, d := range p.drops {
 		cur, _, _ := unstructured.NestedFieldNoCopy(latest, d.path...)
 		v, keep, exact := d.removal(cur)

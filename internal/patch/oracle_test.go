@@ -84,7 +84,8 @@ func planMain(bm, snap, am map[string]any, obj client.Object, o Options) ([]*par
 		status.rest = main
 	}
 	for _, p := range []*part{status, main} {
-		if err := object.CheckJSON(p.diff); err != nil {
+		var err error
+		if p.diff, err = object.AsJSON(p.diff); err != nil {
 			return nil, err
 		}
 		if len(p.diff) > 0 || len(p.lists) > 0 {

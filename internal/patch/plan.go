@@ -162,7 +162,7 @@ func plan(snap map[string]any, obj client.Object, o Options) ([]*part, error) {
 	for _, p := range []*part{status, main} {
 		// A value JSON cannot encode (a NaN) is refused before any write,
 		// not after the status was written.
-		if err := object.CheckJSON(p.diff); err != nil {
+		if p.diff, err = object.AsJSON(p.diff); err != nil {
 			return nil, err
 		}
 		if len(p.diff) > 0 || len(p.lists) > 0 {
