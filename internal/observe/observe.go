@@ -172,22 +172,26 @@ func (o *observed) List(ctx context.Context, list client.ObjectList, opts ...cli
 func (o *observed) Create(ctx context.Context, obj client.Object, opts ...client.CreateOption) error {
 	dry := len(opts) > 0 && dryRun((&client.CreateOptions{}).ApplyOptions(opts).DryRun)
 	err := o.Client.Create(ctx, obj, opts...)
-	o.done(ctx, "", "create", dry, obj, func() []string { return []string{"created"} }, err)
+	o.done(writeLog(ctx), "", "create", dry, obj, func() []string { return []string{"created"} }, err)
 	return err
 }
 
 func (o *observed) Update(ctx context.Context, obj client.Object, opts ...client.UpdateOption) error {
 	dry := len(opts) > 0 && dryRun((&client.UpdateOptions{}).ApplyOptions(opts).DryRun)
 	err := o.Client.Update(ctx, obj, opts...)
-	o.done(ctx, "", "update", dry, obj, func() []string { return []string{"metadata", "spec"} }, err)
+	o.done(writeLog(ctx), "", "update", dry, obj, func() []string { return []string{"metadata", "spec"} }, err)
 	return err
 }
 
 func (o *observed) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
 	dry := len(opts) > 0 && dryRun((&client.PatchOptions{}).ApplyOptions(opts).DryRun)
-	changed := patchedFields(ctx, obj, patch) // before the call: obj becomes the answer
+	log := writeLog(ctx)
+	var changed []string
+	if log.Enabled() && !dry {
+		changed = patchedFields(obj, patch) // before the call: obj becomes the answer
+	}
 	err := o.Client.Patch(ctx, obj, patch, opts...)
-	o.done(ctx, "", "patch", dry, obj, changed, err)
+	o.done(log, "", "patch", dry, obj, func() []string { return changed }, err)
 	return err
 }
 
@@ -204,14 +208,14 @@ func (o *observed) Apply(ctx context.Context, cfg runtime.ApplyConfiguration, op
 func (o *observed) Delete(ctx context.Context, obj client.Object, opts ...client.DeleteOption) error {
 	dry := len(opts) > 0 && dryRun((&client.DeleteOptions{}).ApplyOptions(opts).DryRun)
 	err := o.Client.Delete(ctx, obj, opts...)
-	o.done(ctx, "", "delete", dry, obj, func() []string { return []string{"deleted"} }, err)
+	o.done(writeLog(ctx), "", "delete", dry, obj, func() []string { return []string{"deleted"} }, err)
 	return err
 }
 
 func (o *observed) DeleteAllOf(ctx context.Context, obj client.Object, opts ...client.DeleteAllOfOption) error {
 	dry := len(opts) > 0 && dryRun((&client.DeleteAllOfOptions{}).ApplyOptions(opts).DryRun)
 	err := o.Client.DeleteAllOf(ctx, obj, opts...)
-	o.done(ctx, "", "deleteallof", dry, obj, func() []string { return []string{"deleted"} }, err)
+	o.done(writeLog(ctx), "", "deleteallof", dry, obj, func() []string { return []string{"deleted"} }, err)
 	return err
 }
 
@@ -226,22 +230,26 @@ type observedStatus struct {
 
 func (s *observedStatus) Create(ctx context.Context, obj client.Object, sub client.Object, opts ...client.SubResourceCreateOption) error {
 	err := s.w.Create(ctx, obj, sub, opts...)
-	s.o.done(ctx, "status", "create", false, obj, func() []string { return []string{"status"} }, err)
+	s.o.done(writeLog(ctx), "status", "create", false, obj, func() []string { return []string{"status"} }, err)
 	return err
 }
 
 func (s *observedStatus) Update(ctx context.Context, obj client.Object, opts ...client.SubResourceUpdateOption) error {
 	dry := len(opts) > 0 && dryRun((&client.SubResourceUpdateOptions{}).ApplyOptions(opts).DryRun)
 	err := s.w.Update(ctx, obj, opts...)
-	s.o.done(ctx, "status", "update", dry, obj, func() []string { return []string{"status"} }, err)
+	s.o.done(writeLog(ctx), "status", "update", dry, obj, func() []string { return []string{"status"} }, err)
 	return err
 }
 
 func (s *observedStatus) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
 	dry := len(opts) > 0 && dryRun((&client.SubResourcePatchOptions{}).ApplyOptions(opts).DryRun)
-	changed := patchedFields(ctx, obj, patch)
+	log := writeLog(ctx)
+	var changed []string
+	if log.Enabled() && !dry {
+		changed = patchedFields(obj, patch) // before the call: obj becomes the answer
+	}
 	err := s.w.Patch(ctx, obj, patch, opts...)
-	s.o.done(ctx, "status", "patch", dry, obj, changed, err)
+	s.o.done(log, "status", "patch", dry, obj, func() []string { return changed }, err)
 	return err
 }
 
@@ -254,16 +262,16 @@ func (s *observedStatus) Apply(ctx context.Context, cfg runtime.ApplyConfigurati
 	return err
 }
 
-// done counts a write and logs it at V(1); dry runs are counted, not logged.
-// The object goes under controller-runtime's keys: its kind, with its
-// namespace and name (klog.KObj), as a reconciler's logger names the object
-// reconciled.
-func (o *observed) done(ctx context.Context, sub, verb string, dry bool, obj client.Object, changed func() []string, err error) {
+// done counts a write and logs it on log (the write's [writeLog]); dry
+// runs are counted, not logged. The object goes under controller-runtime's
+// keys: its kind, with its namespace and name (klog.KObj), as a
+// reconciler's logger names the object reconciled.
+func (o *observed) done(log logr.Logger, sub, verb string, dry bool, obj client.Object, changed func() []string, err error) {
 	o.counts.count(verb, sub, dry)
 	if dry {
 		return
 	}
-	if log := writeLog(ctx); log.Enabled() {
+	if log.Enabled() {
 		msg := verb
 		if sub != "" {
 			msg = sub + " " + verb
@@ -287,8 +295,7 @@ func logWrite(log logr.Logger, what string, kvAndErr ...any) {
 // writeLog is the V(1) logger of ctx, where writes are logged: the logger
 // in ctx, else (also for a nil ctx) controller-runtime's root logger, as
 // logf.FromContext gives them, without logf.FromContext's WithValues,
-// which copies the logger on every call (twice per write: what a patch
-// changed, and the write).
+// which copies the logger on every call. A write asks once.
 func writeLog(ctx context.Context) logr.Logger {
 	l := logf.Log
 	if ctx != nil {
@@ -306,19 +313,16 @@ func writeLog(ctx context.Context) logr.Logger {
 func dryRun(d []string) bool { return slices.Contains(d, "All") }
 
 // patchedFields returns the top-level fields a patch sets (metadata, spec,
-// status and so on), computed before the call, while obj is still what the
-// patch was made from, and only when the write will be logged. A metadata
-// that carries only preconditions (resourceVersion, uid) does not count.
-func patchedFields(ctx context.Context, obj client.Object, patch client.Patch) func() []string {
-	if !writeLog(ctx).Enabled() {
-		return func() []string { return nil }
-	}
+// status and so on), for the log of a write: computed before the call,
+// while obj is still what the patch was made from. A metadata that carries
+// only preconditions (resourceVersion, uid) does not count.
+func patchedFields(obj client.Object, patch client.Patch) []string {
 	data, err := patch.Data(obj)
 	if err != nil {
-		return func() []string { return nil }
+		return nil
 	}
-	var out []string
 	if patch.Type() == types.JSONPatchType {
+		var out []string
 		var ops []struct {
 			Path string `json:"path"`
 		}
@@ -329,7 +333,7 @@ func patchedFields(ctx context.Context, obj client.Object, patch client.Patch) f
 			}
 		}
 		sort.Strings(out)
-		return func() []string { return out }
+		return out
 	}
 	var m map[string]json.RawMessage
 	_ = json.Unmarshal(data, &m)
@@ -341,8 +345,7 @@ func patchedFields(ctx context.Context, obj client.Object, patch client.Patch) f
 			delete(m, "metadata")
 		}
 	}
-	out = keys(m)
-	return func() []string { return out }
+	return keys(m)
 }
 
 func topLevel(cfg runtime.ApplyConfiguration) []string {
