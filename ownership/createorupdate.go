@@ -118,12 +118,17 @@ func rememberCreated(key memKey, desired, child client.Object, asked, a map[stri
 		rememberWritten(key, child)
 		return
 	}
-	m := object.DeepCopyJSON(asked) // withoutServerMetadata changes it
-	if asked == nil {
+	m := asked
+	if m == nil {
 		var err error
 		if m, err = object.ToMapWithoutManagedFields(desired); err != nil {
 			return
 		}
+	} else if md, ok := m["metadata"].(map[string]any); ok {
+		// withoutServerMetadata deletes from the metadata, which asked
+		// keeps: a copy of it, in a copy of the top level.
+		m = object.CopyMap(m, 0)
+		m["metadata"] = object.CopyMap(md, 0)
 	}
 	rememberKept(key, withoutStatus(withoutServerMetadata(m)), child, a)
 }

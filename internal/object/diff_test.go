@@ -317,37 +317,6 @@ func TestMergeDiffMakesMapsOnlyForDifferences(t *testing.T) {
 	}
 }
 
-// TestDeepCopyJSON: DeepCopyJSON is runtime.DeepCopyJSON (maps and lists copied,
-// nil ones kept as the nil of their type) on a JSON tree, and takes the
-// uint64 a typed object's unsigned field converts to, where
-// runtime.DeepCopyJSON panics.
-func TestDeepCopyJSON(t *testing.T) {
-	m := map[string]any{
-		"a": map[string]any{"list": []any{int64(1), map[string]any{"b": "c"}}, "nilMap": map[string]any(nil)},
-		"n": []any(nil), "f": 1.5, "s": "x", "t": true, "z": nil,
-	}
-	got := DeepCopyJSON(m)
-	if !reflect.DeepEqual(got, runtime.DeepCopyJSON(m)) {
-		t.Fatalf("DeepCopyJSON %v, DeepCopyJSON %v", got, runtime.DeepCopyJSON(m))
-	}
-	got["a"].(map[string]any)["list"].([]any)[1].(map[string]any)["b"] = "changed"
-	if m["a"].(map[string]any)["list"].([]any)[1].(map[string]any)["b"] != "c" {
-		t.Fatal("the copy shares a map with the original")
-	}
-	u := map[string]any{"status": map[string]any{"count": uint64(3), "ports": []any{uint64(80)}}}
-	c := DeepCopyJSON(u)
-	if !reflect.DeepEqual(c, u) {
-		t.Fatalf("got %v, want %v", c, u)
-	}
-	c["status"].(map[string]any)["count"] = uint64(4)
-	if u["status"].(map[string]any)["count"] != uint64(3) {
-		t.Fatal("the copy shares a map with the original")
-	}
-	if DeepCopyJSON(nil) != nil {
-		t.Fatal("DeepCopyJSON(nil) is not nil")
-	}
-}
-
 // TestAsJSON: AsJSON returns a map of JSON values itself, converts the
 // uint64 of a typed object's unsigned field (which runtime.DeepCopyJSON
 // then takes), and refuses what the JSON encoder refuses, naming the field.

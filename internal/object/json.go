@@ -321,39 +321,6 @@ func sameEncoded(a, b string) bool {
 	return slices.Equal(ar, br)
 }
 
-// DeepCopyJSON is runtime.DeepCopyJSON of m, a map as [ToMap] makes it, that
-// takes any scalar: the maps and lists are copied (a nil one stays the nil
-// of its type), every other value is shared (immutable). runtime.DeepCopyJSON
-// panics on what is no JSON type, such as the uint64 the converter of
-// k8s.io/apimachinery v0.36 gives for an unsigned struct field.
-func DeepCopyJSON(m map[string]any) map[string]any {
-	if m == nil {
-		return nil
-	}
-	out := make(map[string]any, len(m))
-	for k, v := range m {
-		out[k] = copyTree(v)
-	}
-	return out
-}
-
-func copyTree(v any) any {
-	switch v := v.(type) {
-	case map[string]any:
-		return DeepCopyJSON(v)
-	case []any:
-		if v == nil {
-			return v
-		}
-		out := make([]any, len(v))
-		for i, e := range v {
-			out[i] = copyTree(e)
-		}
-		return out
-	}
-	return v
-}
-
 // IsNull reports whether v encodes as JSON null: nil, or a Go nil
 // map[string]any or []any (code's var items []any, filled by no append).
 func IsNull(v any) bool {
