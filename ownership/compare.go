@@ -125,17 +125,6 @@ func changedAt(p, live, answer map[string]any) bool {
 	return false
 }
 
-// mergePatch is the JSON merge patch from a to b (removals as nulls), or
-// nil when there is no difference: a map that shares no map or list with a
-// or b (see [object.MergeDiff]), to rewrite in place (removeOnlyKeysRead,
-// the preconditions) and encode once, right before the request.
-func mergePatch(a, b map[string]any) map[string]any {
-	if p := object.MergeDiff(a, b); len(p) > 0 {
-		return p
-	}
-	return nil
-}
-
 // keeps reports whether answer, the API server's answer to a create or
 // update of want, holds every value want sets: what differs is only what
 // the server filled in (a default, a field a webhook added). A value it

@@ -112,7 +112,7 @@ func patchChild(ctx context.Context, c client.Client, live, child client.Object,
 			desired, sumErr = sum(withoutStatus(wantMap))
 		}
 		if m, ok := rememberedAt(key, live); sumErr != nil || !ok || m.sum != desired {
-			diff = mergePatch(withoutStatus(liveMap), withoutStatus(wantMap))
+			diff = object.MergeDiff(withoutStatus(liveMap), withoutStatus(wantMap))
 		}
 	}
 	if diff == nil && !statusDiffers {

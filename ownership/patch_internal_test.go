@@ -153,7 +153,7 @@ func TestPatchAsTheJSONRoundTripsMadeIt(t *testing.T) {
 
 		// The object's patch, as patchChild builds it.
 		oldData, oldDiff, oldLocked, oldErr := jsonPatchChild(t, live, want, typ)
-		diff := mergePatch(live, want)
+		diff := object.MergeDiff(live, want)
 		if (diff == nil) != (oldDiff == nil) {
 			t.Fatalf("%s: patch %v, before %s", where, diff, oldData)
 		}
@@ -188,7 +188,7 @@ func TestPatchAsTheJSONRoundTripsMadeIt(t *testing.T) {
 
 		// The status patch, as patchStatus builds it.
 		oldStatus, oldLists := jsonPatchStatus(t, live["status"], want["status"], typ)
-		p := mergePatch(map[string]any{"status": live["status"]}, map[string]any{"status": want["status"]})
+		p := object.MergeDiff(map[string]any{"status": live["status"]}, map[string]any{"status": want["status"]})
 		if (p == nil) != (oldStatus == nil) {
 			t.Fatalf("%s: status patch %v, before %s", where, p, oldStatus)
 		}
@@ -312,8 +312,9 @@ func jsonPatchStatus(t testing.TB, base, want any, typ reflect.Type) ([]byte, bo
 	return data, lists
 }
 
-// jsonMergePatch is mergePatch as it was: jsonpatch.CreateMergePatch of
-// both maps encoded, nil for "{}".
+// jsonMergePatch is the merge patch as ownership made it before
+// object.MergeDiff: jsonpatch.CreateMergePatch of both maps encoded, nil
+// for "{}".
 func jsonMergePatch(t testing.TB, a, b map[string]any) []byte {
 	t.Helper()
 	p, err := jsonpatch.CreateMergePatch([]byte(mustJSON(t, a)), []byte(mustJSON(t, b)))
@@ -490,7 +491,7 @@ func BenchmarkBuildPatch(b *testing.B) {
 	b.Run("maps", func(b *testing.B) {
 		b.ReportAllocs()
 		for i := 0; i < b.N; i++ {
-			diff := mergePatch(withoutStatus(live), withoutStatus(want))
+			diff := object.MergeDiff(withoutStatus(live), withoutStatus(want))
 			locked := removeOnlyKeysRead(diff, live, typ) || replacesList(diff, withoutStatus(live))
 			pre := []precondition{{"uid", "u-1"}}
 			if locked {

@@ -39,7 +39,7 @@ func patchStatus(ctx context.Context, c client.Client, child client.Object, base
 		return false, nil
 	}
 	// One map, rewritten in place and encoded once, below.
-	p := mergePatch(map[string]any{"status": base}, map[string]any{"status": want})
+	p := object.MergeDiff(map[string]any{"status": base}, map[string]any{"status": want})
 	if p == nil {
 		return false, nil
 	}
