@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
 )
 
 // SummaryOptions configures [SetSummary]; it is the option, as
@@ -63,8 +64,8 @@ func newSummary(obj Getter, targetType string, opts ...SummaryOption) metav1.Con
 	for _, opt := range opts {
 		opt.ApplyToSummary(&o)
 	}
-	negative := setOf(append([]string{Reconciling, Stalled}, o.NegativePolarity...))
-	ignoreMissing := setOf(o.IgnoreIfMissing)
+	negative := sets.New(append([]string{Reconciling, Stalled}, o.NegativePolarity...)...)
+	ignoreMissing := sets.New(o.IgnoreIfMissing...)
 	types := o.ConditionTypes
 	if len(types) == 0 {
 		for _, c := range obj.GetConditions() {
@@ -78,12 +79,12 @@ func newSummary(obj Getter, targetType string, opts ...SummaryOption) metav1.Con
 	for _, t := range types {
 		c := Get(obj, t)
 		switch {
-		case c == nil && ignoreMissing[t]:
+		case c == nil && ignoreMissing.Has(t):
 		case c == nil:
 			unknown = append(unknown, metav1.Condition{Type: t, Reason: reasonConditionMissing, Message: "not reported yet"})
 		case c.Status == metav1.ConditionUnknown:
 			unknown = append(unknown, *c)
-		case (c.Status == metav1.ConditionTrue) == negative[t]:
+		case (c.Status == metav1.ConditionTrue) == negative.Has(t):
 			bad = append(bad, *c)
 		}
 	}
@@ -125,12 +126,4 @@ func messages(conds []metav1.Condition) string {
 		parts[i] = c.Type + ": " + m
 	}
 	return strings.Join(parts, "; ")
-}
-
-func setOf(s []string) map[string]bool {
-	m := make(map[string]bool, len(s))
-	for _, v := range s {
-		m[v] = true
-	}
-	return m
 }
