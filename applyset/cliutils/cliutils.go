@@ -12,6 +12,8 @@
 package cliutils
 
 import (
+	"slices"
+
 	"sigs.k8s.io/cli-utils/pkg/object"
 
 	"github.com/steadyk8s/steady/applyset"
@@ -25,19 +27,10 @@ func ObjMetadataSet(res *applyset.Result, actions ...applyset.Action) object.Obj
 		if o.ID.Name == "" {
 			continue // a kind, not an object
 		}
-		if len(actions) > 0 && !contains(actions, o.Action) {
+		if len(actions) > 0 && !slices.Contains(actions, o.Action) {
 			continue
 		}
 		out = append(out, object.ObjMetadata(o.ID))
 	}
 	return out
-}
-
-func contains(actions []applyset.Action, a applyset.Action) bool {
-	for _, x := range actions {
-		if x == a {
-			return true
-		}
-	}
-	return false
 }
