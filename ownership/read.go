@@ -7,7 +7,6 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
@@ -142,7 +141,7 @@ func (w *writeCall) run(ctx context.Context, create createFunc, update updateFun
 		c, owner, child := w.c, w.owner, w.child // not w: it would escape with the function
 		op, err := update(ctx, c, live, child, name, func() error { return validateScope(ctx, c, owner, child) })
 		switch {
-		case op == controllerutil.OperationResultNone && isNotFound(err) && attempt < maxAttempts:
+		case op == controllerutil.OperationResultNone && apierrors.IsNotFound(err) && attempt < maxAttempts:
 			mode = readNone
 			continue
 		case op == controllerutil.OperationResultNone && apierrors.IsConflict(err) && attempt < maxAttempts && w.rereader(ctx) != nil:
@@ -254,14 +253,14 @@ func (w *writeCall) read(ctx context.Context, key client.ObjectKey, mode readMod
 	}
 	live := object.EmptyLike(w.given)
 	err := r.Get(ctx, key, live)
-	if mode == readClient && isNotFound(err) && w.ownWriteUnseen(ctx) {
+	if mode == readClient && apierrors.IsNotFound(err) && w.ownWriteUnseen(ctx) {
 		// This process wrote the child (created it, most likely, a moment
 		// ago) and the client does not show it: a cache behind our own
 		// write. The API reader tells, where a create would be refused
 		// (AlreadyExists) and cost a read all the same.
 		mode, r = readFresh, w.apiReader
 		live = object.EmptyLike(w.given)
-		if err = r.Get(ctx, key, live); isNotFound(err) {
+		if err = r.Get(ctx, key, live); apierrors.IsNotFound(err) {
 			w.forgetWrite(ctx) // gone since: the next create asks no more
 		}
 	}
@@ -288,7 +287,7 @@ func (w *writeCall) read(ctx context.Context, key client.ObjectKey, mode readMod
 		}
 	}
 	switch {
-	case isNotFound(err):
+	case apierrors.IsNotFound(err):
 		return nil, nil
 	case err != nil:
 		return nil, fmt.Errorf("ownership: reading %s: %w", name, err)
@@ -323,20 +322,6 @@ func (w *writeCall) verdictKey(ctx context.Context) (memKey, bool) {
 		w.keyed = true
 	}
 	return w.key, w.key.ok()
-}
-
-// isNotFound is [apierrors.IsNotFound] without its allocation (the
-// variable it hands errors.As, even for no error) on the answers of a
-// read and a write: no error, or a client's *apierrors.StatusError of
-// reason NotFound. Any other error is apierrors.IsNotFound's to judge.
-func isNotFound(err error) bool {
-	if err == nil {
-		return false
-	}
-	if s, ok := err.(*apierrors.StatusError); ok && s.ErrStatus.Reason == metav1.StatusReasonNotFound {
-		return true
-	}
-	return apierrors.IsNotFound(err)
 }
 
 // keepServerMetadata puts back on child the metadata the API server owns,
