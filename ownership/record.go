@@ -127,23 +127,6 @@ func (r ownerRecord) annotation() string {
 	return r.group + "/" + r.kind + "/" + r.namespace + "/" + r.name
 }
 
-// isAnnotation reports whether v is r.annotation(), without building it.
-func (r ownerRecord) isAnnotation(v string) bool {
-	for i, part := range [...]string{r.group, r.kind, r.namespace, r.name} {
-		if i > 0 {
-			if !strings.HasPrefix(v, "/") {
-				return false
-			}
-			v = v[1:]
-		}
-		if !strings.HasPrefix(v, part) {
-			return false
-		}
-		v = v[len(part):]
-	}
-	return v == ""
-}
-
 // recordedOn is what an object's owner record holds ("": not set).
 type recordedOn struct {
 	kind, name string // OwnerKindLabel and OwnerNameLabel
@@ -207,7 +190,7 @@ func (o recordedOn) current(r ownerRecord) bool {
 	if r.labeled() {
 		return o.labelsRecord(r)
 	}
-	return o.annotation != "" && r.isAnnotation(o.annotation)
+	return o.annotation != "" && o.annotation == r.annotation()
 }
 
 // describe describes each form o holds, beside r's owner: "Kind name
