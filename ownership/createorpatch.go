@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 
+	jsonpatch "github.com/evanphx/json-patch/v5"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
@@ -80,8 +82,11 @@ func createWithStatus(ctx context.Context, c client.Client, child client.Object,
 	// creation (a Pod's phase, say): a field mutate left unset is not
 	// a removal of the server's value.
 	if set, ok := wanted["status"].(map[string]any); ok && len(set) > 0 {
-		want := overlay(created["status"], set)
-		if _, err := patchStatus(ctx, c, child, created["status"], want, false); err != nil {
+		want, err := overlay(created["status"], set)
+		if err == nil {
+			_, err = patchStatus(ctx, c, child, created["status"], want, false)
+		}
+		if err != nil {
 			return controllerutil.OperationResultCreated, fmt.Errorf("ownership: created %s, but writing its status failed: %w", name, err)
 		}
 	}
@@ -257,40 +262,27 @@ func recreated(c client.Client, child client.Object, err error) error {
 	return err
 }
 
-// overlay is set applied onto base as jsonpatch.MergePatch applies a
-// JSON merge patch (RFC 7386): a null in set removes the field, an object
-// merges into an object of base field by field, anything else replaces
-// base's value; a value set where base holds no object (or nothing, or a
-// null) is set without its null fields, in the objects of its lists too (as
-// jsonpatch.MergePatch sets it). A base that is not an object counts as an
-// empty one. A Go nil map or list is null, as the JSON encoder has it. The
-// result is a new map: it shares no map or list with base or set.
-func overlay(base any, set map[string]any) map[string]any {
-	out, _ := object.CopyValue(base, false).(map[string]any)
-	if out == nil {
-		out = map[string]any{}
-	}
-	mergeInto(out, set)
-	return out
-}
-
-// mergeInto applies the merge patch p to doc, in place, as [overlay] says;
-// what it puts into doc are copies.
-func mergeInto(doc, p map[string]any) {
-	for k, v := range p {
-		if object.IsNull(v) {
-			delete(doc, k)
-			continue
-		}
-		cur, curIsMap := doc[k].(map[string]any)
-		pm, pIsMap := v.(map[string]any)
-		switch {
-		case curIsMap && pIsMap:
-			mergeInto(cur, pm) // cur is doc's own copy
-		case curIsMap:
-			doc[k] = object.CopyValue(v, false)
-		default:
-			doc[k] = object.CopyValue(v, true)
+// overlay is set applied onto base (an empty object where base is no
+// object) as a JSON merge patch (RFC 7386), by jsonpatch.MergePatch: a null
+// in set removes the field, an object merges into an object field by
+// field, anything else replaces base's value. The result is new, its
+// integers int64 as ToMap has them.
+func overlay(base any, set map[string]any) (map[string]any, error) {
+	doc := []byte("{}")
+	if m, ok := base.(map[string]any); ok && m != nil {
+		var err error
+		if doc, err = json.Marshal(m); err != nil {
+			return nil, err
 		}
 	}
+	p, err := json.Marshal(set)
+	if err != nil {
+		return nil, err
+	}
+	merged, err := jsonpatch.MergePatch(doc, p)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]any{}
+	return out, utiljson.Unmarshal(merged, &out)
 }
