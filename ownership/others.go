@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -54,25 +55,20 @@ func fieldSets(obj metav1.Object, skip func(metav1.ManagedFieldsEntry) bool) []m
 	return sets
 }
 
-// othersRemoved names the fields of liveMap that the managers of sets
+// othersRemoved names the fields of liveMap that the managers of others
 // (see otherSets) set and that a write of wantMap would remove, each with
 // those managers: "spec.template.metadata.annotations[kubectl.kubernetes.io/restartedAt]
 // (kubectl-rollout)". A field wantMap changes but keeps (drift put back,
 // a replica count set again) is not named: only removals; nor the status.
-func othersRemoved(sets []managerSet, liveMap, wantMap map[string]any) []string {
-	if len(sets) == 0 {
+func othersRemoved(others []managerSet, liveMap, wantMap map[string]any) []string {
+	if len(others) == 0 {
 		return nil
 	}
-	found := map[string]map[string]bool{}
-	removedIn(withoutStatus(liveMap), withoutStatus(wantMap), "", sets, found)
+	found := map[string]sets.Set[string]{}
+	removedIn(withoutStatus(liveMap), withoutStatus(wantMap), "", others, found)
 	out := make([]string, 0, len(found))
 	for path, managers := range found {
-		names := make([]string, 0, len(managers))
-		for m := range managers {
-			names = append(names, m)
-		}
-		sort.Strings(names)
-		out = append(out, fmt.Sprintf("%s (%s)", path, strings.Join(names, ", ")))
+		out = append(out, fmt.Sprintf("%s (%s)", path, strings.Join(sets.List(managers), ", ")))
 	}
 	sort.Strings(out)
 	return out
@@ -85,11 +81,11 @@ type managerSet struct {
 	set     map[string]any
 }
 
-// removedIn records in found, by path, the managers of sets that own a
+// removedIn records in found, by path, the managers of others that own a
 // field of live (a map) that want does not have, under path.
-func removedIn(live, want map[string]any, path string, sets []managerSet, found map[string]map[string]bool) {
+func removedIn(live, want map[string]any, path string, others []managerSet, found map[string]sets.Set[string]) {
 	for k, lv := range live {
-		under := descend(sets, "f:"+k)
+		under := descend(others, "f:"+k)
 		if len(under) == 0 {
 			continue // no other manager owns anything here
 		}
@@ -126,8 +122,8 @@ func removedIn(live, want map[string]any, path string, sets []managerSet, found 
 // removedElements is removedIn for a list: an element another manager
 // owns (by its key, "k:{...}", or its value, "v:...") that live has and
 // want has not.
-func removedElements(live, want []any, path string, sets []managerSet, found map[string]map[string]bool) {
-	for _, s := range sets {
+func removedElements(live, want []any, path string, others []managerSet, found map[string]sets.Set[string]) {
+	for _, s := range others {
 		for k := range s.set {
 			var in func([]any) bool
 			switch {
@@ -153,12 +149,12 @@ func removedElements(live, want []any, path string, sets []managerSet, found map
 	}
 }
 
-func mark(found map[string]map[string]bool, path string, sets []managerSet) {
+func mark(found map[string]sets.Set[string], path string, under []managerSet) {
 	if found[path] == nil {
-		found[path] = map[string]bool{}
+		found[path] = sets.New[string]()
 	}
-	for _, s := range sets {
-		found[path][s.manager] = true
+	for _, s := range under {
+		found[path].Insert(s.manager)
 	}
 }
 
