@@ -3,6 +3,7 @@ package cachewait
 import (
 	"context"
 	"errors"
+	"maps"
 	"slices"
 	"time"
 
@@ -71,11 +72,7 @@ func (c *waitingClient) prune() {
 	}
 	c.pruned = now
 	for gvk, p := range c.pending {
-		for k, e := range p.objects {
-			if now.Sub(e.at) > c.opts.ttl {
-				delete(p.objects, k)
-			}
-		}
+		maps.DeleteFunc(p.objects, func(_ client.ObjectKey, e *expectation) bool { return now.Sub(e.at) > c.opts.ttl })
 		p.all = slices.DeleteFunc(p.all, func(e *expectation) bool { return now.Sub(e.at) > c.opts.ttl })
 		if len(p.objects) == 0 && len(p.all) == 0 {
 			delete(c.pending, gvk)

@@ -42,6 +42,30 @@ func TestTrackerForgetsOwnersNeverAskedAgain(t *testing.T) {
 	}
 }
 
+// TestClientForgetsWritesNeverReadAgain: the client's expectations of
+// writes never read again go after the TTL (pruned on the next write), and
+// the fresh ones stay.
+func TestClientForgetsWritesNeverReadAgain(t *testing.T) {
+	const ttl = 10 * time.Millisecond
+	c := NewClient(emptyCluster(), withTTL(ttl)).(*waitingClient)
+	ctx := context.Background()
+	for i := range 10 {
+		if err := c.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: fmt.Sprint("old", i)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(2 * ttl)
+	if err := c.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "new"}}); err != nil {
+		t.Fatal(err)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	p := c.pending[corev1.SchemeGroupVersion.WithKind("ConfigMap")]
+	if p == nil || len(p.objects) != 1 || p.objects[client.ObjectKey{Namespace: "ns", Name: "new"}] == nil {
+		t.Errorf("pending writes after the TTL: %v, want only ns/new", p)
+	}
+}
+
 // TestTrackerConcurrentUse: Wrote, Deleted and CaughtUp of owners from many
 // goroutines, with a TTL short enough that expired expectations are pruned
 // meanwhile, lose nothing recorded and race on nothing (-race).
