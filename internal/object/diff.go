@@ -23,7 +23,7 @@ func MergeDiff(before, after map[string]any) map[string]any {
 	for k, av := range after {
 		bv, ok := before[k]
 		if !ok {
-			set(k, CopyValue(av, false))
+			set(k, copyValue(av))
 			continue
 		}
 		am, aIsMap := av.(map[string]any)
@@ -35,7 +35,7 @@ func MergeDiff(before, after map[string]any) map[string]any {
 			continue
 		}
 		if !SameJSON(bv, av) {
-			set(k, CopyValue(av, false))
+			set(k, copyValue(av))
 		}
 	}
 	for k := range before {
@@ -46,12 +46,10 @@ func MergeDiff(before, after map[string]any) map[string]any {
 	return diff
 }
 
-// CopyValue copies the maps and lists of a JSON value, a Go nil map or
-// list as null ([IsNull]), as the merge patch it goes into has it; with
-// dropNulls it leaves out the null fields of its objects, at any depth, in
-// lists too (a null element of a list stays), as a merge patch sets a value
-// where there was none. Strings, numbers and bools are shared.
-func CopyValue(v any, dropNulls bool) any {
+// copyValue copies the maps and lists of a JSON value, a Go nil map or
+// list as null ([IsNull]), as the merge patch it goes into has it.
+// Strings, numbers and bools are shared.
+func copyValue(v any) any {
 	if IsNull(v) {
 		return nil
 	}
@@ -59,16 +57,13 @@ func CopyValue(v any, dropNulls bool) any {
 	case map[string]any:
 		out := make(map[string]any, len(v))
 		for k, e := range v {
-			if dropNulls && IsNull(e) {
-				continue
-			}
-			out[k] = CopyValue(e, dropNulls)
+			out[k] = copyValue(e)
 		}
 		return out
 	case []any:
 		out := make([]any, len(v))
 		for i, e := range v {
-			out[i] = CopyValue(e, dropNulls)
+			out[i] = copyValue(e)
 		}
 		return out
 	}
