@@ -196,6 +196,23 @@ func TestEqualJSONNumbers(t *testing.T) {
 		{int64(1 << 53), float64(1 << 53), true},
 		{int64(math.MaxInt64), float64(math.MaxInt64), false}, // the float64 is 2^63
 		{int64(math.MinInt64), float64(math.MinInt64), true},
+		// a typed object's unsigned field, as the converter gives it
+		{uint64(3), int64(3), true},
+		{int64(3), uint64(3), true},
+		{uint64(3), float64(3), true},
+		{float64(3), uint64(3), true},
+		{uint64(3), uint64(3), true},
+		{uint64(3), int64(4), false},
+		{int64(-1), uint64(math.MaxUint64), false},
+		{uint64(math.MaxUint64), int64(-1), false},
+		{uint64(math.MaxUint64), float64(math.MaxUint64), false}, // the float64 is 2^64
+		{uint64(1 << 63), float64(1 << 63), true},
+		{float64(-0.0), uint64(0), true},
+		{float64(3.5), uint64(3), false},
+		{uint64(1 << 63), float64(-(1 << 63)), false},
+		{uint64(1<<63 + 1), int64(math.MinInt64 + 1), false},
+		{uint64(1<<63 + 1), uint64(1<<63 + 1), true},
+		{float64(1 << 63), uint64(1 << 63), true},
 	} {
 		if got := EqualJSON(tc.a, tc.b); got != tc.want {
 			t.Errorf("EqualJSON(%v (%T), %v (%T)) = %v, want %v", tc.a, tc.a, tc.b, tc.b, got, tc.want)

@@ -239,8 +239,8 @@ func Equal(a, b runtime.Object) bool {
 }
 
 // EqualJSON is reflect.DeepEqual for JSON values (maps, lists, strings,
-// numbers, bools, nil; an int64 and a float64 of the same value are the
-// same JSON number), without its bookkeeping: an unstructured object
+// numbers, bools, nil; an int64, a float64 and a uint64 of the same value
+// are the same JSON number), without its bookkeeping: an unstructured object
 // compares in a fraction of the time. Values of other Go types are left to
 // reflect.DeepEqual. A Go nil map or list ([]any(nil): JSON null) and an
 // empty one are alike to it; [SameJSON] tells them apart.
@@ -292,6 +292,8 @@ func equalJSON(a, b any, nulls bool) bool {
 			return a == b
 		case float64: // the same JSON number, decoded another way
 			return SameNumber(a, b)
+		case uint64:
+			return equalJSON(b, a, nulls)
 		}
 		return false
 	case float64:
@@ -300,6 +302,22 @@ func equalJSON(a, b any, nulls bool) bool {
 			return a == b
 		case int64:
 			return SameNumber(b, a)
+		case uint64:
+			return equalJSON(b, a, nulls)
+		}
+		return false
+	case uint64:
+		// A typed object's unsigned field, as the converter of
+		// k8s.io/apimachinery v0.36 gives it: the JSON number an int64 or
+		// a float64 of its value is.
+		if a <= math.MaxInt64 {
+			return equalJSON(int64(a), b, nulls)
+		}
+		switch b := b.(type) {
+		case uint64:
+			return a == b
+		case float64: // 0 <= b < 2^64: uint64(b) is defined
+			return b >= 0 && b < math.MaxUint64 && b == math.Trunc(b) && uint64(b) == a
 		}
 		return false
 	case bool:

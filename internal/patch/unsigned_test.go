@@ -81,3 +81,46 @@ func TestPatchUnsignedFields(t *testing.T) {
 func jsonEqualString(a, b string) bool {
 	return object.EqualJSON(js(a), js(b))
 }
+
+// TestUnsignedFieldAlreadyLiveIsNoChange: after a conflict, an unsigned
+// field of ours that the re-read object already holds (the converter
+// gives it as a uint64, the body holds the int64 of the JSON) is no
+// change: a body left empty is no write, as for any other field.
+func TestUnsignedFieldAlreadyLiveIsNoChange(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		other func(status map[string]any)
+		want  []string // the bodies sent after the conflict
+	}{
+		{"count already live", func(s map[string]any) { s["count"] = int64(3) },
+			[]string{`{"metadata":{"resourceVersion":"8","uid":"u1"},"status":{"ports":{"http":80}}}`}},
+		{"count and port already live", func(s map[string]any) {
+			s["count"], s["ports"] = int64(3), map[string]any{"http": int64(80)}
+		}, nil},
+		{"port already live, count not", func(s map[string]any) { s["ports"] = map[string]any{"http": int64(80)} },
+			[]string{`{"metadata":{"resourceVersion":"8","uid":"u1"},"status":{"count":3}}`}},
+		{"count live with another value", func(s map[string]any) { s["count"] = int64(2) },
+			[]string{`{"metadata":{"resourceVersion":"8","uid":"u1"},"status":{"count":3,"ports":{"http":80}}}`}},
+	} {
+		before := &shapeObj[unsignedStatus]{TypeMeta: metav1.TypeMeta{APIVersion: "test.steady.dev/v1", Kind: "Shape"},
+			ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "w", ResourceVersion: "7", UID: "u1"}}
+		before.Status.Count = 1
+		after := before.DeepCopyObject().(*shapeObj[unsignedStatus])
+		after.Status.Count = 3
+		after.Status.Ports = map[string]uint16{"http": 80}
+		s := &mapServer{stored: storedOf(t, before), rv: 7, conflicts: 1}
+		s.other = func(m map[string]any) { tc.other(m["status"].(map[string]any)) }
+		w := Writer{Client: s.client(), Sleep: func(context.Context, time.Duration) error { return nil }}
+		res, err := w.Patch(context.Background(), before, after, Options{})
+		if err != nil {
+			t.Errorf("%s: %v", tc.name, err)
+			continue
+		}
+		if got := s.bodies[1:]; len(got) != len(tc.want) || len(got) == 1 && !jsonEqualString(got[0], tc.want[0]) {
+			t.Errorf("%s: sent %q after the conflict, want %q", tc.name, got, tc.want)
+		}
+		if wrote := len(res.Wrote) > 0; wrote != (tc.want != nil) {
+			t.Errorf("%s: wrote %v", tc.name, res.Wrote)
+		}
+	}
+}
