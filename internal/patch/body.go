@@ -46,9 +46,12 @@ func (p *part) body(latest map[string]any, o Options) (body map[string]any, lock
 		if older != "" {
 			return nil, false, fmt.Sprintf("condition %s of %s was computed from an older generation than the live one", older, strings.Join(l.path, ".")), nil
 		}
-		if equalList(out, cur) || sameEntries(out, cur, l.key) {
+		if (equalList(out, cur) || sameEntries(out, cur, l.key)) && (len(out) == 0 || !removes(body, l.path)) {
 			// An order alone is no change: two writers that keep the
-			// list in different orders would rewrite it for ever.
+			// list in different orders would rewrite it for ever. But
+			// where the body removes the list (the change dropped a map
+			// above it), the entries left are another writer's: sent,
+			// they stay.
 			continue
 		}
 		var v any
@@ -71,6 +74,25 @@ func (p *part) body(latest map[string]any, o Options) (body map[string]any, lock
 		}
 	}
 	return body, lock, "", nil
+}
+
+// removes reports whether the merge patch body removes the value at path:
+// a null there, or at a map above it.
+func removes(body map[string]any, path []string) bool {
+	m := body
+	for _, k := range path {
+		v, ok := m[k]
+		if !ok {
+			return false
+		}
+		if v == nil {
+			return true
+		}
+		if m, ok = v.(map[string]any); !ok {
+			return false
+		}
+	}
+	return false
 }
 
 // setList sets the list at path in a merge patch body whose diff may

@@ -70,7 +70,11 @@ func planMain(bm, snap, am map[string]any, obj client.Object, o Options) ([]*par
 	main.diff = mergeDiffMain(strip(bm), strip(am))
 	main.collectDrops(main.diff, snap, nil)
 	for _, l := range all {
-		if equalListMain(l.before, l.after) && !l.hasOwned() {
+		d := main.diff
+		if l.path[0] == "status" {
+			d = status.diff
+		}
+		if equalListMain(l.before, l.after) && !l.hasOwned() && (l.before == nil || !removes(d, l.path)) {
 			continue
 		}
 		if l.path[0] == "status" {

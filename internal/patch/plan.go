@@ -146,14 +146,16 @@ func plan(snap map[string]any, obj client.Object, o Options) ([]*part, error) {
 	main.diff = without(main.diff, snap)
 	main.collectDrops(main.diff, snap, nil)
 	for _, l := range lists {
-		if equalList(l.before, l.after) && !l.hasOwned() {
+		p := main
+		if l.path[0] == "status" {
+			p = status
+		}
+		// A list the change removes with a map above it (read empty, so
+		// unchanged) is rebased too: another writer's entries stay.
+		if equalList(l.before, l.after) && !l.hasOwned() && (l.before == nil || !removes(p.diff, l.path)) {
 			continue
 		}
-		if l.path[0] == "status" {
-			status.lists = append(status.lists, l)
-		} else {
-			main.lists = append(main.lists, l)
-		}
+		p.lists = append(p.lists, l)
 	}
 	parts := both.ptrs[:0]
 	if len(main.diff) > 0 || len(main.lists) > 0 {
