@@ -16,9 +16,3 @@ func Get(obj Getter, conditionType string) *metav1.Condition {
 func IsTrue(obj Getter, conditionType string) bool {
 	return meta.IsStatusConditionTrue(obj.GetConditions(), conditionType)
 }
-
-// isUnknown (for the tests) reports whether the condition is absent or has status Unknown.
-func isUnknown(obj Getter, conditionType string) bool {
-	c := Get(obj, conditionType)
-	return c == nil || c.Status == metav1.ConditionUnknown
-}

@@ -21,7 +21,7 @@ import (
 // TestBadOwnerInput: references the API server or the garbage collector
 // would not honour, and a child another owner controls, are typed errors
 // naming the owner, the child ("Kind namespace/name") and the field, from
-// CreateOrUpdate, CreateOrPatch, Apply and SetControllerReference alike;
+// CreateOrUpdate, Apply and SetControllerReference alike;
 // the API server shows nothing written: no child created, an existing one
 // unchanged.
 func TestBadOwnerInput(t *testing.T) {

@@ -103,12 +103,6 @@ func BenchmarkCreateOrUpdateUnchanged(b *testing.B) {
 // write none) and,
 // with -benchmem, the allocations of the comparison.
 func BenchmarkCreateOrUpdateConverged(b *testing.B) { benchmarkConverged(b, createOrUpdate) }
-
-// BenchmarkCreateOrPatchConverged is [BenchmarkCreateOrUpdateConverged]
-// for CreateOrPatch: the patch of the dropped defaults is remembered as
-// storing nothing.
-func BenchmarkCreateOrPatchConverged(b *testing.B) { benchmarkConverged(b, createOrPatch) }
-
 func benchmarkConverged(b *testing.B, fn createOr) {
 	ctx := context.Background()
 	cc := testapi.StartManager(b, env, testapi.ManagerOptions{Informers: []client.Object{&appsv1.Deployment{}}})
@@ -150,79 +144,4 @@ func benchmarkConverged(b *testing.B, fn createOr) {
 	b.StopTimer()
 	b.ReportMetric(float64(total(cc.Counter))/float64(b.N), "requests/op")
 	b.ReportMetric(float64(cc.Counter.Get("DRYRUN-PUT"))/float64(b.N), "dryruns/op")
-}
-
-// BenchmarkCreateOrPatchWrites measures CreateOrPatch through a direct
-// client when every call writes: "spec" changes a Deployment's replicas
-// (its spec assigned wholesale, so the patch also drops the server's
-// defaults and replaces the containers list: a locked patch), "status"
-// changes a Widget's status alone (a status patch on the subresource).
-// With -benchmem it reports the allocations of building the patches beside
-// those of the requests; every call must write once.
-func BenchmarkCreateOrPatchWrites(b *testing.B) {
-	ctx := context.Background()
-	ns := env.Namespace(b)
-	o := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "owner"}}
-	if err := env.Client.Create(ctx, o); err != nil {
-		b.Fatal(err)
-	}
-	for _, tc := range []struct {
-		name   string
-		want   controllerutil.OperationResult
-		child  func() client.Object
-		mutate func(obj client.Object, i int) ownership.MutateFn
-	}{
-		{"spec", controllerutil.OperationResultUpdated,
-			func() client.Object {
-				return &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}}
-			},
-			func(obj client.Object, i int) ownership.MutateFn {
-				d := obj.(*appsv1.Deployment)
-				set := deployment(d, "nginx:1")
-				return func() error {
-					if err := set(); err != nil {
-						return err
-					}
-					d.Spec.Replicas = new(int32((i+2)%1000 + 1))
-					return nil
-				}
-			}},
-		{"status", controllerutil.OperationResultUpdatedStatusOnly,
-			func() client.Object {
-				return &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "widget"}}
-			},
-			func(obj client.Object, i int) ownership.MutateFn {
-				w := obj.(*testapi.Widget)
-				return func() error {
-					w.Spec = testapi.WidgetSpec{Size: 3, Color: "blue"}
-					w.Status.ObservedGeneration = int64(w.Generation)
-					w.Status.Replicas = (i+2)%1000 + 1
-					w.Status.Phase = "Running"
-					return nil
-				}
-			}},
-	} {
-		b.Run(tc.name, func(b *testing.B) {
-			// Create it, then one write so that every call after it
-			// changes exactly one value.
-			for i := -2; i < 0; i++ {
-				child := tc.child()
-				if _, err := ownership.CreateOrPatch(ctx, remembering(), o, child, tc.mutate(child, i)); err != nil {
-					b.Fatal(err)
-				}
-			}
-			b.ReportAllocs()
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				child := tc.child()
-				op, err := ownership.CreateOrPatch(ctx, remembering(), o, child, tc.mutate(child, i))
-				if err != nil {
-					b.Fatal(err)
-				}
-				if op != tc.want {
-					b.Fatalf("call %d: %s, want %s", i, op, tc.want)
-				}
-			}
-		})
-	}
 }

@@ -3,8 +3,6 @@ package ownership
 import (
 	"reflect"
 
-	"sigs.k8s.io/controller-runtime/pkg/client"
-
 	"github.com/steadyk8s/steady/internal/object"
 )
 
@@ -12,20 +10,6 @@ import (
 // compared and never written.
 var serverMetadata = []string{"resourceVersion", "managedFields", "generation", "uid", "creationTimestamp",
 	"selfLink", "deletionTimestamp", "deletionGracePeriodSeconds"}
-
-// maps converts both objects to maps (copies) without the metadata the
-// API server owns.
-func maps(a, b client.Object) (map[string]any, map[string]any, error) {
-	am, err := object.ToMapWithoutManagedFields(a)
-	if err != nil {
-		return nil, nil, err
-	}
-	bm, err := object.ToMapWithoutManagedFields(b)
-	if err != nil {
-		return nil, nil, err
-	}
-	return withoutServerMetadata(am), withoutServerMetadata(bm), nil
-}
 
 func withoutServerMetadata(m map[string]any) map[string]any {
 	md, ok := m["metadata"].(map[string]any)
@@ -98,29 +82,6 @@ func empty(v any) bool {
 		return len(v) == 0
 	case []any:
 		return len(v) == 0
-	}
-	return false
-}
-
-// changedAt reports whether answer differs from live at a field that the
-// merge patch p sets or removes (maps in p walked into where both have a
-// map).
-func changedAt(p, live, answer map[string]any) bool {
-	for k, pv := range p {
-		lv, av := live[k], answer[k]
-		if pm, ok := pv.(map[string]any); ok {
-			lm, lok := lv.(map[string]any)
-			am, aok := av.(map[string]any)
-			if lok && aok {
-				if changedAt(pm, lm, am) {
-					return true
-				}
-				continue
-			}
-		}
-		if !equalStatus(lv, av) { // absent and empty alike
-			return true
-		}
 	}
 	return false
 }

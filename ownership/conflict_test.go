@@ -67,8 +67,7 @@ func TestAConflictWithTheChildsControllerIsReadAgain(t *testing.T) {
 				}
 				n.Reset()
 				d = &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}}
-				// A change of a list, which CreateOrPatch locks too: the
-				// container's ports.
+				// A change of a list: the container's ports.
 				op, err := tc.fn(ctx, writer, o, d, func() error {
 					if err := deployment(d, "nginx:2")(); err != nil {
 						return err

@@ -16,13 +16,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 )
 
-// TestControllerutilScenarios ports the CreateOrUpdate and CreateOrPatch
-// scenarios of controller-runtime's controllerutil suite (v0.24.1) to
-// steady. They hold as they are, with two differences that steady's docs
-// state: steady's calls take an owner and set it as the controller of the
-// child, and CreateOrUpdate writes status only with the object (kinds
-// without a status subresource), so the status scenarios are
-// CreateOrPatch's alone, as upstream.
+// TestControllerutilScenarios ports the CreateOrUpdate scenarios of
+// controller-runtime's controllerutil suite (v0.24.1) to steady. They hold
+// as they are, with one difference that steady's docs state: steady's call
+// takes an owner and sets it as the controller of the child.
 func TestControllerutilScenarios(t *testing.T) {
 	env.Require(t)
 	ctx := context.Background()

@@ -33,7 +33,7 @@ var allFns = append(append([]fnCase{}, fns...), fnCase{"Apply", applyFn})
 // TestAConvergedChildCostsNoRequest: through a manager's cached client, a
 // child whose live copy differs from the desired one only by the API
 // server's defaults (a wholesale Deployment spec) costs no request once it
-// converged: no write for CreateOrUpdate and CreateOrPatch (the verdict
+// converged: no write for CreateOrUpdate (the verdict
 // "only defaults differ" is remembered for the child's UID and
 // resourceVersion and the desired state), no apply PATCH for Apply (its
 // last answer is remembered). A change of the desired state, or of the
@@ -46,7 +46,7 @@ func TestAConvergedChildCostsNoRequest(t *testing.T) {
 	o := owner(t, ns, "owner")
 	for _, fn := range allFns {
 		t.Run(fn.name, func(t *testing.T) {
-			name := "web-" + map[string]string{"CreateOrUpdate": "u", "CreateOrPatch": "p", "Apply": "a"}[fn.name]
+			name := "web-" + map[string]string{"CreateOrUpdate": "u", "Apply": "a"}[fn.name]
 			call := func(image string) (controllerutil.OperationResult, string) {
 				t.Helper()
 				d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}

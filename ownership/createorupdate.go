@@ -43,11 +43,11 @@ import (
 // later calls (a bounded memory, per process: see docs/ownership.md).
 //
 // CreateOrUpdate does not write status: the API server ignores the status
-// of an update for kinds with a status subresource (use [CreateOrPatch] to
-// write status). Status set by mutate is therefore not compared for such a
-// kind, and costs no request, once the kind is known to have one (the first
-// update that shows the server keeping the live status, or a status write
-// of CreateOrPatch, tells, once per kind and process). For kinds without a
+// of an update for kinds with a status subresource (a child's status is
+// its own controller's to write). Status set by mutate is therefore not
+// compared for such a kind, and costs no request, once the kind is known
+// to have one (the first update that shows the server keeping the live
+// status tells, once per kind and cluster). For kinds without a
 // status subresource, status is part of the object and written with it.
 //
 // The update carries the resourceVersion that was read (put back if mutate
@@ -74,7 +74,7 @@ import (
 //
 // On success child holds the live object, as written or as read.
 func CreateOrUpdate(ctx context.Context, c client.Client, owner, child client.Object, mutate controllerutil.MutateFn, opts ...MutateOption) (controllerutil.OperationResult, error) {
-	return result(write(ctx, c, owner, child, mutate, opts, updateVerdicts, createChild, updateChild))
+	return result(write(ctx, c, owner, child, mutate, opts))
 }
 
 // result is what a call returns: on an error, the result says what was
@@ -93,7 +93,7 @@ func createChild(ctx context.Context, c client.Client, child client.Object, name
 	if err := c.Create(ctx, child); err != nil {
 		return controllerutil.OperationResultNone, fmt.Errorf("ownership: creating %s: %w", name, err)
 	}
-	rememberCreated(key, desired, child, nil, nil)
+	rememberCreated(key, desired, child)
 	return controllerutil.OperationResultCreated, nil
 }
 
@@ -107,10 +107,8 @@ func createChild(ctx context.Context, c client.Client, child client.Object, name
 // nothing more (a ConfigMap: the server filled nothing in), that is all it
 // costs, a typed comparison and a mark that this process wrote the child
 // (see writeCall.ownWriteUnseen); else two conversions and a digest. key
-// is the child's among the call's verdicts ("" remembers nothing); asked
-// is desired as a map where the caller has one (only read), and a the
-// answer as a map, each converted here when nil.
-func rememberCreated(key memKey, desired, child client.Object, asked, a map[string]any) {
+// is the child's among the verdicts (one not ok remembers nothing).
+func rememberCreated(key memKey, desired, child client.Object) {
 	if !key.ok() {
 		return
 	}
@@ -118,19 +116,11 @@ func rememberCreated(key memKey, desired, child client.Object, asked, a map[stri
 		rememberWritten(key, child)
 		return
 	}
-	m := asked
-	if m == nil {
-		var err error
-		if m, err = object.ToMapWithoutManagedFields(desired); err != nil {
-			return
-		}
-	} else if md, ok := m["metadata"].(map[string]any); ok {
-		// withoutServerMetadata deletes from the metadata, which asked
-		// keeps: a copy of it, in a copy of the top level.
-		m = object.CopyMap(m, 0)
-		m["metadata"] = object.CopyMap(md, 0)
+	m, err := object.ToMapWithoutManagedFields(desired)
+	if err != nil {
+		return
 	}
-	rememberKept(key, withoutStatus(withoutServerMetadata(m)), child, a)
+	rememberKept(key, withoutStatus(withoutServerMetadata(m)), child)
 }
 
 // filledNothing reports whether answer, the API server's answer to a write
@@ -142,17 +132,12 @@ func filledNothing(desired, answer client.Object) bool {
 }
 
 // rememberKept remembers the verdict "only defaults differ" between
-// want (a map without the status and the server's metadata) and the
-// server's answer to its create or update, answer (as a map: a, converted
-// here when nil), where answer keeps every value want sets (see [keeps]).
-func rememberKept(key memKey, want map[string]any, answer client.Object, a map[string]any) {
-	if a == nil {
-		var err error
-		if a, err = object.ToMapWithoutManagedFields(answer); err != nil {
-			return
-		}
-	}
-	if !keeps(want, a) {
+// want (a map without the status and the server's metadata) and answer,
+// the server's answer to its create or update, where answer keeps every
+// value want sets (see [keeps]).
+func rememberKept(key memKey, want map[string]any, answer client.Object) {
+	a, err := object.ToMapWithoutManagedFields(answer)
+	if err != nil || !keeps(want, a) {
 		return
 	}
 	if s, err := sum(want); err == nil {
@@ -304,9 +289,9 @@ func updateChild(ctx context.Context, c client.Client, live, child client.Object
 	// after a create, the next call that wants the same writes nothing.
 	if gvkErr == nil {
 		if wantMap == nil {
-			rememberCreated(key, desired, child, nil, nil)
+			rememberCreated(key, desired, child)
 		} else {
-			rememberKept(key, withoutStatus(wantMap), child, nil)
+			rememberKept(key, withoutStatus(wantMap), child)
 		}
 	}
 	return controllerutil.OperationResultUpdated, nil

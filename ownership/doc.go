@@ -10,8 +10,7 @@
 //
 // # How a change is found
 //
-// [CreateOrUpdate] and [CreateOrPatch] read the child, run mutate on it and
-// compare the result with the live object exactly (as JSON; the metadata
+// [CreateOrUpdate] reads the child, runs mutate on it and compares the result with the live object exactly (as JSON; the metadata
 // the API server owns, such as resourceVersion and managedFields, left
 // out; absent and empty labels, annotations, owner references and
 // finalizers the same). A dropped label, a bool set to false, a number set
@@ -21,8 +20,7 @@
 // API server defaulted, so the mutated child differs from the live one
 // every time although nothing the caller wants is missing
 // (controller-runtime #2733: controllerutil writes on every reconcile). The
-// write is sent then (it carries the resourceVersion read, or for a
-// CreateOrPatch the UID read), and the API server, which defaults the
+// write is sent then (it carries the resourceVersion read), and the API server, which defaults the
 // missing fields again, finds nothing to change: it stores nothing, keeps
 // the resourceVersion and fires no watch event, and the result is
 // unchanged. Cost per call: one GET when nothing differs, compared on the
@@ -47,28 +45,20 @@
 // a child changed since (a stale cache) is a conflict error to requeue on,
 // never an overwrite. It writes status only with the object, for kinds
 // without a status subresource; for kinds with one it does not compare
-// status either (it cannot write it: use CreateOrPatch).
-//
-// CreateOrPatch sends a JSON merge patch of the difference between the live
-// object and the mutated child, removals as nulls: fields mutate did not
-// change are not in it, so another writer's changes to them survive even a
-// stale read. A map dropped whole is removed key by key, the keys read,
-// where the child's Go type says it is a map (labels, annotations, a
-// ConfigMap's data). A merge patch replaces a list whole, so a patch that
-// changes the owner references or the finalizers, or removes another object
-// whole (a struct, a custom resource's map), carries the resourceVersion
-// read and is a conflict if another writer changed the child since. Its
-// patches carry the UID read (a status-only patch on a status subresource,
-// which ignores it, the resourceVersion read): a child deleted and created
-// again since the read is a conflict, never written. Status is
-// compared exactly and patched on the status subresource (on the object for
-// kinds without one): only what mutate changed, under the
-// same lock when the patch replaces a list (conditions). Results are controllerutil's:
-// created, updated, updatedStatusOnly, updatedStatus, unchanged; beside an
+// status either (it cannot write it; a child's status is its own
+// controller's to write). Results are controllerutil's:
+// created, updated, unchanged; beside an
 // error, what was written before it, or an empty result (controllerutil says
 // unchanged there), never unchanged. A write the API server refuses because
 // it changes an immutable field (a Job's template) says so, and how to set
 // such a field: only when the child is created.
+//
+// A whole-object write removes what mutate does not set again, another
+// writer's fields included (it logs each field another field manager set
+// that it removes). A child that others edit too (an autoscaler's
+// replicas, kubectl rollout restart's annotation, a webhook's additions)
+// is [Apply]'s: server-side apply sends, owns and compares only the
+// fields you set, so what another writer set is kept.
 //
 // Typed and unstructured children behave the same; the caller's object is
 // never changed by the comparison, and on success holds the live object.
@@ -88,7 +78,7 @@
 // kind and cluster: a namespaced kind is remembered, a refusal is asked
 // again every time. Options are
 // small types passed to each call that takes them: [Adopt] and
-// [RecordOwner] (CreateOrUpdate, CreateOrPatch, Apply) and [Force] (Apply). To set references in memory,
+// [RecordOwner] (CreateOrUpdate, Apply) and [Force] (Apply). To set references in memory,
 // use controllerutil's SetControllerReference and SetOwnerReference; they
 // neither write nor honour the record below.
 //
@@ -119,9 +109,9 @@
 // RecordOwner.
 //
 // [Apply] is the server-side-apply variant, idempotent by construction,
-// whose result says what the API server did (its apply is locked on the
-// resourceVersion read, so a stale cache read is read again, not taken for
-// the state the apply changed);
+// whose result says what the API server did (a child it does not control
+// yet is applied locked on the resourceVersion read, so a stale cache read
+// is read again, not taken for the state the apply changed);
 // [RemoveOwnerReference] removes a reference with its record; [ListChildren] lists an owner's children of one kind through
 // the indexer package's controller-owner index when the reader has it, and
 // lists and filters otherwise (a direct client whose API server rejected

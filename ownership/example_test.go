@@ -145,29 +145,6 @@ func ExampleCreateOrUpdate() {
 	fmt.Println("deployment", op) // created, updated or unchanged
 }
 
-// CreateOrPatch writes merge patches of the difference, and status too:
-// the result tells a status-only change (updatedStatusOnly) from one of the
-// object (updated) and of both (updatedStatus), as controllerutil does.
-func ExampleCreateOrPatch() {
-	var (
-		ctx context.Context
-		c   client.Client
-		app client.Object
-	)
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: app.GetNamespace(), Name: app.GetName() + "-settings"}}
-	op, err := ownership.CreateOrPatch(ctx, c, app, cm, func() error {
-		cm.Data = map[string]string{"mode": "production"} // keys not listed here are removed
-		return nil
-	})
-	if err != nil {
-		return
-	}
-	switch op {
-	case controllerutil.OperationResultCreated, controllerutil.OperationResultUpdated:
-		fmt.Println("settings written")
-	}
-}
-
 // ListChildren lists what an owner controls, through the indexer package's
 // controller-owner index when the manager has it registered.
 func ExampleListChildren() {

@@ -15,8 +15,8 @@ import (
 )
 
 // TestRealRolloutRestartIsKept: the kubectl of the control-plane assets
-// runs `kubectl rollout restart` on a child. Apply, and CreateOrUpdate and
-// CreateOrPatch with the fields set one by one, keep its annotation, with
+// runs `kubectl rollout restart` on a child. Apply, and CreateOrUpdate
+// with the fields set one by one, keep its annotation, with
 // no write; CreateOrUpdate with the spec built whole removes it, and says
 // so, naming kubectl's field manager.
 func TestRealRolloutRestartIsKept(t *testing.T) {
@@ -60,10 +60,6 @@ func TestRealRolloutRestartIsKept(t *testing.T) {
 		{"CreateOrUpdate field by field", func(ctx context.Context, c client.Client, o client.Object, ns string) (controllerutil.OperationResult, error) {
 			d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}}
 			return ownership.CreateOrUpdate(ctx, c, o, d, byField(d))
-		}, true},
-		{"CreateOrPatch field by field", func(ctx context.Context, c client.Client, o client.Object, ns string) (controllerutil.OperationResult, error) {
-			d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}}
-			return ownership.CreateOrPatch(ctx, c, o, d, byField(d))
 		}, true},
 		{"CreateOrUpdate whole", func(ctx context.Context, c client.Client, o client.Object, ns string) (controllerutil.OperationResult, error) {
 			d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}}

@@ -88,7 +88,7 @@ func service(s *corev1.Service) ownership.MutateFn {
 	}
 }
 
-// option is an option of both CreateOrUpdate and CreateOrPatch (Adopt{}).
+// option is an option of CreateOrUpdate (Adopt{}).
 type option = ownership.MutateOption
 
 type createOr func(context.Context, client.Client, client.Object, client.Object, ownership.MutateFn, ...option) (controllerutil.OperationResult, error)
@@ -97,16 +97,12 @@ func createOrUpdate(ctx context.Context, c client.Client, o, child client.Object
 	return ownership.CreateOrUpdate(ctx, c, o, child, f, opts...)
 }
 
-func createOrPatch(ctx context.Context, c client.Client, o, child client.Object, f ownership.MutateFn, opts ...option) (controllerutil.OperationResult, error) {
-	return ownership.CreateOrPatch(ctx, c, o, child, f, opts...)
-}
-
 type fnCase struct {
 	name string
 	fn   createOr
 }
 
-var fns = []fnCase{{"CreateOrUpdate", createOrUpdate}, {"CreateOrPatch", createOrPatch}}
+var fns = []fnCase{{"CreateOrUpdate", createOrUpdate}}
 
 var gizmoGVK = schema.GroupVersionKind{Group: "test.steady.dev", Version: "v1", Kind: "Gizmo"}
 

@@ -101,7 +101,7 @@ var metaSeed = maphash.MakeSeed()
 
 // memKey names what is remembered of a child: the State of its cluster
 // (see [scope.Of]; nil: nothing is remembered), the child, and the call's
-// slot there ("update", "patch", ...). Each State is its cluster's and
+// slot there (CreateOrUpdate's verdicts, Apply's answers). Each State is its cluster's and
 // what it remembers of a child ends when the cluster's informer shows the
 // child deleted: nothing is bounded by a count, and nothing is shared
 // between two managers or two clusters.
@@ -159,12 +159,8 @@ func sum(parts ...any) ([sha256.Size]byte, error) {
 // server's defaults between the live child (see [memo.holds]) and the
 // desired one (a sum of it): the same question is not asked again until
 // either changes.
-// The slots of the verdicts, per call, and of CreateOrPatch's answers.
-const (
-	updateVerdicts = "update"
-	patchVerdicts  = "patch"
-	patchAnswers   = "answer"
-)
+// The slot of CreateOrUpdate's verdicts.
+const updateVerdicts = "update"
 
 // remembered reports whether a verdict is remembered for key, whatever
 // the child has become since.
@@ -212,22 +208,4 @@ func rememberVerdict(key memKey, live client.Object, m memo) {
 	}
 	m.uid, m.rv, m.gen, m.meta = live.GetUID(), live.GetResourceVersion(), live.GetGeneration(), metaDigest(live)
 	keep(key, live, m)
-}
-
-// answeredBefore reports whether obj, as the API server just answered a
-// patch, is the object (UID and resourceVersion) an earlier answer to a
-// patch of key showed: nothing was stored since, so the patch stored
-// nothing either.
-func answeredBefore(key memKey, obj client.Object) bool {
-	m, ok := recall(key)
-	return ok && m.uid == obj.GetUID() && m.rv == obj.GetResourceVersion()
-}
-
-// rememberAnswer remembers obj's UID and resourceVersion as the API server
-// answered a patch of key.
-func rememberAnswer(key memKey, obj client.Object) {
-	if obj.GetUID() == "" || obj.GetResourceVersion() == "" {
-		return
-	}
-	keep(key, obj, memo{uid: obj.GetUID(), rv: obj.GetResourceVersion()})
 }

@@ -36,9 +36,9 @@ func loggedContext() (ctx context.Context, logged func() string) {
 	}
 }
 
-// TestWholeWriteOfASharedChildIsLogged: CreateOrUpdate and CreateOrPatch
-// of a child built whole, which removes what another field manager set
-// (kubectl rollout restart's pod-template annotation), say so on the
+// TestWholeWriteOfASharedChildIsLogged: CreateOrUpdate of a child built
+// whole, which removes what another field manager set (kubectl rollout
+// restart's pod-template annotation), says so on the
 // context's logger, naming the field and the manager; a replica count
 // another manager set and the write sets again (a fight, but no removal)
 // is not named; a mutate that sets fields one by one on the child as read

@@ -14,14 +14,11 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
-	"github.com/steadyk8s/steady/internal/testapi"
 	"github.com/steadyk8s/steady/ownership"
 )
 
@@ -268,73 +265,6 @@ func TestPropertyDesiredStateLands(t *testing.T) {
 	}
 }
 
-// TestPropertyAnotherWritersStatusSurvives: for random status changes of
-// another writer made between CreateOrPatch's read and its write (a phase,
-// a condition of its own, a list) and random changes of ours (a number
-// down to 0, our condition, the spec), the stored child ends with both:
-// what we did not change is the other writer's. The seed is logged;
-// STEADY_SEED replays one.
-func TestPropertyAnotherWritersStatusSurvives(t *testing.T) {
-	env.Require(t)
-	r := seeded(t)
-	ctx := context.Background()
-	ns := env.Namespace(t)
-	o := owner(t, ns, "owner")
-	now := metav1.Now()
-	cond := func(typ string, on bool) metav1.Condition {
-		s := metav1.ConditionFalse
-		if on {
-			s = metav1.ConditionTrue
-		}
-		return metav1.Condition{Type: typ, Status: s, Reason: "R", Message: "m", LastTransitionTime: now}
-	}
-	for i := 0; i < 12; i++ {
-		name := fmt.Sprintf("s-%d", i)
-		w := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
-		if _, err := ownership.CreateOrPatch(ctx, remembering(), o, w, func() error {
-			w.Spec.Size, w.Status.Replicas, w.Status.Phase = 1, r.Intn(3), []string{"", "Old"}[r.Intn(2)]
-			meta.SetStatusCondition(&w.Status.Conditions, cond("Ours", r.Intn(2) == 0))
-			return nil
-		}); err != nil {
-			t.Fatal(err)
-		}
-		theirPhase, theirList, theirCond := []string{"", "Running", "Failed"}[r.Intn(3)], randomList(r, "a", "b"), r.Intn(2) == 0
-		ourSize, ourReplicas, ourCond := 1+r.Intn(2), r.Intn(3), r.Intn(2) == 0
-		c := staleAfterGet(t, &testapi.Widget{}, true, func(obj client.Object) {
-			other := obj.(*testapi.Widget)
-			other.Status.Phase, other.Status.Namespaces = theirPhase, theirList
-			if theirCond {
-				meta.SetStatusCondition(&other.Status.Conditions, cond("Theirs", true))
-			}
-		})
-		_, errs := requeue(t, func() (controllerutil.OperationResult, error) {
-			w := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
-			return ownership.CreateOrPatch(ctx, c, o, w, func() error {
-				w.Spec.Size, w.Status.Replicas = ourSize, ourReplicas
-				meta.SetStatusCondition(&w.Status.Conditions, cond("Ours", ourCond))
-				return nil
-			})
-		})
-		for _, err := range errs {
-			if !apierrors.IsConflict(err) {
-				t.Errorf("%s: failed with %v, want a conflict", name, err)
-			}
-		}
-		var got testapi.Widget
-		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(w), &got); err != nil {
-			t.Fatal(err)
-		}
-		s := got.Status
-		if s.Phase != theirPhase || !reflect.DeepEqual(state{List: s.Namespaces}.normal(), state{List: theirList}.normal()) ||
-			(meta.FindStatusCondition(s.Conditions, "Theirs") != nil) != theirCond {
-			t.Errorf("%s: the other writer's status is lost: %+v (theirs: phase %q, namespaces %v, condition %v)", name, s, theirPhase, theirList, theirCond)
-		}
-		if got.Spec.Size != ourSize || s.Replicas != ourReplicas || meta.IsStatusConditionTrue(s.Conditions, "Ours") != ourCond {
-			t.Errorf("%s: our change is lost: size %d, %+v (ours: size %d, replicas %d, condition %v)", name, got.Spec.Size, s, ourSize, ourReplicas, ourCond)
-		}
-	}
-}
-
 // seeded returns a random source with a logged seed, STEADY_SEED's if set.
 func seeded(t *testing.T) *rand.Rand {
 	t.Helper()
@@ -348,7 +278,7 @@ func seeded(t *testing.T) *rand.Rand {
 
 // TestPropertyMemoryNeverHidesAChange: random interleavings, through a
 // manager's cached client held 300ms back, of our calls (CreateOrUpdate,
-// CreateOrPatch, Apply with Force), changes of the desired state, and
+// Apply with Force), changes of the desired state, and
 // other writers' changes of the child (a field we set, a defaulted field
 // we leave to the server, a label of theirs). After every call the stored
 // child is as the call wants it (the memory of converged children hid no
@@ -370,7 +300,7 @@ func TestPropertyMemoryNeverHidesAChange(t *testing.T) {
 	}
 	for _, fn := range append(append([]fnCase{}, fns...), fnCase{"Apply", forceApply}) {
 		t.Run(fn.name, func(t *testing.T) {
-			name := "p-" + map[string]string{"CreateOrUpdate": "u", "CreateOrPatch": "p", "Apply": "a"}[fn.name]
+			name := "p-" + map[string]string{"CreateOrUpdate": "u", "Apply": "a"}[fn.name]
 			key := client.ObjectKey{Namespace: ns, Name: name}
 			image, replicas := "nginx:1", int32(1)
 			mutate := func(d *appsv1.Deployment) ownership.MutateFn {

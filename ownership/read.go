@@ -16,8 +16,8 @@ import (
 	"github.com/steadyk8s/steady/internal/scope"
 )
 
-// maxAttempts bounds the rounds (read, mutate, write) of one CreateOrUpdate
-// or CreateOrPatch call: a write that shows the read was stale (a create
+// maxAttempts bounds the rounds (read, mutate, write) of one
+// CreateOrUpdate call: a write that shows the read was stale (a create
 // answered AlreadyExists, an update answered NotFound) starts one more.
 const maxAttempts = 3
 
@@ -42,7 +42,7 @@ const (
 	readNone
 )
 
-// writeCall is one CreateOrUpdate or CreateOrPatch call.
+// writeCall is one CreateOrUpdate call.
 type writeCall struct {
 	c client.Client
 	// apiReader, once resolved (see rereader), is the one re-reads
@@ -61,22 +61,17 @@ type writeCall struct {
 	// exists is the create's AlreadyExists error that started a readFresh
 	// round.
 	exists error
-	// verdict is the slot of the call's verdicts ("update", "patch"): one
-	// there for the child says this process wrote it (see
-	// [writeCall.ownWriteUnseen]). key is the child's key there, built
+	// key is the child's key among the verdicts (one there for the child
+	// says this process wrote it: see [writeCall.ownWriteUnseen]), built
 	// once (see verdictKey).
-	verdict string
-	key     memKey
-	keyed   bool
+	key   memKey
+	keyed bool
 }
 
-// write is CreateOrUpdate's and CreateOrPatch's call, verdict the slot of
-// its verdicts and create and update its writes (see [writeCall.run]). It
-// checks the reference from the objects alone and starts the call; the
-// child's scope, which the REST mapper tells, is checked before the first
-// write.
-func write(ctx context.Context, c client.Client, owner, child client.Object, mutate controllerutil.MutateFn, opts []MutateOption, verdict string,
-	create createFunc, update updateFunc) (controllerutil.OperationResult, error) {
+// write is CreateOrUpdate's call (see [writeCall.run]). It checks the
+// reference from the objects alone and starts the call; the child's
+// scope, which the REST mapper tells, is checked before the first write.
+func write(ctx context.Context, c client.Client, owner, child client.Object, mutate controllerutil.MutateFn, opts []MutateOption) (controllerutil.OperationResult, error) {
 	o := mutateOptions(opts)
 	ctx = scope.Carry(ctx, c) // the State of c's cluster, for the calls through the wrapper below
 	c = observe.Client(c, "ownership")
@@ -84,17 +79,9 @@ func write(ctx context.Context, c client.Client, owner, child client.Object, mut
 		return controllerutil.OperationResultNone, err
 	}
 	w := writeCall{c: c, owner: owner, child: child, mutate: mutate, opts: o,
-		given: child.DeepCopyObject().(client.Object), verdict: verdict}
-	return w.run(ctx, create, update)
+		given: child.DeepCopyObject().(client.Object)}
+	return w.run(ctx)
 }
-
-// createFunc creates child, named name in errors, through c; key is its
-// key among the call's verdicts.
-type createFunc func(ctx context.Context, c client.Client, child client.Object, name fmt.Stringer, key memKey) (controllerutil.OperationResult, error)
-
-// updateFunc writes child over live, as read, through c, calling
-// beforeWrite before its first request that writes.
-type updateFunc func(ctx context.Context, c client.Client, live, child client.Object, name fmt.Stringer, beforeWrite func() error) (controllerutil.OperationResult, error)
 
 // run reads, mutates and writes the child: create when there is none, else
 // update. A create answered AlreadyExists (the read was stale: a cache
@@ -104,7 +91,7 @@ type updateFunc func(ctx context.Context, c client.Client, live, child client.Ob
 // since the read) creates it; an update answered with a conflict reads the
 // child again through the API reader, where there is one, and decides
 // anew. At most maxAttempts rounds.
-func (w *writeCall) run(ctx context.Context, create createFunc, update updateFunc) (controllerutil.OperationResult, error) {
+func (w *writeCall) run(ctx context.Context) (controllerutil.OperationResult, error) {
 	name := object.Described{Obj: w.child, Scheme: w.c.Scheme()} // formatted only in errors
 	mode := readClient
 	for attempt := 1; ; attempt++ {
@@ -120,7 +107,7 @@ func (w *writeCall) run(ctx context.Context, create createFunc, update updateFun
 				return controllerutil.OperationResultNone, err
 			}
 			key, _ := w.verdictKey(ctx)
-			op, err := create(ctx, w.c, w.child, name, key)
+			op, err := createChild(ctx, w.c, w.child, name, key)
 			if op == controllerutil.OperationResultNone && apierrors.IsAlreadyExists(err) && attempt < maxAttempts {
 				mode, w.exists = readFresh, err
 				if status := apierrors.APIStatus(nil); errors.As(err, &status) {
@@ -139,7 +126,7 @@ func (w *writeCall) run(ctx context.Context, create createFunc, update updateFun
 		// The child's scope is checked before a write, not before a
 		// remembered verdict that there is nothing to write.
 		c, owner, child := w.c, w.owner, w.child // not w: it would escape with the function
-		op, err := update(ctx, c, live, child, name, func() error { return validateScope(ctx, c, owner, child) })
+		op, err := updateChild(ctx, c, live, child, name, func() error { return validateScope(ctx, c, owner, child) })
 		switch {
 		case op == controllerutil.OperationResultNone && apierrors.IsNotFound(err) && attempt < maxAttempts:
 			mode = readNone
@@ -315,9 +302,9 @@ func (w *writeCall) forgetWrite(ctx context.Context) {
 // verdictKey is the child's key among the call's verdicts, built on its
 // first use (the read that finds no child, then the create).
 func (w *writeCall) verdictKey(ctx context.Context) (memKey, bool) {
-	if !w.keyed && w.verdict != "" {
+	if !w.keyed {
 		if gvk, err := object.GVK(w.given, w.c.Scheme()); err == nil {
-			w.key = childKey(ctx, w.c, gvk, w.given, w.verdict)
+			w.key = childKey(ctx, w.c, gvk, w.given, updateVerdicts)
 		}
 		w.keyed = true
 	}

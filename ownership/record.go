@@ -13,7 +13,7 @@ import (
 )
 
 // OwnerKindLabel and [OwnerNameLabel] are the labels in which
-// [CreateOrUpdate], [CreateOrPatch] and [Apply], passed [RecordOwner],
+// [CreateOrUpdate] and [Apply], passed [RecordOwner],
 // record on a child who its controller is, when both values are valid
 // label values (at most 63 characters of [A-Za-z0-9-_.], the first and
 // last a letter or digit): the owner's kind, as "<Kind>.<group>"

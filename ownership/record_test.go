@@ -340,7 +340,7 @@ func TestNoRecordWithoutRecordOwner(t *testing.T) {
 }
 
 // TestRecordOwnerOnEveryCall: a child written with RecordOwner{} and then
-// without it keeps its record with CreateOrUpdate and CreateOrPatch (a
+// without it keeps its record with CreateOrUpdate (a
 // record on the child is not the mutate's to drop), and loses it with
 // Apply (its field manager applied the labels, and no longer sends them).
 // Either way the child stays its owner's.
@@ -376,7 +376,7 @@ func TestRecordOwnerOnEveryCall(t *testing.T) {
 			got := read()
 			kept := got.Labels[ownership.OwnerNameLabel] == "app" && got.Labels[ownership.OwnerKindLabel] == "Widget.test.steady.dev"
 			if fn.name == "Apply" == kept || !metav1.IsControlledBy(got, o) {
-				t.Errorf("%s without RecordOwner after it: owners %v, labels %v; want the record kept by CreateOrUpdate and CreateOrPatch, removed by Apply", fn.name, got.OwnerReferences, got.Labels)
+				t.Errorf("%s without RecordOwner after it: owners %v, labels %v; want the record kept by CreateOrUpdate, removed by Apply", fn.name, got.OwnerReferences, got.Labels)
 			}
 		})
 	}

@@ -87,42 +87,41 @@ func TestRemovalIsAChange(t *testing.T) {
 		new           func() client.Object
 		before, after func(client.Object)
 		removed       func(client.Object) bool // true when the stored object shows the removal
-		status        bool                     // a status removal: CreateOrPatch only
 	}{
 		{"label dropped", func() client.Object { return &corev1.ConfigMap{} },
 			func(o client.Object) { o.SetLabels(map[string]string{"keep": "1", "drop": "1"}) },
 			func(o client.Object) { o.SetLabels(map[string]string{"keep": "1"}) },
-			func(o client.Object) bool { _, ok := o.GetLabels()["drop"]; return !ok && o.GetLabels()["keep"] == "1" }, false},
+			func(o client.Object) bool { _, ok := o.GetLabels()["drop"]; return !ok && o.GetLabels()["keep"] == "1" }},
 		{"every label dropped", func() client.Object { return &corev1.ConfigMap{} },
 			func(o client.Object) { o.SetLabels(map[string]string{"drop": "1"}) },
 			func(o client.Object) { o.SetLabels(nil) },
-			func(o client.Object) bool { return len(labelsBesidesTheRecord(o)) == 0 }, false},
+			func(o client.Object) bool { return len(labelsBesidesTheRecord(o)) == 0 }},
 		{"annotation dropped", func() client.Object { return &corev1.ConfigMap{} },
 			func(o client.Object) { o.SetAnnotations(map[string]string{"keep": "1", "drop": "1"}) },
 			func(o client.Object) { o.SetAnnotations(map[string]string{"keep": "1"}) },
-			func(o client.Object) bool { _, ok := o.GetAnnotations()["drop"]; return !ok }, false},
+			func(o client.Object) bool { _, ok := o.GetAnnotations()["drop"]; return !ok }},
 		{"map emptied", func() client.Object { return &corev1.ConfigMap{} },
 			func(o client.Object) { o.(*corev1.ConfigMap).Data = map[string]string{"k": "v"} },
 			func(o client.Object) { o.(*corev1.ConfigMap).Data = map[string]string{} },
-			func(o client.Object) bool { return len(o.(*corev1.ConfigMap).Data) == 0 }, false},
+			func(o client.Object) bool { return len(o.(*corev1.ConfigMap).Data) == 0 }},
 		{"bool set to false", func() client.Object { return &appsv1.Deployment{} },
 			func(o client.Object) { o.(*appsv1.Deployment).Spec = webSpec(o.GetName(), true, 2, nil) },
 			func(o client.Object) { o.(*appsv1.Deployment).Spec = webSpec(o.GetName(), false, 2, nil) },
-			func(o client.Object) bool { return !o.(*appsv1.Deployment).Spec.Paused }, false},
+			func(o client.Object) bool { return !o.(*appsv1.Deployment).Spec.Paused }},
 		{"number set to 0", func() client.Object { return &appsv1.Deployment{} },
 			func(o client.Object) { o.(*appsv1.Deployment).Spec = webSpec(o.GetName(), false, 2, nil) },
 			func(o client.Object) { o.(*appsv1.Deployment).Spec = webSpec(o.GetName(), false, 0, nil) },
-			func(o client.Object) bool { return *o.(*appsv1.Deployment).Spec.Replicas == 0 }, false},
+			func(o client.Object) bool { return *o.(*appsv1.Deployment).Spec.Replicas == 0 }},
 		{"omitempty number set to 0", func() client.Object { return &testapi.Widget{} },
 			func(o client.Object) { o.(*testapi.Widget).Spec.Size = 3 },
 			func(o client.Object) { o.(*testapi.Widget).Spec.Size = 0 },
-			func(o client.Object) bool { return o.(*testapi.Widget).Spec.Size == 0 }, false},
+			func(o client.Object) bool { return o.(*testapi.Widget).Spec.Size == 0 }},
 		{"nested map emptied", func() client.Object { return &appsv1.Deployment{} },
 			func(o client.Object) {
 				o.(*appsv1.Deployment).Spec = webSpec(o.GetName(), false, 1, map[string]string{"a": "b"})
 			},
 			func(o client.Object) { o.(*appsv1.Deployment).Spec = webSpec(o.GetName(), false, 1, nil) },
-			func(o client.Object) bool { return len(o.(*appsv1.Deployment).Spec.Template.Annotations) == 0 }, false},
+			func(o client.Object) bool { return len(o.(*appsv1.Deployment).Spec.Template.Annotations) == 0 }},
 		{"egress rules dropped (deny all egress)", func() client.Object { return &networkingv1.NetworkPolicy{} },
 			func(o client.Object) {
 				o.(*networkingv1.NetworkPolicy).Spec = networkingv1.NetworkPolicySpec{PolicyTypes: []networkingv1.PolicyType{"Egress"}, Egress: egressRule}
@@ -130,7 +129,7 @@ func TestRemovalIsAChange(t *testing.T) {
 			func(o client.Object) {
 				o.(*networkingv1.NetworkPolicy).Spec = networkingv1.NetworkPolicySpec{PolicyTypes: []networkingv1.PolicyType{"Egress"}}
 			},
-			func(o client.Object) bool { return len(o.(*networkingv1.NetworkPolicy).Spec.Egress) == 0 }, false},
+			func(o client.Object) bool { return len(o.(*networkingv1.NetworkPolicy).Spec.Egress) == 0 }},
 		{"removal beside another change", func() client.Object { return &corev1.ConfigMap{} },
 			func(o client.Object) {
 				o.SetLabels(map[string]string{"drop": "1"})
@@ -139,20 +138,9 @@ func TestRemovalIsAChange(t *testing.T) {
 			func(o client.Object) { o.SetLabels(nil); o.(*corev1.ConfigMap).Data = map[string]string{"k": "w"} },
 			func(o client.Object) bool {
 				return len(labelsBesidesTheRecord(o)) == 0 && o.(*corev1.ConfigMap).Data["k"] == "w"
-			}, false},
-		{"status number set to 0", func() client.Object { return &testapi.Widget{} },
-			func(o client.Object) { o.(*testapi.Widget).Status.Replicas = 3 },
-			func(o client.Object) { o.(*testapi.Widget).Status.Replicas = 0 },
-			func(o client.Object) bool { return o.(*testapi.Widget).Status.Replicas == 0 }, true},
-		{"status list emptied", func() client.Object { return &testapi.Widget{} },
-			func(o client.Object) { o.(*testapi.Widget).Status.Namespaces = []string{"a"} },
-			func(o client.Object) { o.(*testapi.Widget).Status.Namespaces = nil },
-			func(o client.Object) bool { return len(o.(*testapi.Widget).Status.Namespaces) == 0 }, true},
+			}},
 	} {
 		for _, fn := range fns {
-			if tc.status && fn.name == "CreateOrUpdate" {
-				continue // CreateOrUpdate does not write status (documented)
-			}
 			for _, f := range forms {
 				seq++
 				name := fmt.Sprintf("child-%d", seq)
@@ -164,9 +152,6 @@ func TestRemovalIsAChange(t *testing.T) {
 						return obj
 					}
 					wantUpdate := controllerutil.OperationResultUpdated
-					if tc.status {
-						wantUpdate = controllerutil.OperationResultUpdatedStatusOnly
-					}
 					rv := ""
 					for i, step := range []struct {
 						mutate func(client.Object)

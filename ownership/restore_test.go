@@ -69,10 +69,10 @@ func restoreCases() []restoreCase {
 		{"CreateOrUpdate", configMap("u"), func(ctx context.Context, c client.Client, o, child client.Object) (controllerutil.OperationResult, error) {
 			return ownership.CreateOrUpdate(ctx, c, o, child, data(child), ownership.RecordOwner{})
 		}},
-		{"CreateOrPatch", func(ns string) client.Object {
+		{"CreateOrUpdate of a Deployment", func(ns string) client.Object {
 			return &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "p"}}
 		}, func(ctx context.Context, c client.Client, o, child client.Object) (controllerutil.OperationResult, error) {
-			return ownership.CreateOrPatch(ctx, c, o, child, deployment(child.(*appsv1.Deployment), "nginx:1"), ownership.RecordOwner{})
+			return ownership.CreateOrUpdate(ctx, c, o, child, deployment(child.(*appsv1.Deployment), "nginx:1"), ownership.RecordOwner{})
 		}},
 		{"Apply", configMap("a"), func(ctx context.Context, c client.Client, o, child client.Object) (controllerutil.OperationResult, error) {
 			_ = data(child)()
@@ -359,7 +359,7 @@ func TestAStaleReferenceIsReplaced(t *testing.T) {
 	}
 	for _, fn := range allFns {
 		t.Run(fn.name, func(t *testing.T) {
-			name := "cm-" + map[string]string{"CreateOrUpdate": "u", "CreateOrPatch": "p", "Apply": "a"}[fn.name]
+			name := "cm-" + map[string]string{"CreateOrUpdate": "u", "Apply": "a"}[fn.name]
 			write := func(o client.Object, name string) (controllerutil.OperationResult, error) {
 				cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
 				return fn.fn(ctx, c, o, cm, func() error { cm.Data = map[string]string{"k": "v"}; return nil }, ownership.RecordOwner{})

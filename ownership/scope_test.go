@@ -44,7 +44,7 @@ func TestScopeAskedOncePerKind(t *testing.T) {
 	}
 	sc := &scopeCounting{Client: direct}
 	c := testapi.Remembering(sc, env.Scheme) // where what is learnt is kept
-	for i, fn := range []createOr{createOrUpdate, createOrPatch, createOrUpdate} {
+	for i, fn := range []createOr{createOrUpdate, createOrUpdate, createOrUpdate} {
 		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "scope-" + string(rune('a'+i))}}
 		if op, err := fn(ctx, c, o, cm, nil); err != nil || op != "created" {
 			t.Fatalf("child %d: %v, %v", i, op, err)

@@ -83,7 +83,7 @@ func TestThroughALaggingCache(t *testing.T) {
 		})
 	}
 
-	t.Run("another owner's reference added meanwhile survives CreateOrPatch", func(t *testing.T) {
+	t.Run("another owner's reference added meanwhile survives", func(t *testing.T) {
 		b := owner(t, ns, "b")
 		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "orphan"}, Data: map[string]string{"k": "v"}}
 		if err := env.Client.Create(ctx, cm); err != nil {
@@ -95,10 +95,10 @@ func TestThroughALaggingCache(t *testing.T) {
 		if err := env.Client.Update(ctx, cm); err != nil {
 			t.Fatal(err)
 		}
-		// We adopt it as o's from the stale cache: the patch replaces the list.
+		// We adopt it as o's from the stale cache: the update replaces the list.
 		_, errs := requeue(t, func() (controllerutil.OperationResult, error) {
 			child := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "orphan"}}
-			return createOrPatch(ctx, cc.Client, o, child, func() error { child.Data = map[string]string{"k": "w"}; return nil })
+			return createOrUpdate(ctx, cc.Client, o, child, func() error { child.Data = map[string]string{"k": "w"}; return nil })
 		})
 		for _, err := range errs {
 			if !apierrors.IsConflict(err) {
@@ -242,42 +242,5 @@ func TestCreateOrUpdateLocksATypedChildWhoseMetadataMutateRebuilds(t *testing.T)
 	}
 	if got.Data["theirs"] != "x" || got.Data["ours"] != "2" {
 		t.Errorf("stored data %v: the other writer's key or ours is lost", got.Data)
-	}
-}
-
-// TestDroppingAllOurLabelsKeepsAnotherWritersNewOnes: CreateOrPatch
-// dropping every label it read (and every annotation) removes those, not
-// the labels another writer added since a stale read.
-func TestDroppingAllOurLabelsKeepsAnotherWritersNewOnes(t *testing.T) {
-	env.Require(t)
-	ctx := context.Background()
-	ns := env.Namespace(t)
-	o := owner(t, ns, "owner")
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cm"}}
-	if _, err := ownership.CreateOrPatch(ctx, remembering(), o, cm, func() error {
-		cm.Labels, cm.Annotations = map[string]string{"ours": "1"}, map[string]string{"ours": "1"}
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
-	c := staleAfterGet(t, &corev1.ConfigMap{}, false, func(obj client.Object) {
-		other := obj.(*corev1.ConfigMap)
-		other.Labels["theirs"], other.Annotations["theirs"] = "x", "x"
-	})
-	_, errs := requeue(t, func() (controllerutil.OperationResult, error) {
-		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cm"}}
-		return ownership.CreateOrPatch(ctx, c, o, cm, func() error { cm.Labels, cm.Annotations = nil, nil; return nil })
-	})
-	for _, err := range errs {
-		if !apierrors.IsConflict(err) {
-			t.Errorf("failed with %v, want a conflict", err)
-		}
-	}
-	var got corev1.ConfigMap
-	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(cm), &got); err != nil {
-		t.Fatal(err)
-	}
-	if got.Labels["theirs"] != "x" || got.Annotations["theirs"] != "x" || got.Labels["ours"] != "" || got.Annotations["ours"] != "" {
-		t.Errorf("stored labels %v, annotations %v; want theirs only", got.Labels, got.Annotations)
 	}
 }

@@ -77,9 +77,8 @@ func (e *invalidOwnerError) Error() string {
 	return fmt.Sprintf("ownership: %s cannot own %s: field %s: %s", e.Owner, e.Child, e.Field, e.Reason)
 }
 
-// MutateOptions are the options of [CreateOrUpdate] and [CreateOrPatch],
-// the calls that build the child with a mutate function; the zero value is
-// no option.
+// MutateOptions are the options of [CreateOrUpdate], the call that builds
+// the child with a mutate function; the zero value is no option.
 type MutateOptions struct {
 	// Adopt takes over a child controlled by another owner.
 	Adopt bool
@@ -87,7 +86,7 @@ type MutateOptions struct {
 	Record bool
 }
 
-// MutateOption configures [CreateOrUpdate] and [CreateOrPatch].
+// MutateOption configures [CreateOrUpdate].
 type MutateOption interface {
 	ApplyToMutate(*MutateOptions)
 }
@@ -112,7 +111,7 @@ type ApplyOption interface {
 // ([OwnerKindLabel] and [OwnerNameLabel], or the annotation) names another
 // owner, instead of returning an [*AlreadyOwnedError]: the other owner's
 // record is removed (and ours written with [RecordOwner]). It works for
-// [CreateOrUpdate], [CreateOrPatch] and [Apply].
+// [CreateOrUpdate] and [Apply].
 type Adopt struct{}
 
 // ApplyToMutate implements [MutateOption].
@@ -128,7 +127,7 @@ type Force struct{}
 // ApplyToApply implements [ApplyOption].
 func (Force) ApplyToApply(o *ApplyOptions) { o.Force = true }
 
-// RecordOwner makes [CreateOrUpdate], [CreateOrPatch] and [Apply] write
+// RecordOwner makes [CreateOrUpdate] and [Apply] write
 // the owner record on the child, beside its controller reference: the
 // owner's kind and name in [OwnerKindLabel] and [OwnerNameLabel] (in the
 // annotation "ownership.steady.dev/owner" when the owner's kind or name is

@@ -48,7 +48,7 @@ func (c *staleOwnerClient) Get(ctx context.Context, key client.ObjectKey, obj cl
 func TestForBodyChecksAStaleOwnerThroughTheAPIReader(t *testing.T) {
 	env.Require(t)
 	cc := testapi.StartManager(t, env, testapi.ManagerOptions{Informers: []client.Object{&testapi.Widget{}, &corev1.ConfigMap{}}})
-	for _, call := range []string{"CreateOrUpdate", "CreateOrPatch", "Apply"} {
+	for _, call := range []string{"CreateOrUpdate", "Apply"} {
 		t.Run(call, func(t *testing.T) { staleOwnerInForBody(t, cc, call, true) })
 		// Without the record, the reference of another Widget of the name
 		// cannot be told stale: the child is refused as another owner's,
@@ -108,8 +108,6 @@ func staleOwnerInForBody(t *testing.T, cc *testapi.Cached, call string, record b
 		switch call {
 		case "CreateOrUpdate":
 			_, childErr = ownership.CreateOrUpdate(ctx, c, w, child, mutate, opts...)
-		case "CreateOrPatch":
-			_, childErr = ownership.CreateOrPatch(ctx, c, w, child, mutate, opts...)
 		default:
 			child.TypeMeta = metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"}
 			_ = mutate()

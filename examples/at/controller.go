@@ -175,9 +175,6 @@ func (r *Reconciler) reconcile(ctx context.Context, at *v1alpha1.At) (ctrl.Resul
 	}
 
 	pod = &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: at.Namespace, Name: PodName(at)}}
-	// CreateOrUpdate, not CreateOrPatch: steady's CreateOrPatch follows a
-	// create with a status patch towards the status mutate set, and with none
-	// set it erases what the API server put there (the Pod's phase Pending).
 	_, err = ownership.CreateOrUpdate(ctx, r.Client, at, pod, func() error {
 		if pod.CreationTimestamp.IsZero() { // a Pod's spec is immutable: set it at creation only
 			pod.Labels = map[string]string{PodLabel: at.Name}

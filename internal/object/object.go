@@ -84,16 +84,6 @@ func EmptyLike[T client.Object](obj T) T {
 	return out
 }
 
-// Reset zeroes obj in place, keeping its group, version and kind, so that
-// a Get into it leaves no field of the old content behind (an emptied list,
-// a dropped label).
-func Reset(obj runtime.Object) {
-	gvk := obj.GetObjectKind().GroupVersionKind()
-	v := reflect.ValueOf(obj).Elem()
-	v.Set(reflect.Zero(v.Type()))
-	obj.GetObjectKind().SetGroupVersionKind(gvk)
-}
-
 // ToMap returns obj as a JSON-shaped map. It is always a copy: changing the
 // map never changes obj, also for an unstructured object, whose content may
 // hold Go values that encode to JSON (an int, a []string): the copy holds
@@ -144,24 +134,6 @@ func ToMapWithoutManagedFields(obj runtime.Object) (map[string]any, error) {
 	}
 	shallow.(metav1.Object).SetManagedFields(nil)
 	return ToMap(shallow)
-}
-
-// FromMap replaces the whole content of into with m (a copy of it): no field
-// of into's old content survives.
-func FromMap(m map[string]any, into runtime.Object) error {
-	if u, ok := into.(*unstructured.Unstructured); ok {
-		u.Object = runtime.DeepCopyJSON(m)
-		return nil
-	}
-	gvk := into.GetObjectKind().GroupVersionKind()
-	Reset(into)
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(runtime.DeepCopyJSON(m), into); err != nil {
-		return fmt.Errorf("converting a map to %T: %w", into, err)
-	}
-	if into.GetObjectKind().GroupVersionKind().Empty() {
-		into.GetObjectKind().SetGroupVersionKind(gvk)
-	}
-	return nil
 }
 
 // Shallow returns a copy of obj that shares its maps and slices: what a

@@ -51,30 +51,6 @@ func TestToMapIsACopy(t *testing.T) {
 		t.Fatal("ToMap returned the object's own map: deleting from it changed the object")
 	}
 }
-
-func TestFromMapLeavesNothingBehind(t *testing.T) {
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "a", Labels: map[string]string{"x": "y"}}, Data: map[string]string{"k": "v"}}
-	cm.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("ConfigMap"))
-	if err := FromMap(map[string]any{"metadata": map[string]any{"name": "b"}}, cm); err != nil {
-		t.Fatal(err)
-	}
-	if cm.Name != "b" || cm.Labels != nil || cm.Data != nil {
-		t.Fatalf("FromMap kept old content: %+v", cm)
-	}
-	if cm.Kind != "ConfigMap" {
-		t.Errorf("kind lost: %q", cm.Kind)
-	}
-	u := &unstructured.Unstructured{Object: map[string]any{"a": "b"}}
-	src := map[string]any{"c": map[string]any{"d": "e"}}
-	if err := FromMap(src, u); err != nil {
-		t.Fatal(err)
-	}
-	src["c"].(map[string]any)["d"] = "changed"
-	if u.Object["c"].(map[string]any)["d"] != "e" || u.Object["a"] != nil {
-		t.Fatalf("FromMap on unstructured: %v", u.Object)
-	}
-}
-
 func TestEmptyLike(t *testing.T) {
 	u := &unstructured.Unstructured{}
 	u.SetAPIVersion("v1")

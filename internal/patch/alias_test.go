@@ -47,7 +47,9 @@ func (s *mapServer) answer(into client.Object) {
 		u.Object = m
 		return
 	}
-	if err := object.FromMap(m, into); err != nil {
+	v := reflect.ValueOf(into).Elem()
+	v.Set(reflect.Zero(v.Type())) // the answer's content, none of the old
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(m, into); err != nil {
 		panic(err)
 	}
 }

@@ -238,14 +238,6 @@ func (s *State) Learn(gvk schema.GroupVersionKind, fact string, v bool) {
 		s.kinds.Store(kindFact{gvk, fact}, v)
 	}
 }
-
-// Unlearn forgets fact for gvk.
-func (s *State) Unlearn(gvk schema.GroupVersionKind, fact string) {
-	if s != nil {
-		s.kinds.Delete(kindFact{gvk, fact})
-	}
-}
-
 type kindFact struct {
 	gvk  schema.GroupVersionKind
 	fact string

@@ -310,10 +310,6 @@ func TestLearn(t *testing.T) {
 	if _, known := b.Learned(cmGVK, "status"); known {
 		t.Error("another State knows what one learned")
 	}
-	a.Unlearn(cmGVK, "status")
-	if _, known := a.Learned(cmGVK, "status"); known {
-		t.Error("not unlearned")
-	}
 	var none *State
 	none.Learn(cmGVK, "status", true)
 	if _, known := none.Learned(cmGVK, "status"); known {
