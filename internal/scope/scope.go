@@ -238,6 +238,7 @@ func (s *State) Learn(gvk schema.GroupVersionKind, fact string, v bool) {
 		s.kinds.Store(kindFact{gvk, fact}, v)
 	}
 }
+
 type kindFact struct {
 	gvk  schema.GroupVersionKind
 	fact string
