@@ -33,8 +33,8 @@ var (
 // object that matches it as written or as the cache holds it). Make one
 // with [NewClient].
 //
-// What counts as caught up (the package documentation has the details and
-// the costs):
+// What counts as caught up (docs/cachewait.md has the details and the
+// costs):
 //
 //   - a write: the cache holds the object at the written resourceVersion or
 //     newer, or the object is gone (the manager's API reader tells an
@@ -83,8 +83,14 @@ type waitingClient struct {
 
 // NewClient wraps cl's client (the manager's: NewClient(mgr)); opts apply
 // to every wait. The waits ask cl's API reader where the cache alone
-// cannot tell (see [WithAPIReader], which replaces it or sets After). See
-// the package documentation for what the returned client waits for.
+// cannot tell (see [WithAPIReader], which replaces it or sets After).
+//
+// After a create, update, patch, apply (also of the status or another
+// subresource), delete or DeleteAllOf through the returned client, a Get
+// of that object and a List that can select it wait until the cache holds
+// the write; dry runs and failed writes are not remembered. The guide,
+// docs/cachewait.md in the repository, has what counts as caught up for
+// each and what it costs.
 func NewClient(cl cluster.Cluster, opts ...WaitOption) client.Client {
 	o := applyOptions(opts)
 	if o.APIReader == nil {

@@ -44,12 +44,15 @@ func init() { metrics.Registry.MustRegister(waitSeconds) }
 //     deleted it), ForWrite waits until r no longer holds that UID (a Pod
 //     terminating gracefully, or a Namespace its spec.finalizers hold,
 //     stays: a write to it is waited for as any);
-//   - when r holds the object at an older version of the same UID, it waits;
-//   - when r lacks the object (or holds an older one of another UID), r
-//     alone cannot tell "not seen yet" from "deleted since": ForWrite waits,
-//     unless [WithAPIReader] is given, or r was seen holding this UID
-//     before (then the object is gone: the cache saw it and then its
-//     deletion, which came after the write).
+//   - when r holds the object at an older version of the same UID, or an
+//     older object of another UID (the one the name held before), it
+//     waits; when r holds a newer object of another UID, the object is
+//     gone;
+//   - when r lacks the object (or holds one of another UID whose version
+//     does not compare), r alone cannot tell "not seen yet" from "deleted
+//     since": ForWrite waits, unless [WithAPIReader] is given, or r was
+//     seen holding this UID before (then the object is gone: the cache saw
+//     it and then its deletion, which came after the write).
 //
 // With [WithCacheOptions], a write the cache cannot hold (outside its
 // namespaces or label selector) is caught up once r does not hold the
