@@ -28,9 +28,14 @@ type run struct {
 }
 
 // Apply applies objs as the whole content of the set and prunes the members
-// no longer in it. See the package documentation for the order of the steps
-// and the safety rules. The Result says what happened to each object; the
-// error joins what failed. Calls on one Set run one at a time.
+// no longer in it: it grows the parent's group-kinds and namespaces, applies
+// the CRDs (waiting until they are established), then the Namespaces, then
+// the rest, by server-side apply, and prunes only when every write
+// succeeded. A member the API server refuses at the apply is Failed; the
+// other members of its step are still applied, the later steps are not. The
+// guide, docs/applyset.md in the repository, has each step and the safety
+// rules. The Result says what happened to each object; the error joins
+// what failed. Calls on one Set run one at a time.
 func (s *Set) Apply(ctx context.Context, objs []*unstructured.Unstructured) (*Result, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -15,7 +15,7 @@ const (
 	PartOfLabel = "applyset.kubernetes.io/part-of"
 )
 
-// The rest of the protocol (see the package doc), the two keep annotations
+// The rest of the protocol (see docs/applyset.md), the two keep annotations
 // honoured by prune, and the defaults.
 const (
 	parentTypeLabel          = "applyset.kubernetes.io/is-parent-type"
