@@ -60,7 +60,7 @@ const createOnly = "1"
 // record (one the configuration sets is dropped: the record is not the
 // configuration's), and the API server removes one this field manager
 // applied before. Either way a child is taken or refused by the record it
-// carries, as the package documentation (Backup and restore) says. A
+// carries, as docs/ownership.md (Backup and restore) says. A
 // stale controller reference of an earlier owner of owner's kind and
 // name, or a record that names another owner (with [Adopt]{}), or, with
 // [RecordOwner], names owner otherwise than the apply does, is replaced

@@ -16,9 +16,9 @@ import (
 
 // CreateOrUpdate reads child (by its namespace and name), runs mutate on it,
 // makes owner its controller (with [RecordOwner], recording owner in
-// [OwnerKindLabel] and [OwnerNameLabel], or the annotation: see the
-// package documentation, Backup and restore, for the record and the
-// children it takes and refuses, and [Adopt]; the record is judged
+// [OwnerKindLabel] and [OwnerNameLabel], or the annotation: see
+// docs/ownership.md in the repository, Backup and restore, for the record
+// and the children it takes and refuses, and [Adopt]; the record is judged
 // and kept as the live child has it, whatever mutate drops or sets there,
 // and a new child is judged without one: a mutate that copies its owner's
 // labels copies the owner's record of its own owner), and creates it, or
@@ -30,7 +30,12 @@ import (
 // (a dropped label, a bool set to false, an emptied list) is a change: first
 // field for field on the Go values (no JSON work when nothing changed, the
 // common reconcile), then, when they differ there, as JSON maps (a nil and an
-// empty list are the same to the API server). When they differ, the update
+// empty list are the same to the API server), the metadata the API server
+// owns (resourceVersion, managedFields, uid, generation, creationTimestamp,
+// deletionTimestamp...) left out, and absent and empty labels, annotations,
+// owner references and finalizers the same. Typed and unstructured children
+// behave the same; the comparison never changes the caller's object. When
+// they differ, the update
 // is sent; it carries the resourceVersion read, so the API server either
 // refuses it (a conflict) or applies it, and an update whose only difference
 // is fields the API server defaults (a wholesale deploy.Spec = desired drops
@@ -71,6 +76,11 @@ import (
 // child read ([*AlreadyOwnedError]). A child deleted since the read (the
 // update answers NotFound, nothing written) is created. mutate runs again
 // in both cases, so it may run more than once per call.
+//
+// An update the API server refuses because it changes an immutable field
+// (a Job's template, a Deployment's selector) is an error that names the
+// fields and the way out: set such a field in mutate only when the child
+// is created.
 //
 // On success child holds the live object, as written or as read.
 func CreateOrUpdate(ctx context.Context, c client.Client, owner, child client.Object, mutate controllerutil.MutateFn, opts ...MutateOption) (controllerutil.OperationResult, error) {
