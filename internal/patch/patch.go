@@ -30,8 +30,8 @@ type Options struct {
 	// status.conditions), rebased by type like it.
 	ConditionLists [][]string
 	// CheckOwnWrites refuses a snapshot older than this process's own last
-	// write of the object (see [OwnWriteAhead]): nothing is written and
-	// Result.Stale says why.
+	// write of the object (see [scope.State.OwnWriteAhead]): nothing is
+	// written and Result.Stale says why.
 	CheckOwnWrites bool
 }
 
