@@ -75,7 +75,7 @@ func index(items []any, key func(any) string) map[string]any {
 }
 
 // rebase applies the change from before to after onto current, the list
-// as the latest object has it (see the package doc for the rules):
+// as the latest object has it:
 //
 //   - the entries this change added, changed or removed, and owned ones,
 //     take after's value or go; every other entry stays as current has it
