@@ -13,10 +13,11 @@
 // (truncated to seconds, as the API server stores it). Marking the same state
 // twice leaves the object deep-equal and reports no change. Conditions are
 // kept one per type, in a stable order: Available and Ready first, Deleting
-// and Paused last, the rest alphabetical: the order and the rules of
-// cluster-api's util/conditions, whose Setter and Getter these types
-// satisfy, without importing it (an operator that imports conditions does
-// not build cluster-api in).
+// and Paused last, the rest alphabetical (cluster-api's util/conditions
+// places its own types by a fixed table instead). Objects that satisfy
+// cluster-api's Setter and Getter satisfy these, without conditions
+// importing it (an operator that imports conditions does not build
+// cluster-api in).
 //
 // Objects expose their conditions through [Getter] and [Setter]. For an
 // unstructured.Unstructured, [ForUnstructured] returns a Setter over
@@ -27,6 +28,5 @@
 // [SetSummary] computes a Ready-style condition from other conditions,
 // with negative-polarity types (where True is bad) and keeping the reason of
 // the condition that decided it. [MarkReconciling] and [MarkStalled] set the
-// abnormal-true conditions that kstatus (and so kubectl wait, Flux and
-// cli-utils) read.
+// abnormal-true conditions that kstatus (and so Flux and cli-utils) read.
 package conditions
