@@ -3,10 +3,13 @@ package ownership_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -128,5 +131,60 @@ func TestReferencesTheGarbageCollectorWouldMisreadAreRefused(t *testing.T) {
 	cluster := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Name: "o", UID: "2"}}
 	if ok, err := ownership.SetControllerReference(cluster, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "b", Name: "c"}}, env.Scheme); !ok || err != nil {
 		t.Errorf("cluster-scoped owner: %v, %v", ok, err)
+	}
+}
+
+// TestARecreatedChildOfAnotherOwnerIsNotWritten: our child was deleted and
+// created again by another owner while the cache (held 300ms back) still
+// shows ours: a write based on that read must not land on the other
+// owner's child, for CreateOrUpdate and Apply. Without an API reader the
+// write's lock (CreateOrUpdate's resourceVersion) is a conflict to requeue
+// on; with one (steady.NewClient's), the child read again through it is
+// the other owner's: an *AlreadyOwnedError, or the conflict.
+func TestARecreatedChildOfAnotherOwnerIsNotWritten(t *testing.T) {
+	env.Require(t)
+	ctx := context.Background()
+	cc := startCached(t)
+	ns := env.Namespace(t)
+	a, b := owner(t, ns, "a"), owner(t, ns, "b")
+	for _, fn := range allFns {
+		for _, withReader := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/APIReader=%v", fn.name, withReader), func(t *testing.T) {
+				c := cc.CacheOnly
+				if withReader {
+					c = cc.Client
+				}
+				name := fmt.Sprintf("cm-%s-%v", strings.ToLower(fn.name), withReader)
+				cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+				if _, err := fn.fn(ctx, env.Client, a, cm, func() error { cm.Data = map[string]string{"k": "a1"}; return nil }); err != nil {
+					t.Fatal(err)
+				}
+				cachedSees(t, cc, cm)
+				if err := env.Client.Delete(ctx, cm); err != nil {
+					t.Fatal(err)
+				}
+				theirs := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+				if _, err := ownership.CreateOrUpdate(ctx, remembering(), b, theirs, func() error { theirs.Data = map[string]string{"k": "b"}; return nil }); err != nil {
+					t.Fatal(err)
+				}
+				cm = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+				op, err := fn.fn(ctx, c, a, cm, func() error { cm.Data = map[string]string{"k": "a2"}; return nil })
+				var got corev1.ConfigMap
+				if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &got); err != nil {
+					t.Fatal(err)
+				}
+				t.Logf("%q, %v; stored %v, owners %v", op, err, got.Data, got.OwnerReferences)
+				if got.Data["k"] != "b" || !metav1.IsControlledBy(&got, b) || got.UID != theirs.UID {
+					t.Errorf("the other owner's child was written: %v, owners %v (%q, %v)", got.Data, got.OwnerReferences, op, err)
+				}
+				var aoe *ownership.AlreadyOwnedError
+				if err == nil || !apierrors.IsConflict(err) && !errors.As(err, &aoe) {
+					t.Errorf("%q, %v; want a conflict or an *AlreadyOwnedError", op, err)
+				}
+				if op != "" {
+					t.Errorf("result %q beside the error, want empty", op)
+				}
+			})
+		}
 	}
 }
