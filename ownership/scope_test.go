@@ -3,11 +3,14 @@ package ownership_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -98,5 +101,88 @@ func TestLabelRepairLearnsTheStatusSubresource(t *testing.T) {
 	}
 	if n.Writes() != 0 {
 		t.Errorf("requests %s for a status the update cannot write, want no write", n)
+	}
+}
+
+// scopeFailing is a client whose REST mapper cannot tell whether a kind is
+// namespaced while failing is set (discovery unavailable, say); its reads
+// and writes reach the API server.
+type scopeFailing struct {
+	client.Client
+	failing atomic.Bool
+}
+
+var errMapper = errors.New("the mapper failed")
+
+func (c *scopeFailing) IsObjectNamespaced(obj runtime.Object) (bool, error) {
+	if c.failing.Load() {
+		return false, errMapper
+	}
+	return c.Client.IsObjectNamespaced(obj)
+}
+
+// TestAScopeTheMapperCannotTellIsNotWritten: when the REST mapper fails to
+// tell whether the child's kind is namespaced, CreateOrUpdate and Apply of
+// a namespaced owner write nothing (no create, no update) and return the
+// mapper's error, not an *InvalidOwnerError (the kind is not known to be
+// cluster-scoped); nothing of the failure is remembered: once the mapper
+// answers, the next call writes.
+func TestAScopeTheMapperCannotTellIsNotWritten(t *testing.T) {
+	env.Require(t)
+	ctx := context.Background()
+	ns := env.Namespace(t)
+	o := owner(t, ns, "o")
+	for _, fn := range allFns {
+		for _, exists := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/exists=%v", fn.name, exists), func(t *testing.T) {
+				// A REST mapper of its own: a cluster ownership has learnt
+				// nothing of.
+				direct, err := client.New(env.Config, client.Options{Scheme: env.Scheme})
+				if err != nil {
+					t.Fatal(err)
+				}
+				sc := &scopeFailing{Client: direct}
+				sc.failing.Store(true)
+				c := testapi.Remembering(sc, env.Scheme)
+				name := fmt.Sprintf("%s-%v", strings.ToLower(fn.name), exists)
+				key := client.ObjectKey{Namespace: ns, Name: name}
+				rv := ""
+				if exists {
+					cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Data: map[string]string{"theirs": "x"}}
+					if err := env.Client.Create(ctx, cm); err != nil {
+						t.Fatal(err)
+					}
+					rv = cm.ResourceVersion
+				}
+				write := func() (string, error) {
+					cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+					op, err := fn.fn(ctx, c, o, cm, func() error { cm.Data = map[string]string{"k": "new"}; return nil })
+					return string(op), err
+				}
+				op, err := write()
+				var ioe *ownership.InvalidOwnerError
+				if !errors.Is(err, errMapper) || errors.As(err, &ioe) || op != "" {
+					t.Errorf("mapper failing: %q, %v; want an empty result and the mapper's error", op, err)
+				}
+				var got corev1.ConfigMap
+				switch err := env.Client.Get(ctx, key, &got); {
+				case !exists && !apierrors.IsNotFound(err):
+					t.Errorf("mapper failing: the child was created (%v, data %v)", err, got.Data)
+				case exists && (err != nil || got.ResourceVersion != rv || len(got.OwnerReferences) != 0):
+					t.Errorf("mapper failing: the child was written (%v, data %v, owners %v)", err, got.Data, got.OwnerReferences)
+				}
+				sc.failing.Store(false)
+				want := "created"
+				if exists {
+					want = "updated"
+				}
+				if op, err := write(); err != nil || op != want {
+					t.Errorf("mapper back: %q, %v; want %s", op, err, want)
+				}
+				if err := env.Client.Get(ctx, key, &got); err != nil || got.Data["k"] != "new" || !metav1.IsControlledBy(&got, o) {
+					t.Errorf("mapper back: %v, data %v, owners %v; want ours written", err, got.Data, got.OwnerReferences)
+				}
+			})
+		}
 	}
 }
