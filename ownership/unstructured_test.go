@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
@@ -49,5 +50,50 @@ func TestUnstructuredChildWithGoInts(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestAStatusThatIsNoObjectIsCompared: CreateOrUpdate of a child of a
+// kind without a status subresource whose status is a string or a number
+// (a schema that leaves the status free: Whatsit) writes a change of it
+// with the object, and nothing when it is as stored.
+func TestAStatusThatIsNoObjectIsCompared(t *testing.T) {
+	env.Require(t)
+	ctx := context.Background()
+	c, n := counting(t)
+	ns := env.Namespace(t)
+	o := owner(t, ns, "owner")
+	gvk := schema.GroupVersionKind{Group: "test.steady.dev", Version: "v1", Kind: "Whatsit"}
+	for i, step := range []struct {
+		status any // nil: none
+		want   controllerutil.OperationResult
+	}{
+		{"a", "created"}, {"a", "unchanged"}, {"b", "updated"}, {"b", "unchanged"},
+		{int64(7), "updated"}, {int64(7), "unchanged"}, {int64(0), "updated"}, {nil, "updated"}, {nil, "unchanged"},
+	} {
+		n.Reset()
+		u := unstructuredChild(gvk, ns, "w")
+		op, err := ownership.CreateOrUpdate(ctx, c, o, u, func() error {
+			u.Object["spec"] = map[string]any{"k": "v"}
+			if step.status == nil {
+				delete(u.Object, "status")
+			} else {
+				u.Object["status"] = step.status
+			}
+			return nil
+		})
+		if err != nil || op != step.want {
+			t.Fatalf("step %d, status %v: %q, %v; want %s", i, step.status, op, err, step.want)
+		}
+		if writes := n.Writes(); (op == "unchanged") != (writes == 0) {
+			t.Errorf("step %d, status %v: %q with requests %s", i, step.status, op, n)
+		}
+		got := unstructuredChild(gvk, ns, "w")
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(got), got); err != nil {
+			t.Fatal(err)
+		}
+		if s, ok := got.Object["status"]; ok != (step.status != nil) || ok && s != step.status {
+			t.Errorf("step %d: stored status %#v, want %#v", i, got.Object["status"], step.status)
+		}
 	}
 }
