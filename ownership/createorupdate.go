@@ -169,8 +169,10 @@ func mutateOptions(opts []MutateOption) MutateOptions {
 }
 
 // updateChild is CreateOrUpdate's write of an existing child: compare,
-// then update.
-func updateChild(ctx context.Context, c client.Client, live, child client.Object, name fmt.Stringer, beforeWrite func() error) (controllerutil.OperationResult, error) {
+// then update. The child's scope (owner's reference to it: see
+// validateScope) is checked before the update, not before a remembered
+// verdict that there is nothing to write.
+func updateChild(ctx context.Context, c client.Client, owner, live, child client.Object, name fmt.Stringer) (controllerutil.OperationResult, error) {
 	gvk, gvkErr := object.GVK(child, c.Scheme())
 	// The update of a kind with a status subresource cannot write status:
 	// a difference there is not compared, nor paid for with an update.
@@ -245,12 +247,12 @@ func updateChild(ctx context.Context, c client.Client, live, child client.Object
 			return controllerutil.OperationResultNone, nil
 		}
 	}
-	if err := beforeWrite(); err != nil {
+	if err := validateScope(ctx, c, owner, child); err != nil {
 		return controllerutil.OperationResultNone, err
 	}
 	if sets := otherSets(live, child); len(sets) > 0 {
 		if err := maps(); err == nil {
-			warnOthersRemoved(ctx, "updating", name, sets, liveMap, wantMap)
+			warnOthersRemoved(ctx, name, sets, liveMap, wantMap)
 		}
 	}
 	if wantMap == nil {

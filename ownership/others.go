@@ -61,9 +61,6 @@ func fieldSets(obj metav1.Object, skip func(metav1.ManagedFieldsEntry) bool) []m
 // (kubectl-rollout)". A field wantMap changes but keeps (drift put back,
 // a replica count set again) is not named: only removals; nor the status.
 func othersRemoved(others []managerSet, liveMap, wantMap map[string]any) []string {
-	if len(others) == 0 {
-		return nil
-	}
 	found := map[string]sets.Set[string]{}
 	removedIn(withoutStatus(liveMap), withoutStatus(wantMap), "", others, found)
 	out := make([]string, 0, len(found))
@@ -171,14 +168,14 @@ func fieldPath(path, k string) string {
 }
 
 // warnOthersRemoved logs, on ctx's logger, what of other field managers'
-// (sets) a write of wantMap over liveMap removes (see othersRemoved): a
+// (sets) an update of wantMap over liveMap removes (see othersRemoved): a
 // shared child written whole, which Apply, or a mutate that sets fields one
 // by one, would keep.
-func warnOthersRemoved(ctx context.Context, verb string, name fmt.Stringer, sets []managerSet, liveMap, wantMap map[string]any) {
+func warnOthersRemoved(ctx context.Context, name fmt.Stringer, sets []managerSet, liveMap, wantMap map[string]any) {
 	removed := othersRemoved(sets, liveMap, wantMap)
 	if len(removed) == 0 {
 		return
 	}
-	log.FromContext(ctx).Info(fmt.Sprintf("ownership: %s %s removes what other field managers set: %s; "+
-		"set the child's fields one by one on the child as read, or use ownership.Apply, to keep them", verb, name, strings.Join(removed, "; ")))
+	log.FromContext(ctx).Info(fmt.Sprintf("ownership: updating %s removes what other field managers set: %s; "+
+		"set the child's fields one by one on the child as read, or use ownership.Apply, to keep them", name, strings.Join(removed, "; ")))
 }

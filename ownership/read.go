@@ -123,10 +123,7 @@ func (w *writeCall) run(ctx context.Context) (controllerutil.OperationResult, er
 			// REST mapping).
 			return controllerutil.OperationResultNone, nil
 		}
-		// The child's scope is checked before a write, not before a
-		// remembered verdict that there is nothing to write.
-		c, owner, child := w.c, w.owner, w.child // not w: it would escape with the function
-		op, err := updateChild(ctx, c, live, child, name, func() error { return validateScope(ctx, c, owner, child) })
+		op, err := updateChild(ctx, w.c, w.owner, live, w.child, name)
 		switch {
 		case op == controllerutil.OperationResultNone && apierrors.IsNotFound(err) && attempt < maxAttempts:
 			mode = readNone
