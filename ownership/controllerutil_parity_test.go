@@ -40,9 +40,6 @@ func TestControllerutilScenarios(t *testing.T) {
 		return func(d *appsv1.Deployment) error { d.Spec.Replicas = &n; return nil }
 	}
 	identity := func(*appsv1.Deployment) error { return nil }
-	status := func(s appsv1.DeploymentStatus) func(*appsv1.Deployment) error {
-		return func(d *appsv1.Deployment) error { d.Status = s; return nil }
-	}
 	both := func(fs ...func(*appsv1.Deployment) error) func(*appsv1.Deployment) error {
 		return func(d *appsv1.Deployment) error { return errors.Join(fs[0](d), fs[1](d)) }
 	}
@@ -63,7 +60,6 @@ func TestControllerutilScenarios(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name  string
-		fns   []fnCase // nil: both
 		steps []step
 		check func(t *testing.T, local, fetched *appsv1.Deployment)
 	}{
@@ -82,25 +78,6 @@ func TestControllerutilScenarios(t *testing.T) {
 			}},
 		{name: "updates only changed objects", steps: []step{{mutate: spec, want: "created"}, {mutate: identity, want: "unchanged"}},
 			check: localIsFetched},
-		{name: "patches only changed status", fns: fns[1:],
-			steps: []step{{mutate: spec, want: "created"}, {mutate: status(appsv1.DeploymentStatus{ReadyReplicas: 1, Replicas: 3}), want: "updatedStatusOnly"}},
-			check: localIsFetched},
-		{name: "patches resource and status", fns: fns[1:],
-			steps: []step{{mutate: spec, want: "created"}, {mutate: both(scale(3), status(appsv1.DeploymentStatus{ReadyReplicas: 1, Replicas: 3})), want: "updatedStatus"}},
-			check: localIsFetched},
-		{name: "patches resource and not empty status", fns: fns[1:],
-			steps: []step{{mutate: spec, want: "created"}, {mutate: both(scale(3), status(appsv1.DeploymentStatus{ReadyReplicas: 1, Replicas: 3})), want: "updatedStatus"},
-				{mutate: func(d *appsv1.Deployment) error {
-					d.Spec.Replicas = new(int32(5))
-					d.Status.Conditions = []appsv1.DeploymentCondition{{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionTrue}}
-					return nil
-				}, want: "updatedStatus"}},
-			check: func(t *testing.T, local, fetched *appsv1.Deployment) {
-				if *fetched.Spec.Replicas != 5 || len(fetched.Status.Conditions) != 1 || fetched.Status.Replicas != 3 {
-					t.Errorf("fetched replicas %d, status %+v", *fetched.Spec.Replicas, fetched.Status)
-				}
-				localIsFetched(t, local, fetched)
-			}},
 		{name: "errors when MutateFn changes object name on creation",
 			steps: []step{{mutate: both(spec, rename), want: "unchanged", wantErr: true}},
 			check: func(t *testing.T, _, fetched *appsv1.Deployment) {
@@ -118,11 +95,7 @@ func TestControllerutilScenarios(t *testing.T) {
 				}
 			}},
 	} {
-		list := tc.fns
-		if list == nil {
-			list = fns
-		}
-		for _, fn := range list {
+		for _, fn := range fns {
 			seq++
 			name := fmt.Sprintf("deploy-%d", seq)
 			t.Run(tc.name+"/"+fn.name, func(t *testing.T) {

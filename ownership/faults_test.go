@@ -31,25 +31,18 @@ func TestFaults(t *testing.T) {
 	seq := 0
 	for _, tc := range []struct {
 		name        string
-		onlyPatch   bool
 		write       error                          // on the write of the object
-		status      error                          // on the status patch
 		hang        bool                           // the write waits for the context to end
 		want        controllerutil.OperationResult // what the result says beside the error: "" where nothing was written
 		is          func(error) bool
 		mention     string // in the error message
 		storedImage string
 	}{
-		{name: "409 on the write", write: conflict, want: "", is: apierrors.IsConflict, mention: "updating|patching", storedImage: "nginx:1"},
-		{name: "500 on the write", write: internal, want: "", is: apierrors.IsInternalError, mention: "updating|patching", storedImage: "nginx:1"},
-		{name: "timeout on the write", hang: true, want: "", is: func(err error) bool { return errors.Is(err, context.DeadlineExceeded) }, mention: "updating|patching", storedImage: "nginx:1"},
-		{name: "500 on the status patch after the object was patched", onlyPatch: true, status: internal, want: "updated", is: apierrors.IsInternalError,
-			mention: "patched Deployment", storedImage: "nginx:2"},
+		{name: "409 on the write", write: conflict, want: "", is: apierrors.IsConflict, mention: "updating", storedImage: "nginx:1"},
+		{name: "500 on the write", write: internal, want: "", is: apierrors.IsInternalError, mention: "updating", storedImage: "nginx:1"},
+		{name: "timeout on the write", hang: true, want: "", is: func(err error) bool { return errors.Is(err, context.DeadlineExceeded) }, mention: "updating", storedImage: "nginx:1"},
 	} {
 		for _, fn := range fns {
-			if tc.onlyPatch && fn.name == "CreateOrUpdate" {
-				continue
-			}
 			seq++
 			name := fmt.Sprintf("web-%d", seq)
 			t.Run(tc.name+"/"+fn.name, func(t *testing.T) {
@@ -75,20 +68,6 @@ func TestFaults(t *testing.T) {
 							return err
 						}
 						return c.Update(ctx, obj, opts...)
-					},
-					Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, p client.Patch, opts ...client.PatchOption) error {
-						po := &client.PatchOptions{}
-						po.ApplyOptions(opts)
-						if err := fail(ctx, len(po.DryRun) > 0); err != nil {
-							return err
-						}
-						return c.Patch(ctx, obj, p, opts...)
-					},
-					SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error {
-						if tc.status != nil {
-							return tc.status
-						}
-						return c.SubResource(sub).Patch(ctx, obj, p, opts...)
 					},
 				})
 				wctx, cancel := context.WithTimeout(ctx, 2*time.Second)
