@@ -27,7 +27,7 @@ func applyFn(ctx context.Context, c client.Client, o, child client.Object, f own
 	return applyObject(ctx, c, o, child, "steady-test", aopts...)
 }
 
-// allFns are the three ways to write a child.
+// allFns are the two ways to write a child: CreateOrUpdate and Apply.
 var allFns = append(append([]fnCase{}, fns...), fnCase{"Apply", applyFn})
 
 // TestAConvergedChildCostsNoRequest: through a manager's cached client, a

@@ -23,8 +23,7 @@ import (
 // and a new child is judged without one: a mutate that copies its owner's
 // labels copies the owner's record of its own owner), and creates it, or
 // updates it when it differs from the live object. It reports what it did: created, updated or
-// unchanged; on an error, what was written before it, or an empty result
-// (never unchanged).
+// unchanged; on an error, an empty result (never unchanged).
 //
 // The mutated child is compared with the live object exactly, so a removal
 // (a dropped label, a bool set to false, an emptied list) is a change: first
@@ -88,8 +87,9 @@ func CreateOrUpdate(ctx context.Context, c client.Client, owner, child client.Ob
 }
 
 // result is what a call returns: on an error, the result says what was
-// written before it (created, say, where a status write then failed), or
-// is empty, never unchanged: the call did not find the child as desired.
+// written before it (updated, where Apply released another controller's
+// reference and the apply then failed), or is empty, never unchanged: the
+// call did not find the child as desired.
 func result(op controllerutil.OperationResult, err error) (controllerutil.OperationResult, error) {
 	if err != nil && op == controllerutil.OperationResultNone {
 		return "", err
