@@ -41,9 +41,9 @@ func withoutStatus(m map[string]any) map[string]any {
 	return out
 }
 
-// sameObject compares two objects in map form as [maps] returns them
-// (server metadata removed) exactly, statuses absent and empty alike,
-// without copying them.
+// sameObject compares two objects in map form without the server's
+// metadata (see [withoutServerMetadata]) exactly, statuses absent and
+// empty alike, without copying them.
 func sameObject(a, b map[string]any) bool {
 	return sameExceptStatus(a, b) && equalStatus(a["status"], b["status"])
 }
