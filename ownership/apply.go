@@ -3,6 +3,7 @@ package ownership
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"reflect"
 	"strings"
@@ -78,7 +79,10 @@ const createOnly = "1"
 //
 // A child owner controls is applied without a lock: another writer
 // changing it between the read and the apply (its controller writing its
-// status, a heartbeat) costs nothing. One it does not control yet is
+// status, a heartbeat) costs nothing; where it was deleted and created
+// again since under another controller, the API server refuses the apply
+// (two controller references), and the child, read again, is refused as
+// another owner's ([*AlreadyOwnedError]). One it does not control yet is
 // locked on the read, so that a child another owner took since is read
 // again and refused. A child the read did not find is applied so that it
 // can only be created (a resourceVersion no stored object has);
@@ -251,6 +255,19 @@ func apply(ctx context.Context, c client.Client, owner client.Object, config run
 			drop(key)
 			if attempt < maxAttempts {
 				if live, err = readForApply(ctx, c, conflictReader, child, name, &lock, err); err != nil {
+					return applyFailed(released, name, err)
+				}
+				continue
+			}
+		}
+		if lock.rv == "" && live != nil && secondController(err) {
+			// Unlocked, on a child the read showed ours: the child under
+			// the name is another one now, which another owner controls
+			// (ours was deleted and created again since the read). Read it
+			// again, and refuse it as another owner's.
+			drop(key)
+			if attempt < maxAttempts {
+				if live, err = readForApply(ctx, c, conflictReader, child, name, &known, err); err != nil {
 					return applyFailed(released, name, err)
 				}
 				continue
@@ -484,6 +501,21 @@ func readForApply(ctx context.Context, c client.Client, apiReader client.Reader,
 // staleLock reports whether err is the conflict of an apply whose
 // resourceVersion is no longer the child's (not a conflict with another
 // field manager).
+// secondController reports whether err is the API server's refusal of an
+// object with two controller references (metadata.ownerReferences).
+func secondController(err error) bool {
+	var status apierrors.APIStatus
+	if !apierrors.IsInvalid(err) || !errors.As(err, &status) || status.Status().Details == nil {
+		return false
+	}
+	for _, cause := range status.Status().Details.Causes {
+		if cause.Field == "metadata.ownerReferences" {
+			return true
+		}
+	}
+	return false
+}
+
 func staleLock(err error) bool {
 	return apierrors.IsConflict(err) && !apierrors.HasStatusCause(err, metav1.CauseTypeFieldManagerConflict)
 }
