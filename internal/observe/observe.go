@@ -37,28 +37,6 @@ var Requests = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Help: "API requests made by steady's helpers, by helper, verb, subresource and dry run.",
 }, []string{"helper", "verb", "subresource", "dry_run"})
 
-// count counts one request.
-func count(helper, verb, subresource string, dry bool) {
-	k := countKey{helper, verb, subresource, dry}
-	c, ok := counters.Load(k)
-	if !ok {
-		// A few dozen keys at most: the helpers, verbs and subresources
-		// are steady's own.
-		c, _ = counters.LoadOrStore(k, Requests.WithLabelValues(helper, verb, subresource, strconv.FormatBool(dry)))
-	}
-	c.(prometheus.Counter).Inc()
-}
-
-// countKey is the labels of one of Requests' counters.
-type countKey struct {
-	helper, verb, subresource string
-	dry                       bool
-}
-
-// counters holds Requests' counters by countKey, so that counting a
-// request does not hash its labels again.
-var counters sync.Map // countKey -> prometheus.Counter
-
 // helperCounts are one helper's counters of Requests, by verb,
 // subresource ("" or "status") and dry run, each made on its helper's
 // first request of the kind (no series appears before). Client and Reader
@@ -72,8 +50,8 @@ type helperCounts struct {
 // counter is one of Requests' counters, for an atomic.Pointer.
 type counter struct{ prometheus.Counter }
 
-// countedVerbs are the verbs helperCounts holds counters for; another is
-// counted through count.
+// countedVerbs are the verbs helperCounts holds counters for: every verb
+// of Client's and Reader's requests.
 var countedVerbs = [...]string{"get", "list", "create", "update", "patch", "apply", "delete", "deleteallof"}
 
 // helpers holds each helper's counts (a few helpers, steady's own).
@@ -88,20 +66,13 @@ func countsOf(helper string) *helperCounts {
 	return h.(*helperCounts)
 }
 
-// count counts one request of h's helper, as the package's count does.
+// count counts one request of h's helper: verb is one of countedVerbs,
+// subresource "" or "status".
 func (h *helperCounts) count(verb, subresource string, dry bool) {
 	v := slices.Index(countedVerbs[:], verb)
 	sub := 0
-	switch subresource {
-	case "":
-	case "status":
+	if subresource == "status" {
 		sub = 1
-	default:
-		v = -1
-	}
-	if v < 0 {
-		count(h.helper, verb, subresource, dry)
-		return
 	}
 	d := 0
 	if dry {
