@@ -101,18 +101,11 @@ func (s *State) Len() int {
 	return len(s.objects)
 }
 
-// Carrier is a client that carries a State: the one [Wrap] returns.
-type Carrier interface {
-	client.Client
-	SteadyState() *State
-}
-
+// carrier is a client that carries a State: the one [Wrap] returns.
 type carrier struct {
 	client.Client
 	s *State
 }
-
-func (c *carrier) SteadyState() *State { return c.s }
 
 // Wrap returns c carrying s.
 func Wrap(c client.Client, s *State) client.Client {
@@ -124,8 +117,8 @@ func Wrap(c client.Client, s *State) client.Client {
 
 // Held returns the State c carries, or nil.
 func Held(c client.Client) *State {
-	if h, ok := c.(Carrier); ok {
-		return h.SteadyState()
+	if h, ok := c.(*carrier); ok {
+		return h.s
 	}
 	return nil
 }

@@ -291,7 +291,7 @@ func TestOf(t *testing.T) {
 			t.Errorf("%s: Of = %p, want %p", tc.name, got, tc.want)
 		}
 	}
-	if Wrap(Wrap(c, s), s2).(Carrier).SteadyState() != s2 {
+	if Held(Wrap(Wrap(c, s), s2)) != s2 {
 		t.Error("a client wrapped twice carries the first State")
 	}
 	if Into(carried, s) != carried {
