@@ -97,7 +97,7 @@ func Client(c client.Client, helper string) client.Client {
 	if o, ok := c.(*observed); ok {
 		c = o.Client
 	}
-	return &observed{Client: c, helper: helper, counts: countsOf(helper)}
+	return &observed{Client: c, counts: countsOf(helper)}
 }
 
 // Reader wraps r likewise; nil stays nil.
@@ -105,18 +105,16 @@ func Reader(r client.Reader, helper string) client.Reader {
 	if r == nil {
 		return nil
 	}
-	return &observedReader{r: r, helper: helper, counts: countsOf(helper)}
+	return &observedReader{r: r, counts: countsOf(helper)}
 }
 
 type observed struct {
 	client.Client
-	helper string
 	counts *helperCounts
 }
 
 type observedReader struct {
 	r      client.Reader
-	helper string
 	counts *helperCounts
 }
 
@@ -171,7 +169,7 @@ func (o *observed) Apply(ctx context.Context, cfg runtime.ApplyConfiguration, op
 	err := o.Client.Apply(ctx, cfg, opts...)
 	o.counts.count("apply", "", dry)
 	if log := writeLog(ctx); log.Enabled() && !dry {
-		logWrite(log, "apply", "helper", o.helper, "changed", topLevel(cfg), err)
+		logWrite(log, "apply", "helper", o.counts.helper, "changed", topLevel(cfg), err)
 	}
 	return err
 }
@@ -228,7 +226,7 @@ func (s *observedStatus) Apply(ctx context.Context, cfg runtime.ApplyConfigurati
 	err := s.w.Apply(ctx, cfg, opts...)
 	s.o.counts.count("apply", "status", false)
 	if log := writeLog(ctx); log.Enabled() {
-		logWrite(log, "apply", "helper", s.o.helper, "changed", []string{"status"}, err)
+		logWrite(log, "apply", "helper", s.o.counts.helper, "changed", []string{"status"}, err)
 	}
 	return err
 }
@@ -247,7 +245,7 @@ func (o *observed) done(log logr.Logger, sub, verb string, dry bool, obj client.
 		if sub != "" {
 			msg = sub + " " + verb
 		}
-		logWrite(log, msg, "helper", o.helper, object.Kind(obj, o.Scheme()), klog.KObj(obj), "changed", changed(), err)
+		logWrite(log, msg, "helper", o.counts.helper, object.Kind(obj, o.Scheme()), klog.KObj(obj), "changed", changed(), err)
 	}
 }
 
