@@ -169,7 +169,7 @@ func (o *observed) Apply(ctx context.Context, cfg runtime.ApplyConfiguration, op
 	err := o.Client.Apply(ctx, cfg, opts...)
 	o.counts.count("apply", "", dry)
 	if log := writeLog(ctx); log.Enabled() && !dry {
-		logWrite(log, "apply", "helper", o.counts.helper, "changed", topLevel(cfg), err)
+		logWrite(log, "apply", err, "helper", o.counts.helper, "changed", topLevel(cfg))
 	}
 	return err
 }
@@ -226,7 +226,7 @@ func (s *observedStatus) Apply(ctx context.Context, cfg runtime.ApplyConfigurati
 	err := s.w.Apply(ctx, cfg, opts...)
 	s.o.counts.count("apply", "status", false)
 	if log := writeLog(ctx); log.Enabled() {
-		logWrite(log, "apply", "helper", s.o.counts.helper, "changed", []string{"status"}, err)
+		logWrite(log, "apply", err, "helper", s.o.counts.helper, "changed", []string{"status"})
 	}
 	return err
 }
@@ -245,15 +245,13 @@ func (o *observed) done(log logr.Logger, sub, verb string, dry bool, obj client.
 		if sub != "" {
 			msg = sub + " " + verb
 		}
-		logWrite(log, msg, "helper", o.counts.helper, object.Kind(obj, o.Scheme()), klog.KObj(obj), "changed", changed(), err)
+		logWrite(log, msg, err, "helper", o.counts.helper, object.Kind(obj, o.Scheme()), klog.KObj(obj), "changed", changed())
 	}
 }
 
-// logWrite logs a write: done through log.Info, failed through log.Error
-// (both already known to be enabled at V(1)).
-func logWrite(log logr.Logger, what string, kvAndErr ...any) {
-	err, _ := kvAndErr[len(kvAndErr)-1].(error)
-	kv := kvAndErr[:len(kvAndErr)-1]
+// logWrite logs a write: done through log.Info, failed (err) through
+// log.Error (both already known to be enabled at V(1)).
+func logWrite(log logr.Logger, what string, err error, kv ...any) {
 	if err != nil {
 		log.Error(err, "steady: "+what+" failed", kv...)
 		return
