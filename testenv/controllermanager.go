@@ -25,7 +25,8 @@ import (
 // more).
 const controllerManagerControllers = "garbagecollector,namespace"
 
-// readyTimeout bounds the readiness check of kube-controller-manager.
+// readyTimeout bounds the readiness checks of kube-controller-manager and
+// of a restarted kube-apiserver (Environment.StartAPIServer).
 const readyTimeout = 90 * time.Second
 
 // startTimeout bounds the start of etcd and of the API server, each, unless

@@ -20,8 +20,8 @@ type Options struct {
 	// garbagecollector and namespace controllers beside the API server.
 	ControllerManager bool
 	// Controllers are kube-controller-manager's further controllers to
-	// run (deployment, replicaset, job, statefulset): with any, the
-	// controller manager runs as with ControllerManager.
+	// run beside those two (deployment, replicaset, job, statefulset),
+	// when ControllerManager is set.
 	Controllers []string
 	// AssetsDir, when set, is the only directory searched for the
 	// binaries: neither KUBEBUILDER_ASSETS nor the setup-envtest store is.
