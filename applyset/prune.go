@@ -88,36 +88,35 @@ func (r *run) prune(ctx context.Context, members []*member, gks sets.Set[schema.
 			keep.Insert(id.GroupKind)
 			continue
 		}
+		action, err := Detached, error(nil)
 		if keepAnnotated(d) {
 			before := d.DeepCopy()
 			labels := d.GetLabels()
 			delete(labels, PartOfLabel)
 			d.SetLabels(labels)
-			if err := r.s.c.Patch(ctx, d, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
-				r.res.add(id, Failed, err)
-				keep.Insert(id.GroupKind)
-				ok = false
-				continue
+			err = r.s.c.Patch(ctx, d, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}))
+		} else {
+			// Delete only the object we listed: a recreated one of the same
+			// name has another UID and is left alone. An unstructured object
+			// needs no scheme (a client without apiextensions can delete a
+			// CRD).
+			del := &unstructured.Unstructured{}
+			del.SetGroupVersionKind(d.GroupVersionKind())
+			del.SetNamespace(d.GetNamespace())
+			del.SetName(d.GetName())
+			uid := d.GetUID()
+			action, err = Pruned, r.s.c.Delete(ctx, del, client.Preconditions{UID: &uid}, client.PropagationPolicy(metav1.DeletePropagationBackground))
+			if apierrors.IsNotFound(err) {
+				err = nil
 			}
-			r.res.add(id, Detached, nil)
-			continue
 		}
-		// Delete only the object we listed: a recreated one of the same name
-		// has another UID and is left alone. An unstructured object needs no
-		// scheme (a client without apiextensions can delete a CRD).
-		del := &unstructured.Unstructured{}
-		del.SetGroupVersionKind(d.GroupVersionKind())
-		del.SetNamespace(d.GetNamespace())
-		del.SetName(d.GetName())
-		uid := d.GetUID()
-		err := r.s.c.Delete(ctx, del, client.Preconditions{UID: &uid}, client.PropagationPolicy(metav1.DeletePropagationBackground))
-		if err != nil && !apierrors.IsNotFound(err) {
+		if err != nil {
 			r.res.add(id, Failed, err)
 			keep.Insert(id.GroupKind)
 			ok = false
 			continue
 		}
-		r.res.add(id, Pruned, nil)
+		r.res.add(id, action, nil)
 	}
 	return keep, ok
 }
