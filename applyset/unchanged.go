@@ -148,12 +148,12 @@ func leaf(owned map[string]any) bool {
 	return true
 }
 
-// sameValue compares JSON values, integers and floats by value: two
-// integers exactly (float64 would take 2^53+1 for 2^53), an integer and a
-// float only when the float is that very integer.
+// sameValue compares JSON values (as decoded: integers are int64), integers
+// and floats by value: two integers exactly (float64 would take 2^53+1 for
+// 2^53), an integer and a float only when the float is that very integer.
 func sameValue(a, b any) bool {
-	ia, aInt := integer(a)
-	ib, bInt := integer(b)
+	ia, aInt := a.(int64)
+	ib, bInt := b.(int64)
 	fa, aFloat := a.(float64)
 	fb, bFloat := b.(float64)
 	switch {
@@ -172,16 +172,4 @@ func sameValue(a, b any) bool {
 		return false
 	}
 	return equality.Semantic.DeepEqual(a, b)
-}
-
-func integer(v any) (int64, bool) {
-	switch n := v.(type) {
-	case int64:
-		return n, true
-	case int:
-		return int64(n), true
-	case int32:
-		return int64(n), true
-	}
-	return 0, false
 }
