@@ -45,11 +45,6 @@ func withoutStatus(m map[string]any) map[string]any {
 // metadata (see [withoutServerMetadata]) exactly, statuses absent and
 // empty alike, without copying them.
 func sameObject(a, b map[string]any) bool {
-	return sameExceptStatus(a, b) && equalStatus(a["status"], b["status"])
-}
-
-// sameExceptStatus is [sameObject] without the statuses.
-func sameExceptStatus(a, b map[string]any) bool {
 	for k, av := range a {
 		if k == "status" {
 			continue
@@ -63,7 +58,7 @@ func sameExceptStatus(a, b map[string]any) bool {
 			return false
 		}
 	}
-	return true
+	return equalStatus(a["status"], b["status"])
 }
 
 // equalStatus compares two statuses exactly; absent and empty are the same.
