@@ -134,7 +134,7 @@ func apply(ctx context.Context, c client.Client, owner client.Object, config run
 	}
 	gvk := u.GroupVersionKind()
 	name := object.Describe(child, c.Scheme())
-	ref, k, err := reference(owner, c.Scheme(), true)
+	ref, k, err := reference(owner, c.Scheme())
 	if err != nil {
 		return controllerutil.OperationResultNone, err
 	}

@@ -16,19 +16,17 @@ import (
 	"github.com/steadyk8s/steady/internal/scope"
 )
 
-// reference builds owner's reference; it also returns what the reference
-// and owner's record take from owner's kind (see [ownerKind.record]).
-func reference(owner client.Object, scheme *runtime.Scheme, controller bool) (metav1.OwnerReference, *ownerKind, error) {
+// reference builds owner's controller reference; it also returns what the
+// reference and owner's record take from owner's kind (see
+// [ownerKind.record]).
+func reference(owner client.Object, scheme *runtime.Scheme) (metav1.OwnerReference, *ownerKind, error) {
 	gvk, err := apiutil.GVKForObject(owner, scheme)
 	if err != nil {
 		return metav1.OwnerReference{}, nil, fmt.Errorf("ownership: %w", err)
 	}
 	k := new(newOwnerKind(gvk.GroupVersion().String(), gvk.Kind))
-	ref := metav1.OwnerReference{APIVersion: k.apiVersion, Kind: gvk.Kind, Name: owner.GetName(), UID: owner.GetUID()}
-	if controller {
-		ref.Controller, ref.BlockOwnerDeletion = new(true), new(true)
-	}
-	return ref, k, nil
+	return metav1.OwnerReference{APIVersion: k.apiVersion, Kind: gvk.Kind, Name: owner.GetName(), UID: owner.GetUID(),
+		Controller: new(true), BlockOwnerDeletion: new(true)}, k, nil
 }
 
 // check refuses, from the objects alone, references that would not be
@@ -111,7 +109,7 @@ func setController(owner, child client.Object, rec recordedOn, scheme *runtime.S
 	if err := check(owner, child, scheme); err != nil {
 		return nil, err
 	}
-	ref, k, err := reference(owner, scheme, true)
+	ref, k, err := reference(owner, scheme)
 	if err != nil {
 		return nil, err
 	}
