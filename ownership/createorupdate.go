@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/steadyk8s/steady/internal/object"
+	"github.com/steadyk8s/steady/internal/scope"
 )
 
 // CreateOrUpdate reads child (by its namespace and name), runs mutate on it,
@@ -177,7 +178,7 @@ func updateChild(ctx context.Context, c client.Client, owner, live, child client
 	// The update of a kind with a status subresource cannot write status:
 	// a difference there is not compared, nor paid for with an update.
 	compared := func(m map[string]any) map[string]any { return m }
-	hasStatusSubresource, _ := statusSubresource(ctx, c, gvk)
+	hasStatusSubresource, _ := scope.Of(ctx, c).Learned(gvk, factStatus) // known to have one in c's cluster
 	if hasStatusSubresource && gvkErr == nil {
 		compared = withoutStatus
 	}

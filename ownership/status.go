@@ -20,12 +20,6 @@ import (
 // status subresource in one cluster of a fleet and none in another.
 const factStatus = "status subresource"
 
-// statusSubresource reports whether gvk has a status subresource in c's
-// cluster, and whether that is known.
-func statusSubresource(ctx context.Context, c client.Client, gvk schema.GroupVersionKind) (has, known bool) {
-	return scope.Of(ctx, c).Learned(gvk, factStatus)
-}
-
 // learnStatusSubresource learns from the answer to an update of an object
 // whose status live was (the update was locked on live's resourceVersion)
 // and want asked for, whether its kind has a status
