@@ -255,7 +255,7 @@ func apply(ctx context.Context, c client.Client, owner client.Object, config run
 			drop(key)
 			if attempt < maxAttempts {
 				if live, err = readForApply(ctx, c, conflictReader, child, name, &lock, err); err != nil {
-					return applyFailed(released, name, err)
+					return applyFailed(released, err)
 				}
 				continue
 			}
@@ -268,12 +268,12 @@ func apply(ctx context.Context, c client.Client, owner client.Object, config run
 			drop(key)
 			if attempt < maxAttempts {
 				if live, err = readForApply(ctx, c, conflictReader, child, name, &known, err); err != nil {
-					return applyFailed(released, name, err)
+					return applyFailed(released, err)
 				}
 				continue
 			}
 		}
-		return applyFailed(released, name, fmt.Errorf("ownership: applying %s: %w", name, err))
+		return applyFailed(released, fmt.Errorf("ownership: applying %s: %w", name, err))
 	}
 }
 
@@ -292,11 +292,11 @@ func behindOwnAnswer(key memKey, live client.Object) bool {
 
 // applyFailed is the result and error of an apply that failed with err,
 // after released, the patch that took the child over ("" for none).
-func applyFailed(released, name string, err error) (controllerutil.OperationResult, error) {
+func applyFailed(released string, err error) (controllerutil.OperationResult, error) {
 	if released != "" {
-		return controllerutil.OperationResultUpdated, fmt.Errorf("ownership: %s, but applying it failed: %w", released, err)
+		err = fmt.Errorf("ownership: %s, but applying it failed: %w", released, err)
 	}
-	return controllerutil.OperationResultNone, err
+	return resultAfterRelease(released), err
 }
 
 // fromConfiguration is what Apply sends of config, as an unstructured
