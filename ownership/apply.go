@@ -498,9 +498,6 @@ func readForApply(ctx context.Context, c client.Client, apiReader client.Reader,
 		name, len(staleReadBackoff)+1, unseenHint(refusal), conflict)
 }
 
-// staleLock reports whether err is the conflict of an apply whose
-// resourceVersion is no longer the child's (not a conflict with another
-// field manager).
 // secondController reports whether err is the API server's refusal of an
 // object with two controller references (metadata.ownerReferences).
 func secondController(err error) bool {
@@ -516,6 +513,9 @@ func secondController(err error) bool {
 	return false
 }
 
+// staleLock reports whether err is the conflict of an apply whose
+// resourceVersion is no longer the child's (not a conflict with another
+// field manager).
 func staleLock(err error) bool {
 	return apierrors.IsConflict(err) && !apierrors.HasStatusCause(err, metav1.CauseTypeFieldManagerConflict)
 }
