@@ -211,11 +211,15 @@ func updateChild(ctx context.Context, c client.Client, owner, live, child client
 	// a verdict on this live child is remembered, or one is to be
 	// remembered.
 	var key memKey
-	var verdict memo // the remembered verdict
+	// The verdict remembered for the child, where it still holds for live
+	// (its sum is that of the desired object a write found only defaults
+	// to differ from).
+	var verdict memo
 	remembered := false
 	if gvkErr == nil {
 		key = childKey(ctx, c, gvk, child, updateVerdicts)
-		verdict, remembered = rememberedAt(key, live)
+		verdict, remembered = recall(key)
+		remembered = remembered && verdict.holds(live)
 	}
 	if remembered {
 		if err := maps(); err != nil {

@@ -169,14 +169,6 @@ func remembered(key memKey) bool {
 	return ok
 }
 
-// rememberedAt returns the verdict remembered for key that still holds for
-// live (see [memo.holds]; its sum is that of the desired object a write
-// found only defaults to differ from), and whether there is one.
-func rememberedAt(key memKey, live client.Object) (memo, bool) {
-	m, ok := recall(key)
-	return m, ok && m.holds(live)
-}
-
 // rememberOnlyDefaults remembers that a write found only defaults to
 // differ between live and the desired object whose sum is s; or, for a
 // child just created from that desired object, live being the API
