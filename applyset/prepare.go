@@ -8,6 +8,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/sets"
+
+	"github.com/steadyk8s/steady/internal/object"
 )
 
 // member is one object to apply.
@@ -50,11 +52,17 @@ func (s *Set) prepare(objs []*unstructured.Unstructured) ([]*member, sets.Set[sc
 			refuse(i, idOf(in), pe.Path, pe.Err)
 			continue
 		}
-		o, pe := toJSONTypes(in)
-		if pe != nil {
+		// A copy of in in the JSON types that the API machinery takes
+		// (int64, float64, []any), whose values an operator may have
+		// written in Go (int, int32, uint, float32, []string in a map
+		// literal): unstructured's DeepCopy panics on the others. A value
+		// of no JSON type is refused, by its field path.
+		content, err := object.ToJSONTypes(in.Object)
+		if pe := (*object.PathError)(nil); errors.As(err, &pe) {
 			refuse(i, idOf(in), pe.Path, pe.Err)
 			continue
 		}
+		o := &unstructured.Unstructured{Object: content}
 		gvk := o.GroupVersionKind()
 		m := &member{obj: o, index: i}
 		mapping, err := s.c.RESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version)
