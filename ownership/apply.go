@@ -181,11 +181,7 @@ func apply(ctx context.Context, c client.Client, owner client.Object, config run
 				return resultAfterRelease(released), err
 			}
 			if cur != nil && stale {
-				r := conflictReader
-				if r == nil {
-					r = c
-				}
-				if err := ownerIsCurrent(ctx, r, c, owner, live, cur); err != nil {
+				if err := ownerIsCurrent(ctx, conflictReader, c, owner, live, cur); err != nil {
 					return resultAfterRelease(released), err
 				}
 			}

@@ -180,11 +180,7 @@ func (w *writeCall) prepare(ctx context.Context, mode readMode) (client.Object, 
 		return nil, err
 	}
 	if stale != nil {
-		r := w.rereader(ctx) // the API reader, else the client
-		if r == nil {
-			r = c
-		}
-		if err := ownerIsCurrent(ctx, r, c, w.owner, child, stale); err != nil {
+		if err := ownerIsCurrent(ctx, w.rereader(ctx), c, w.owner, child, stale); err != nil {
 			return nil, err
 		}
 	}

@@ -219,13 +219,17 @@ func groupOf(apiVersion string) string {
 	return gv.Group
 }
 
-// ownerIsCurrent reads owner through r and returns a conflict error to
-// requeue on unless the API server (or r's cache) holds it with its UID:
+// ownerIsCurrent reads owner through r (the API reader; nil: none, c
+// then) and returns a conflict error to requeue on unless the API server
+// (or r's cache) holds it with its UID:
 // before a controller reference of child to an earlier owner of its kind
 // and name (stale) is replaced, owner must be the one that exists now, not
 // a stale copy of a deleted one, whose reference the garbage collector
 // would take for a missing owner's and delete child.
 func ownerIsCurrent(ctx context.Context, r client.Reader, c client.Client, owner, child client.Object, stale *metav1.OwnerReference) error {
+	if r == nil {
+		r = c
+	}
 	live := object.EmptyLike(owner)
 	err := r.Get(ctx, client.ObjectKeyFromObject(owner), live)
 	switch {
