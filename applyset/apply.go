@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -92,13 +93,7 @@ func (r *run) apply(ctx context.Context, objs []*unstructured.Unstructured) erro
 	}
 	// CRDs of the set known unchanged (and served): what they define can be
 	// checked now too.
-	crdsUnchanged := true
-	for _, m := range members {
-		if m.id.GroupKind == crdGK && m.changed {
-			crdsUnchanged = false
-		}
-	}
-	if crdsUnchanged {
+	if !slices.ContainsFunc(members, func(m *member) bool { return m.id.GroupKind == crdGK && m.changed }) {
 		if err := r.check(ctx, filter(members, func(m *member) bool { return m.mapping != nil && !newNS.Has(m.id.Namespace) })); err != nil {
 			return err
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -20,11 +21,7 @@ import (
 // served yet, until every CRD of the set is established, and maps the
 // members of the kinds they define.
 func (r *run) mapLate(ctx context.Context, members, crds []*member) error {
-	need := false
-	for _, m := range members {
-		need = need || m.mapping == nil || (m.id.GroupKind == crdGK && m.changed)
-	}
-	if !need {
+	if !slices.ContainsFunc(members, func(m *member) bool { return m.mapping == nil || (m.id.GroupKind == crdGK && m.changed) }) {
 		return nil
 	}
 	parent := ctx
