@@ -3,9 +3,9 @@ package ownership
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -497,16 +497,7 @@ func readForApply(ctx context.Context, c client.Client, apiReader client.Reader,
 // secondController reports whether err is the API server's refusal of an
 // object with two controller references (metadata.ownerReferences).
 func secondController(err error) bool {
-	var status apierrors.APIStatus
-	if !apierrors.IsInvalid(err) || !errors.As(err, &status) || status.Status().Details == nil {
-		return false
-	}
-	for _, cause := range status.Status().Details.Causes {
-		if cause.Field == "metadata.ownerReferences" {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(invalidCauses(err), func(c metav1.StatusCause) bool { return c.Field == "metadata.ownerReferences" })
 }
 
 // staleLock reports whether err is the conflict of an apply whose

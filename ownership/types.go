@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // AlreadyOwnedError is returned when the child has another controller, or
@@ -165,12 +166,8 @@ var (
 // selector), the way out: set such a field only when the child is created.
 // Any other error is returned as it is.
 func immutable(err error) error {
-	var status apierrors.APIStatus
-	if !apierrors.IsInvalid(err) || !errors.As(err, &status) || status.Status().Details == nil {
-		return err
-	}
 	var fields []string
-	for _, c := range status.Status().Details.Causes {
+	for _, c := range invalidCauses(err) {
 		if strings.Contains(c.Message, "field is immutable") && !slices.Contains(fields, c.Field) {
 			fields = append(fields, c.Field)
 		}
@@ -180,4 +177,14 @@ func immutable(err error) error {
 	}
 	return fmt.Errorf("%w (the API server does not let %s change: set it in mutate only when the child is created, where child.GetCreationTimestamp().IsZero())",
 		err, strings.Join(fields, ", "))
+}
+
+// invalidCauses are the causes of err when it is the API server's refusal
+// of an invalid object (422, apierrors.IsInvalid), else none.
+func invalidCauses(err error) []metav1.StatusCause {
+	var status apierrors.APIStatus
+	if !apierrors.IsInvalid(err) || !errors.As(err, &status) || status.Status().Details == nil {
+		return nil
+	}
+	return status.Status().Details.Causes
 }
