@@ -45,7 +45,9 @@ import (
 // the update, when something does. The verdict "only defaults differ" is
 // remembered for the child's UID and resourceVersion and a digest of the
 // desired object: a converged child nobody changed costs no request on
-// later calls (a bounded memory, per process: see docs/ownership.md).
+// later calls (the memory of c, where steady.NewClient made it, or of the
+// reconcile.For the call runs in, kept until the informer shows the child
+// deleted: see docs/ownership.md).
 //
 // CreateOrUpdate does not write status: the API server ignores the status
 // of an update for kinds with a status subresource (a child's status is
