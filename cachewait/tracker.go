@@ -2,6 +2,7 @@ package cachewait
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 
@@ -85,12 +86,7 @@ func (t *Tracker) prune() {
 	t.pruned = now
 	for owner, exps := range t.pending {
 		// A new slice: CaughtUp may be reading the old one unlocked.
-		var keep []*expectation
-		for _, e := range exps {
-			if now.Sub(e.at) <= t.opts.ttl {
-				keep = append(keep, e)
-			}
-		}
+		keep := slices.DeleteFunc(slices.Clone(exps), func(e *expectation) bool { return now.Sub(e.at) > t.opts.ttl })
 		if len(keep) == 0 {
 			delete(t.pending, owner)
 		} else if len(keep) < len(exps) {
