@@ -106,14 +106,13 @@ func (t *Tracker) CaughtUp(ctx context.Context, owner client.Object) (bool, erro
 	t.mu.Lock()
 	exps := t.pending[owner.GetUID()]
 	t.mu.Unlock()
-	wo := WaitOptions{APIReader: t.opts.APIReader, APIReaderAfter: t.opts.APIReaderAfter}
 	states := map[*expectation]state{}
 	for _, e := range exps {
 		if time.Since(e.at) > t.opts.ttl {
 			states[e] = caughtUp
 			continue
 		}
-		st, _, err := e.check(ctx, t.r, wo, nil, readScope{})
+		st, _, err := e.check(ctx, t.r, t.opts, nil, readScope{})
 		if err != nil {
 			return false, err
 		}
