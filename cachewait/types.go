@@ -84,22 +84,19 @@ func applyOptions(opts []WaitOption) WaitOptions {
 
 // withDefaults returns o with its zero fields set to the defaults.
 func (o WaitOptions) withDefaults() WaitOptions {
-	if o.Timeout <= 0 {
-		o.Timeout = defaultTimeout
-	}
-	if o.initialBackoff <= 0 {
-		o.initialBackoff = defaultInitialBackoff
-	}
-	if o.maxBackoff <= 0 {
-		o.maxBackoff = defaultMaxBackoff
-	}
-	if o.APIReaderAfter <= 0 {
-		o.APIReaderAfter = defaultAPIReaderAfter
-	}
-	if o.ttl <= 0 {
-		o.ttl = defaultTTL
-	}
+	orDefault(&o.Timeout, defaultTimeout)
+	orDefault(&o.initialBackoff, defaultInitialBackoff)
+	orDefault(&o.maxBackoff, defaultMaxBackoff)
+	orDefault(&o.APIReaderAfter, defaultAPIReaderAfter)
+	orDefault(&o.ttl, defaultTTL)
 	return o
+}
+
+// orDefault sets *d to def where it is zero or negative.
+func orDefault(d *time.Duration, def time.Duration) {
+	if *d <= 0 {
+		*d = def
+	}
 }
 
 // WithTimeout bounds each wait: cachewait.WithTimeout(5*time.Second).
