@@ -72,8 +72,6 @@ func typedDeletionStarted[T client.Object]() predicate.TypedPredicate[T] {
 	return f
 }
 
-var _ predicate.Predicate = GenerationChanged()
-
 // Changed passes updates for which value(old) and value(new) differ
 // (apimachinery's semantic equality: quantities and times compare by
 // value), updates that start the deletion or change the finalizers, and
@@ -94,7 +92,3 @@ func typedChanged[T client.Object](value func(T) any) predicate.TypedPredicate[T
 		return lifecycleChanged(old, new) || !equality.Semantic.DeepEqual(value(old), value(new))
 	})
 }
-
-var (
-	_ predicate.Predicate = Changed(nil)
-)
