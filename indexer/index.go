@@ -113,13 +113,30 @@ func register(ctx context.Context, fi client.FieldIndexer, obj client.Object, na
 // List lists into list the objects whose index values include value;
 // further options (client.InNamespace, say) narrow it, a field selector
 // (client.MatchingFields on another index) too: it is ANDed with this one.
+// A reader without the index is a *NotRegisteredError.
 func (i *Index[T]) List(ctx context.Context, r client.Reader, list client.ObjectList, value string, opts ...client.ListOption) error {
 	var zero T
 	typ := fmt.Sprintf("%T", zero)
 	if any(zero) == nil { // an Index[client.Object]: name the list's type
 		typ = fmt.Sprintf("%T", list)
 	}
-	return listBy(ctx, r, list, i.name, typ, value, opts)
+	// A field selector among opts narrows the index's, never replaces it
+	// (a MatchingFields option sets the selector whole).
+	given := &client.ListOptions{}
+	given.ApplyOptions(opts)
+	sel := fields.OneTermEqualSelector(i.name, value)
+	if given.FieldSelector != nil && !given.FieldSelector.Empty() {
+		sel = fields.AndSelectors(sel, given.FieldSelector)
+	}
+	opts = append(slices.Clone(opts), client.MatchingFieldsSelector{Selector: sel})
+	err := observe.Reader(r, "indexer").List(ctx, list, opts...)
+	if err == nil {
+		return nil
+	}
+	if !notRegistered(err) {
+		return fmt.Errorf("indexer: listing %s by %s=%s: %w", typ, i.name, value, err)
+	}
+	return &NotRegisteredError{Index: i.name, Type: typ, Err: err}
 }
 
 // Find returns the objects whose index values include value, typed. r is
@@ -161,28 +178,6 @@ func (i *Index[T]) Find(ctx context.Context, r client.Reader, scheme *runtime.Sc
 		}
 	}
 	return out, nil
-}
-
-// listBy lists by index=value, as [Index.List] says; a reader without the
-// index is a *NotRegisteredError.
-func listBy(ctx context.Context, r client.Reader, list client.ObjectList, index, typ, value string, opts []client.ListOption) error {
-	// A field selector among opts narrows the index's, never replaces it
-	// (a MatchingFields option sets the selector whole).
-	given := &client.ListOptions{}
-	given.ApplyOptions(opts)
-	sel := fields.OneTermEqualSelector(index, value)
-	if given.FieldSelector != nil && !given.FieldSelector.Empty() {
-		sel = fields.AndSelectors(sel, given.FieldSelector)
-	}
-	opts = append(slices.Clone(opts), client.MatchingFieldsSelector{Selector: sel})
-	err := observe.Reader(r, "indexer").List(ctx, list, opts...)
-	if err == nil {
-		return nil
-	}
-	if !notRegistered(err) {
-		return fmt.Errorf("indexer: listing %s by %s=%s: %w", typ, index, value, err)
-	}
-	return &NotRegisteredError{Index: index, Type: typ, Err: err}
 }
 
 // notRegistered recognises the errors of a reader that has no such index:
