@@ -1,6 +1,7 @@
 package cachewait
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"strings"
@@ -24,10 +25,7 @@ import (
 // again). The live LIST is made again, at most once per After, only for
 // objects that appeared in the cache since.
 func (e *expectation) checkAll(ctx context.Context, r client.Reader, o WaitOptions, v *view, rs readScope) (state, string, error) {
-	namespace := e.namespace
-	if namespace == "" {
-		namespace = rs.namespace
-	}
+	namespace := cmp.Or(e.namespace, rs.namespace)
 	newList := e.newList
 	if v != nil {
 		newList = v.newList

@@ -1,6 +1,7 @@
 package cachewait
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"maps"
@@ -166,12 +167,8 @@ func (c *waitingClient) stale(ctx context.Context, exps []*expectation, rs readS
 // staleRead is the error of a read whose result was still stale at its
 // deadline, or when ctx ended.
 func staleRead(ctx context.Context, e *expectation, obj client.Object, start time.Time) error {
-	err := ctx.Err()
-	if err == nil {
-		err = context.DeadlineExceeded
-	}
 	return &TimeoutError{Object: e.name, Want: e.wantString(), Have: obj.GetResourceVersion(),
-		Waited: time.Since(start), Err: err}
+		Waited: time.Since(start), Err: cmp.Or(ctx.Err(), context.DeadlineExceeded)}
 }
 
 // unservable reports whether err, from a cache read (not the API reader),

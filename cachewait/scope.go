@@ -1,6 +1,8 @@
 package cachewait
 
 import (
+	"cmp"
+
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -45,12 +47,7 @@ func excludes(o *cache.Options, obj client.Object, scheme *runtime.Scheme) bool 
 	if o == nil {
 		return false
 	}
-	if scheme == nil {
-		scheme = o.Scheme
-	}
-	if scheme == nil {
-		scheme = clientgoscheme.Scheme
-	}
+	scheme = cmp.Or(scheme, o.Scheme, clientgoscheme.Scheme)
 	gvk, err := object.GVK(obj, scheme)
 	if err != nil {
 		return false
@@ -85,12 +82,7 @@ func selectors(o *cache.Options, gvk schema.GroupVersionKind, namespace string, 
 	var label labels.Selector
 	var field fields.Selector
 	first := func(l labels.Selector, f fields.Selector) {
-		if label == nil {
-			label = l
-		}
-		if field == nil {
-			field = f
-		}
+		label, field = cmp.Or(label, l), cmp.Or(field, f)
 	}
 	if namespace != "" {
 		namespaces := o.DefaultNamespaces

@@ -1,6 +1,7 @@
 package cachewait
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"slices"
@@ -214,10 +215,7 @@ func (c *waitingClient) DeleteAllOf(ctx context.Context, obj client.Object, opts
 	if err != nil {
 		return nil
 	}
-	sel := o.LabelSelector
-	if sel == nil {
-		sel = labels.Everything()
-	}
+	sel := cmp.Or(o.LabelSelector, labels.Everything())
 	newList, err := c.listFor(obj, gvk)
 	if err != nil {
 		return nil
