@@ -2,6 +2,7 @@ package cachewait
 
 import (
 	"cmp"
+	"slices"
 
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
@@ -119,10 +120,7 @@ func selectors(o *cache.Options, gvk schema.GroupVersionKind, namespace string, 
 // onMetadataOnly reports whether every requirement of f is on
 // metadata.name or metadata.namespace, the fields excludes can evaluate.
 func onMetadataOnly(f fields.Selector) bool {
-	for _, r := range f.Requirements() {
-		if r.Field != "metadata.name" && r.Field != "metadata.namespace" {
-			return false
-		}
-	}
-	return true
+	return !slices.ContainsFunc(f.Requirements(), func(r fields.Requirement) bool {
+		return r.Field != "metadata.name" && r.Field != "metadata.namespace"
+	})
 }
