@@ -13,14 +13,11 @@ import (
 // updateFilter passes creates, deletes and generics of non-nil objects, and
 // the updates for which changed(old, new) holds.
 func updateFilter[T client.Object](changed func(old, new T) bool) predicate.TypedFuncs[T] {
-	return predicate.TypedFuncs[T]{
-		CreateFunc:  func(e event.TypedCreateEvent[T]) bool { return !isNil(e.Object) },
-		DeleteFunc:  func(e event.TypedDeleteEvent[T]) bool { return !isNil(e.Object) },
-		GenericFunc: func(e event.TypedGenericEvent[T]) bool { return !isNil(e.Object) },
-		UpdateFunc: func(e event.TypedUpdateEvent[T]) bool {
-			return !isNil(e.ObjectOld) && !isNil(e.ObjectNew) && changed(e.ObjectOld, e.ObjectNew)
-		},
+	f := objectFilter(func(T) bool { return true })
+	f.UpdateFunc = func(e event.TypedUpdateEvent[T]) bool {
+		return !isNil(e.ObjectOld) && !isNil(e.ObjectNew) && changed(e.ObjectOld, e.ObjectNew)
 	}
+	return f
 }
 
 // lifecycleChanged holds when deletion started or the finalizers changed:
