@@ -9,7 +9,8 @@
 // removed (the release its cleanup may wait for), and, on a kind whose
 // objects have no generation, the deletion too (controller-runtime #1575).
 // [GenerationChanged] lets those through (TestWhatTheStockPredicateMisses
-// shows both on a real API server):
+// and TestWhatTheStockPredicateMissesWithoutAGeneration show both on a
+// real API server):
 //
 //	ctrl.NewControllerManagedBy(mgr).
 //		For(&v1.Bucket{}, builder.WithPredicates(predicates.GenerationChanged())).
@@ -17,6 +18,5 @@
 //
 // Every predicate handles the four event kinds (create, update, delete,
 // generic), nil objects (never passed on) and delete events whose final state
-// was unknown (tombstones: judged on the last known object). Each has a typed
-// variant, TypedX[T], for controller-runtime's typed predicates.
+// was unknown (tombstones: judged on the last known object).
 package predicates

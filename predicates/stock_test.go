@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
@@ -97,4 +98,55 @@ func TestWhatTheStockPredicateMisses(t *testing.T) {
 		old = cur
 	}
 	patch(`{"metadata":{"finalizers":null}}`) // release it
+}
+
+// TestWhatTheStockPredicateMissesWithoutAGeneration, against a real API
+// server: a ConfigMap has no metadata.generation (it stays 0), so the
+// start of its deletion (a finalizer holds it) changes no generation, and
+// the stock GenerationChangedPredicate drops that event; GenerationChanged
+// passes it.
+func TestWhatTheStockPredicateMissesWithoutAGeneration(t *testing.T) {
+	env.Require(t)
+	ctx := context.Background()
+	ns := env.Namespace(t)
+	wc, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cm", Finalizers: []string{"test.steady.dev/theirs"}}}
+	if err := env.Client.Create(ctx, cm); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { // release it
+		_ = env.Client.Patch(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cm"}}, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`)))
+	}()
+	watcher, err := wc.Watch(ctx, &corev1.ConfigMapList{}, client.InNamespace(ns), client.MatchingFields{"metadata.name": "cm"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer watcher.Stop()
+	if err := env.Client.Delete(ctx, cm); err != nil {
+		t.Fatal(err)
+	}
+	var cur *corev1.ConfigMap
+	for cur == nil {
+		select {
+		case e := <-watcher.ResultChan():
+			if e.Type == watch.Modified {
+				cur = e.Object.(*corev1.ConfigMap)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("no watch event for the deletion")
+		}
+	}
+	ue := event.UpdateEvent{ObjectOld: cm, ObjectNew: cur}
+	if cur.DeletionTimestamp == nil || cur.Generation != 0 || cm.Generation != 0 {
+		t.Fatalf("deletionTimestamp %v, generation %d -> %d; want a deletion started, no generation", cur.DeletionTimestamp, cm.Generation, cur.Generation)
+	}
+	if (predicate.GenerationChangedPredicate{}).Update(ue) {
+		t.Error("the stock predicate passes the start of the deletion")
+	}
+	if !predicates.GenerationChanged().Update(ue) {
+		t.Error("GenerationChanged drops the start of the deletion")
+	}
 }
