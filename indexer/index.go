@@ -64,8 +64,10 @@ func (i *Index[T]) values(obj T) []string {
 // [ControllerOwner] index needs no memory: its name is its own, so
 // registering it again is a no-op on any fi.
 func (i *Index[T]) Register(ctx context.Context, fi client.FieldIndexer) error {
-	var zero T
-	obj := reflect.New(reflect.TypeOf(zero).Elem()).Interface().(client.Object)
+	obj, err := i.newObject()
+	if err != nil {
+		return err
+	}
 	switch {
 	case i.owner:
 		return RegisterControllerOwner(ctx, fi, obj)
@@ -80,7 +82,7 @@ func (i *Index[T]) Register(ctx context.Context, fi client.FieldIndexer) error {
 	if _, ok := i.on.Get(fi); ok {
 		return nil
 	}
-	err := register(ctx, fi, obj, i.name, false, func(o client.Object) []string {
+	err = register(ctx, fi, obj, i.name, false, func(o client.Object) []string {
 		t, ok := o.(T)
 		if !ok {
 			return nil
@@ -151,7 +153,10 @@ func (i *Index[T]) Find(ctx context.Context, r client.Reader, scheme *runtime.Sc
 		}
 		scheme = s.Scheme()
 	}
-	obj := reflect.New(reflect.TypeOf(zero).Elem()).Interface().(client.Object)
+	obj, err := i.newObject()
+	if err != nil {
+		return nil, err
+	}
 	gvk, err := apiutil.GVKForObject(obj, scheme)
 	if err != nil {
 		return nil, fmt.Errorf("indexer: %w", err)
@@ -187,4 +192,15 @@ func notRegistered(err error) bool {
 	msg := strings.ToLower(err.Error())
 	return strings.Contains(msg, "index with name") && strings.Contains(msg, "does not exist") ||
 		strings.Contains(msg, "field label not supported") || strings.Contains(msg, "field selector")
+}
+
+// newObject returns a new, empty T: an error where T is no pointer to a
+// struct (client.Object itself, where New's extract function takes one),
+// which names no kind to index.
+func (i *Index[T]) newObject() (client.Object, error) {
+	t := reflect.TypeFor[T]()
+	if t.Kind() != reflect.Pointer || t.Elem().Kind() != reflect.Struct {
+		return nil, fmt.Errorf("indexer: index %q is of %s, which names no kind: give New an extract function of a pointer to the object's type (func(cm *corev1.ConfigMap) []string)", i.name, t)
+	}
+	return reflect.New(t.Elem()).Interface().(client.Object), nil
 }
