@@ -1,9 +1,11 @@
 package conditions
 
 import (
+	"cmp"
 	"fmt"
 	"reflect"
 	"slices"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -44,15 +46,7 @@ func Set(obj Setter, c metav1.Condition) bool {
 	if !meta.SetStatusCondition(&conds, c) {
 		return false
 	}
-	slices.SortStableFunc(conds, func(a, b metav1.Condition) int {
-		switch {
-		case less(a, b):
-			return -1
-		case less(b, a):
-			return 1
-		}
-		return 0
-	})
+	slices.SortStableFunc(conds, compare)
 	obj.SetConditions(conds)
 	return true
 }
@@ -166,11 +160,10 @@ func Delete(obj Setter, conditionType string) bool {
 	return true
 }
 
-// less orders conditions for people reading kubectl output: Available and
+// compare orders conditions for people reading kubectl output: Available and
 // Ready first, Deleting and Paused last, the rest alphabetical.
-func less(a, b metav1.Condition) bool {
-	ra, rb := rank(a.Type), rank(b.Type)
-	return ra < rb || (ra == rb && a.Type < b.Type)
+func compare(a, b metav1.Condition) int {
+	return cmp.Or(cmp.Compare(rank(a.Type), rank(b.Type)), strings.Compare(a.Type, b.Type))
 }
 
 func rank(conditionType string) int {

@@ -9,9 +9,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// TestSetSortsAsSortSliceStable: Set's slices.SortStableFunc orders any
-// list of conditions (up to 40, duplicate types from another writer, every rank, in
-// any order) as sort.SliceStable with less did, ties kept in their order.
+// TestSetSortsAsSortSliceStable: Set's slices.SortStableFunc with compare
+// orders any list of conditions (up to 40, duplicate types from another
+// writer, every rank, in any order) as sort.SliceStable with less did, ties
+// kept in their order.
 func TestSetSortsAsSortSliceStable(t *testing.T) {
 	types := []string{"Available", Ready, "Deleting", "Paused", "A", "Zed", "Progressing", ""}
 	r := rand.New(rand.NewPCG(3, 4))
@@ -41,6 +42,13 @@ func TestSetSortsAsSortSliceStable(t *testing.T) {
 			}
 		}
 	}
+}
+
+// less is the order Set sorted by before compare: Available and Ready
+// first, Deleting and Paused last, the rest alphabetical.
+func less(a, b metav1.Condition) bool {
+	ra, rb := rank(a.Type), rank(b.Type)
+	return ra < rb || (ra == rb && a.Type < b.Type)
 }
 
 type lister struct{ conds []metav1.Condition }
