@@ -1,6 +1,7 @@
 package conditions
 
 import (
+	"cmp"
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -95,10 +96,7 @@ func newSummary(obj Getter, targetType string, opts ...SummaryOption) metav1.Con
 	case len(unknown) > 0:
 		summary.Status, summary.Reason, summary.Message = metav1.ConditionUnknown, unknown[0].Reason, messages(unknown)
 	default:
-		summary.Status, summary.Reason = metav1.ConditionTrue, o.TrueReason
-		if summary.Reason == "" {
-			summary.Reason = ReasonSucceeded
-		}
+		summary.Status, summary.Reason = metav1.ConditionTrue, cmp.Or(o.TrueReason, ReasonSucceeded)
 	}
 	summary.Message, summary.Reason = fitMessage(summary.Message), fitReason(summary.Reason)
 	return summary
@@ -119,11 +117,7 @@ func SetSummary(obj Setter, targetType string, opts ...SummaryOption) bool {
 func messages(conds []metav1.Condition) string {
 	parts := make([]string, len(conds))
 	for i, c := range conds {
-		m := c.Message
-		if m == "" {
-			m = c.Reason
-		}
-		parts[i] = c.Type + ": " + m
+		parts[i] = c.Type + ": " + cmp.Or(c.Message, c.Reason)
 	}
 	return strings.Join(parts, "; ")
 }
