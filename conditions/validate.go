@@ -2,6 +2,7 @@ package conditions
 
 import (
 	"fmt"
+	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -46,12 +47,8 @@ func validType(t string) bool {
 	lower := func(c byte) bool { return c >= 'a' && c <= 'z' || c >= '0' && c <= '9' }
 	alnum := func(c byte) bool { return lower(c) || c >= 'A' && c <= 'Z' }
 	name := t
-	for i := 0; i < len(t); i++ {
-		if t[i] != '/' {
-			continue
-		}
-		prefix := t[:i]
-		name = t[i+1:]
+	if prefix, rest, ok := strings.Cut(t, "/"); ok {
+		name = rest
 		// Labels of [a-z0-9-], each starting and ending with [a-z0-9].
 		start := 0
 		for j := 0; j <= len(prefix); j++ {
@@ -66,7 +63,6 @@ func validType(t string) bool {
 			}
 			start = j + 1
 		}
-		break
 	}
 	if len(name) == 0 || !alnum(name[0]) || !alnum(name[len(name)-1]) {
 		return false
