@@ -60,12 +60,7 @@ func (h *Handler) Register(name string, f Func, when ...When) error {
 	h.funcs[name] = f
 	if len(when) > 0 {
 		h.when[name] = func(obj client.Object) bool {
-			for _, w := range when {
-				if w != nil && !w(obj) {
-					return false
-				}
-			}
-			return true
+			return !slices.ContainsFunc(when, func(w When) bool { return w != nil && !w(obj) })
 		}
 	}
 	h.order = append(h.order, name)
