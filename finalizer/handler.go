@@ -255,12 +255,7 @@ func (h *Handler) cleanups(ctx context.Context, obj client.Object, names []strin
 
 func (h *Handler) finalize(ctx context.Context, obj client.Object) (Result, error) {
 	before := obj.DeepCopyObject().(client.Object)
-	var present []string
-	for _, n := range h.names() {
-		if controllerutil.ContainsFinalizer(before, n) {
-			present = append(present, n)
-		}
-	}
+	present := slices.DeleteFunc(h.names(), func(n string) bool { return !controllerutil.ContainsFinalizer(before, n) })
 	res, done, errs := h.cleanups(ctx, obj, present)
 	res.Deleting = true
 	// What the cleanups did to the finalizers is not theirs to decide: only
