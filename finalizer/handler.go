@@ -133,7 +133,13 @@ func (h *Handler) Handle(ctx context.Context, obj client.Object) (Result, error)
 		obj.SetFinalizers(append(obj.GetFinalizers(), n)) // a valid name (Register), on an object not being deleted
 	}
 	if len(released) > 0 {
-		return h.release(ctx, before, obj, released)
+		// Run the cleanups of the finalizers obj's When no longer selects (the
+		// Service that is no LoadBalancer any more), and write in one go the
+		// finalizers that are selected and missing (obj already carries
+		// them), the removal of those whose cleanup succeeded, and what the
+		// cleanups changed.
+		res, done, errs := h.cleanups(ctx, obj, released)
+		return h.write(ctx, before, obj, res, done, errs, "releasing "+strings.Join(released, ", ")+" from")
 	}
 	res, err := h.writer(ctx, obj).Patch(ctx, before, obj, patch.Options{})
 	if err != nil {
@@ -187,16 +193,6 @@ func (h *Handler) selects(n string, obj client.Object) bool {
 	when := h.when[n]
 	h.mu.RUnlock()
 	return when == nil || when(obj)
-}
-
-// release runs, on a live object, the cleanups of the finalizers its When
-// no longer selects (the Service that is no LoadBalancer any more), and
-// writes in one go the finalizers that are selected and missing, the
-// removal of those whose cleanup succeeded, and what the cleanups changed.
-// before is obj as read; obj already carries the added finalizers.
-func (h *Handler) release(ctx context.Context, before, obj client.Object, names []string) (Result, error) {
-	res, done, errs := h.cleanups(ctx, obj, names)
-	return h.write(ctx, before, obj, res, done, errs, "releasing "+strings.Join(names, ", ")+" from")
 }
 
 // write removes from obj the finalizers in done, writes obj (its
