@@ -145,8 +145,12 @@ func (h *Handler) Handle(ctx context.Context, obj client.Object) (Result, error)
 	if err != nil {
 		// Deleted meanwhile: the API server refuses new finalizers. Run the
 		// flow of a deleting object on what is there now.
+		r := h.w.Reader // the API reader the client carries, else the client
+		if r == nil {
+			r = h.c
+		}
 		fresh := object.EmptyLike(obj)
-		if h.reader().Get(ctx, client.ObjectKeyFromObject(obj), fresh) == nil &&
+		if r.Get(ctx, client.ObjectKeyFromObject(obj), fresh) == nil &&
 			fresh.GetUID() == before.GetUID() && fresh.GetDeletionTimestamp() != nil {
 			object.Copy(obj, fresh)
 			return h.finalize(ctx, obj)
@@ -177,13 +181,6 @@ func finalizersCopy(obj client.Object) client.Object {
 		c.SetFinalizers(slices.Clone(f))
 	}
 	return c
-}
-
-func (h *Handler) reader() client.Reader {
-	if h.w.Reader != nil {
-		return h.w.Reader
-	}
-	return h.c
 }
 
 // selects reports whether the finalizer n is for obj (its When holds, or
