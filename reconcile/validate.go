@@ -56,16 +56,13 @@ func (p *Patcher) checkInput(obj client.Object, lists [][]string) error {
 			}
 			al, _ := after.([]any)
 			pl, _ := prev.([]any)
-		entries:
 			for j, e := range al {
 				c, ok := mapCondition(e)
-				if !ok {
+				if !ok || slices.ContainsFunc(pl, func(pe any) bool {
+					pc, ok := mapCondition(pe)
+					return ok && sameCondition(pc, c)
+				}) {
 					continue
-				}
-				for _, pe := range pl {
-					if pc, ok := mapCondition(pe); ok && sameCondition(pc, c) {
-						continue entries
-					}
 				}
 				if err := conditions.Validate(c); err != nil {
 					return bad(strings.Join(path, "."), j, err)
