@@ -1,6 +1,8 @@
 package reconcile
 
 import (
+	"cmp"
+
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -18,9 +20,7 @@ func recordReadyFlip(rec record.EventRecorder, before, after map[string]any, obj
 	}
 	reason, _ := now["reason"].(string)
 	msg, _ := now["message"].(string)
-	if reason == "" {
-		reason = "NoReason"
-	}
+	reason = cmp.Or(reason, "NoReason")
 	if now["status"] == "True" {
 		rec.Eventf(obj, "Normal", "Ready", "%s: %s", reason, msg)
 		return
