@@ -1,6 +1,7 @@
 package reconcile
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -157,11 +158,7 @@ func (c *Controller[T, P]) Watches(obj client.Object, h handler.EventHandler, pr
 func (c *Controller[T, P]) Complete() (crreconcile.Reconciler, error) {
 	var zero P = new(T)
 	fail := func(err error) (crreconcile.Reconciler, error) {
-		name := c.name
-		if name == "" {
-			name = fmt.Sprintf("%T", zero)
-		}
-		return nil, fmt.Errorf("reconcile: controller %s: %w", name, err)
+		return nil, fmt.Errorf("reconcile: controller %s: %w", cmp.Or(c.name, fmt.Sprintf("%T", zero)), err)
 	}
 	if c.mgr == nil {
 		return fail(errors.New("no manager"))
