@@ -193,8 +193,7 @@ func (c *Controller[T, P]) Complete() (crreconcile.Reconciler, error) {
 	if err := errors.Join(errs...); err != nil {
 		return fail(err)
 	}
-	preds := []predicate.Predicate{predicates.GenerationChanged()}
-	b := ctrl.NewControllerManagedBy(c.mgr).For(zero, builder.WithPredicates(preds...))
+	b := ctrl.NewControllerManagedBy(c.mgr).For(zero, builder.WithPredicates(predicates.GenerationChanged()))
 	if c.name != "" {
 		b = b.Named(c.name)
 	}
