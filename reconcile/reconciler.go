@@ -43,10 +43,10 @@ func requeueWithin(res ctrl.Result, d time.Duration) ctrl.Result {
 }
 
 // readOwnWrite reads obj again until it is no older than this process's
-// own last write of it: once through the API reader when there is one,
+// own last write of it: once through st's API reader when there is one,
 // else through c (a cache that lags) with backoff, within ownWriteWait.
 // caught is false where the cache did not catch up in time.
-func readOwnWrite(ctx context.Context, c client.Client, api client.Reader, st *scope.State, k scope.Key, obj client.Object) (caught bool, err error) {
+func readOwnWrite(ctx context.Context, c client.Client, st *scope.State, k scope.Key, obj client.Object) (caught bool, err error) {
 	key := client.ObjectKeyFromObject(obj)
 	read := func(r client.Reader) error {
 		fresh := object.EmptyLike(obj)
@@ -56,7 +56,7 @@ func readOwnWrite(ctx context.Context, c client.Client, api client.Reader, st *s
 		object.Copy(obj, fresh)
 		return nil
 	}
-	if api != nil {
+	if api := st.APIReader(); api != nil {
 		if err := read(api); err != nil {
 			return false, err
 		}
@@ -145,10 +145,9 @@ func For[T any, P interface {
 		c = scope.Wrap(c, st)
 	}
 	// The API reader of c's State (steady.NewClient's: the manager's), or
-	// none. The finalizer handler and the Patcher take it from c; the
-	// body's ownership calls from the State each reconcile's context
-	// carries.
-	api := st.APIReader()
+	// none: readOwnWrite takes it from st, the finalizer handler and the
+	// Patcher from c, the body's ownership calls from the State each
+	// reconcile's context carries.
 	var h *finalizer.Handler
 	if len(cfg.finalizers) > 0 {
 		h = finalizer.NewHandler(c)
@@ -180,7 +179,7 @@ func For[T any, P interface {
 			key, _ = scope.KeyOf(obj, c.Scheme())
 		}
 		if _, behind := st.OwnWriteAhead(key, obj); behind {
-			caught, err := readOwnWrite(ctx, c, api, st, key, obj)
+			caught, err := readOwnWrite(ctx, c, st, key, obj)
 			switch {
 			case apierrors.IsNotFound(err):
 				return ctrl.Result{}, nil
