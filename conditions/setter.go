@@ -93,9 +93,7 @@ func fitReason(reason string) string {
 	if c := b[0]; !(c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z') {
 		b = append([]byte{'R'}, b...)
 	}
-	if len(b) > maxReasonLength {
-		b = b[:maxReasonLength]
-	}
+	b = b[:min(len(b), maxReasonLength)]
 	for len(b) > 1 && (b[len(b)-1] == ',' || b[len(b)-1] == ':') {
 		b = b[:len(b)-1]
 	}
