@@ -59,16 +59,16 @@ func unstructuredConditions(u *unstructured.Unstructured) ([]metav1.Condition, e
 	fail := func(format string, args ...any) error {
 		return &FieldError{Object: describe(u), Field: "status.conditions", Err: fmt.Errorf(format, args...)}
 	}
-	rawStatus, ok := u.Object["status"]
-	if !ok || rawStatus == nil {
+	rawStatus := u.Object["status"]
+	if rawStatus == nil { // absent or null
 		return nil, nil
 	}
 	status, ok := rawStatus.(map[string]any)
 	if !ok {
 		return nil, &FieldError{Object: describe(u), Field: "status", Err: fmt.Errorf("is a %T, want an object", rawStatus)}
 	}
-	raw, ok := status["conditions"]
-	if !ok || raw == nil {
+	raw := status["conditions"]
+	if raw == nil { // absent or null
 		return nil, nil
 	}
 	list, ok := raw.([]any)
