@@ -129,9 +129,7 @@ func (h *Handler) Handle(ctx context.Context, obj client.Object) (Result, error)
 	} else {
 		before = finalizersCopy(obj)
 	}
-	for _, n := range add {
-		obj.SetFinalizers(append(obj.GetFinalizers(), n)) // a valid name (Register), on an object not being deleted
-	}
+	obj.SetFinalizers(append(obj.GetFinalizers(), add...)) // valid names (Register), on an object not being deleted
 	if len(released) > 0 {
 		// Run the cleanups of the finalizers obj's When no longer selects (the
 		// Service that is no LoadBalancer any more), and write in one go the
