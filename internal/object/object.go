@@ -115,23 +115,18 @@ func ToMapWithoutManagedFields(obj runtime.Object) (map[string]any, error) {
 		if _, has := md["managedFields"]; !has {
 			return ToMap(obj)
 		}
-		shallow := maps.Clone(u.Object)
+		shallow := Shallow(u)
 		md = maps.Clone(md)
 		delete(md, "managedFields")
-		shallow["metadata"] = md
-		return ToMap(&unstructured.Unstructured{Object: shallow})
+		shallow.Object["metadata"] = md
+		return ToMap(shallow)
 	}
 	m, ok := obj.(metav1.Object)
 	v := reflect.ValueOf(obj)
 	if !ok || len(m.GetManagedFields()) == 0 || v.Kind() != reflect.Pointer || v.Elem().Kind() != reflect.Struct {
 		return ToMap(obj)
 	}
-	c := reflect.New(v.Elem().Type())
-	c.Elem().Set(v.Elem())
-	shallow, ok := c.Interface().(runtime.Object)
-	if !ok {
-		return ToMap(obj)
-	}
+	shallow := Shallow(obj) // of obj's Go type: a metav1.Object too
 	shallow.(metav1.Object).SetManagedFields(nil)
 	return ToMap(shallow)
 }
