@@ -225,18 +225,15 @@ func after(a, b any) bool {
 	return aerr != nil || berr != nil || at.After(bt)
 }
 
-// generation is a condition's observedGeneration (0 without one).
+// generation is a condition's observedGeneration (0 without one). The
+// lists are maps of JSON types ([object.ToMapWithoutManagedFields]): an
+// int64, or a float64.
 func generation(m map[string]any) int64 {
 	switch v := m["observedGeneration"].(type) {
 	case int64:
 		return v
 	case float64:
 		return int64(v)
-	case int:
-		return int64(v)
-	case json.Number:
-		n, _ := v.Int64()
-		return n
 	}
 	return 0
 }
