@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -85,9 +86,7 @@ func (w *Writer) write(ctx context.Context, obj client.Object, st *state, p *par
 			// NotFound there is gone).
 			p.status, p.fallback = false, true
 			if r := p.rest; r != nil {
-				for k, v := range r.diff {
-					p.diff[k] = v
-				}
+				maps.Copy(p.diff, r.diff)
 				p.lists = append(p.lists, r.lists...)
 				p.drops = append(p.drops, r.drops...)
 				r.merged = true
