@@ -69,7 +69,7 @@ func (p *part) body(latest map[string]any, o Options) (body map[string]any, lock
 	// empty is no write.
 	dropApplied(body, latest)
 	if p.fallback {
-		if err := p.stampGenerations(body, latest, o); err != nil {
+		if err := p.stampGenerations(body, latest, liveGen, o); err != nil {
 			return nil, false, "", err
 		}
 	}
@@ -135,9 +135,9 @@ func setList(body, latest map[string]any, v any, path []string) error {
 // ObservedGeneration, which is then not written alone once it is current)
 // and our conditions in the body; else a condition stamped with the
 // generation it observed is one behind after every write, and the next
-// reconcile stamps it again, and writes, for ever.
-func (p *part) stampGenerations(body, latest map[string]any, o Options) error {
-	gen, _, _ := unstructured.NestedInt64(latest, "metadata", "generation")
+// reconcile stamps it again, and writes, for ever. gen is latest's
+// generation.
+func (p *part) stampGenerations(body, latest map[string]any, gen int64, o Options) error {
 	// The generation this write produces, unless the spec moved on since
 	// the snapshot: then status observed the snapshot's.
 	next := gen + 1
