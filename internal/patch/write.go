@@ -6,9 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -226,10 +228,5 @@ func uidRefused(err error) bool {
 	if !apierrors.IsInvalid(err) || !errors.As(err, &status) || status.Status().Details == nil {
 		return false
 	}
-	for _, c := range status.Status().Details.Causes {
-		if c.Field == "metadata.uid" {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(status.Status().Details.Causes, func(c metav1.StatusCause) bool { return c.Field == "metadata.uid" })
 }
