@@ -149,9 +149,7 @@ func Shallow[T runtime.Object](obj T) T {
 // struct's map by its number of fields) as large. Never nil.
 func CopyMap[V any](m map[string]V, extra int) map[string]V {
 	out := make(map[string]V, len(m)+extra)
-	for k, v := range m {
-		out[k] = v
-	}
+	maps.Copy(out, m)
 	return out
 }
 
