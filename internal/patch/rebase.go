@@ -55,12 +55,7 @@ func rawKey(v any) string {
 // hasOwned reports whether after holds an owned entry: its value is
 // imposed on a rebase even where this change did not alter it.
 func (l *list) hasOwned() bool {
-	for _, a := range l.after {
-		if slices.Contains(l.owned, ownedKey(a)) {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(l.after, func(a any) bool { return slices.Contains(l.owned, ownedKey(a)) })
 }
 
 func index(items []any, key func(any) string) map[string]any {
