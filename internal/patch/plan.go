@@ -80,7 +80,7 @@ func plan(snap map[string]any, obj client.Object, o Options) ([]*part, error) {
 		l.after, aok = a.([]any)
 		backing = append(backing, l)
 		if (b != nil && !bok) || (a != nil && !aok) {
-			return // not a list there: an ordinary field of the diff
+			return // not a list there: an ordinary field of the diff (but finalizers and ownerReferences, which are never written: skippedMetadata; the API server would refuse them)
 		}
 		lists = append(lists, &backing[len(backing)-1])
 		// Rebased apart: the diff sees the snapshot's list alone, as a

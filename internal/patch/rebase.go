@@ -3,6 +3,7 @@ package patch
 import (
 	"encoding/json"
 	"maps"
+	"math"
 	"reflect"
 	"slices"
 	"time"
@@ -222,13 +223,15 @@ func after(a, b any) bool {
 
 // generation is a condition's observedGeneration (0 without one). The
 // lists are maps of JSON types ([object.ToMapWithoutManagedFields]): an
-// int64, or a float64.
+// int64, a float64, or, from an unsigned Go field, a uint64.
 func generation(m map[string]any) int64 {
 	switch v := m["observedGeneration"].(type) {
 	case int64:
 		return v
 	case float64:
 		return int64(v)
+	case uint64:
+		return int64(min(v, math.MaxInt64))
 	}
 	return 0
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/steadyk8s/steady/internal/object"
 )
@@ -122,5 +123,37 @@ func TestUnsignedFieldAlreadyLiveIsNoChange(t *testing.T) {
 		if wrote := len(res.Wrote) > 0; wrote != (tc.want != nil) {
 			t.Errorf("%s: wrote %v", tc.name, res.Wrote)
 		}
+	}
+}
+
+// TestGenerationOfEveryNumberType: a condition's observedGeneration as the
+// converter gives it, from an int64, a float64 (JSON) or an unsigned Go
+// field (uint64), is the same generation; one past int64 is the largest.
+func TestGenerationOfEveryNumberType(t *testing.T) {
+	for _, tc := range []struct {
+		v    any
+		want int64
+	}{{int64(3), 3}, {float64(3), 3}, {uint64(3), 3}, {uint64(1<<63 + 5), 1<<63 - 1}, {nil, 0}, {"3", 0}} {
+		if got := generation(map[string]any{"observedGeneration": tc.v}); got != tc.want {
+			t.Errorf("generation of %T %v = %d, want %d", tc.v, tc.v, got, tc.want)
+		}
+	}
+	if got := generation(map[string]any{}); got != 0 {
+		t.Errorf("generation without one = %d, want 0", got)
+	}
+	// Through the converter: a typed condition with an unsigned
+	// observedGeneration.
+	type cond struct {
+		Type               string `json:"type"`
+		ObservedGeneration uint32 `json:"observedGeneration,omitempty"`
+	}
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&struct {
+		Conditions []cond `json:"conditions"`
+	}{Conditions: []cond{{Type: "Ready", ObservedGeneration: 7}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := generation(m["conditions"].([]any)[0].(map[string]any)); got != 7 {
+		t.Errorf("generation of a converted uint32 = %d, want 7", got)
 	}
 }
