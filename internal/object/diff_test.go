@@ -207,7 +207,7 @@ func TestEqualJSONNumbers(t *testing.T) {
 		{uint64(math.MaxUint64), int64(-1), false},
 		{uint64(math.MaxUint64), float64(math.MaxUint64), false}, // the float64 is 2^64
 		{uint64(1 << 63), float64(1 << 63), true},
-		{float64(-0.0), uint64(0), true},
+		{math.Copysign(0, -1), uint64(0), true}, // a negative zero
 		{float64(3.5), uint64(3), false},
 		{uint64(1 << 63), float64(-(1 << 63)), false},
 		{uint64(1<<63 + 1), int64(math.MinInt64 + 1), false},
