@@ -1,10 +1,14 @@
 package ownership
 
 import (
+	"context"
+
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	"github.com/steadyk8s/steady/internal/object"
 )
 
 // Names the tests of package ownership_test use for what is unexported or
@@ -27,4 +31,12 @@ func SetControllerReference(owner, child client.Object, scheme *runtime.Scheme, 
 		return false, err
 	}
 	return !equality.Semantic.DeepEqual(before, child), nil
+}
+
+// Remembered reports whether c's memory holds a verdict of CreateOrUpdate
+// for child (its kind, namespace and name): one this process wrote, which
+// the informer has not shown deleted (to steady's handler) yet.
+func Remembered(ctx context.Context, c client.Client, child client.Object) bool {
+	gvk, err := object.GVK(child, c.Scheme())
+	return err == nil && remembered(childKey(ctx, c, gvk, child, updateVerdicts))
 }

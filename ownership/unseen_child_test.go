@@ -304,7 +304,15 @@ func TestOwnCreateTheCacheHasNotSeenIsReadNotCreated(t *testing.T) {
 			})
 			// The manager's informer showed the deletion: what was
 			// remembered of the child went with it, and the create asks
-			// nothing first.
+			// nothing first. (The cache's store shows the deletion a
+			// moment before the informer's handlers, steady's among them,
+			// are told: wait for steady's.)
+			testenv.Eventually(t, "forgotten", func() error {
+				if ownership.Remembered(ctx, cc.Client, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}) {
+					return errors.New("still remembered")
+				}
+				return nil
+			})
 			expect("created again after a deletion", controllerutil.OperationResultCreated, 0, 1)
 		})
 	}
