@@ -495,9 +495,13 @@ func readForApply(ctx context.Context, c client.Client, apiReader client.Reader,
 }
 
 // secondController reports whether err is the API server's refusal of an
-// object with two controller references (metadata.ownerReferences).
+// object with two controller references (metadata.ownerReferences, the
+// message of apimachinery's ValidateOwnerReferences), not of another fault
+// of the owner references (a banned owner's kind, under the same field).
 func secondController(err error) bool {
-	return slices.ContainsFunc(invalidCauses(err), func(c metav1.StatusCause) bool { return c.Field == "metadata.ownerReferences" })
+	return slices.ContainsFunc(invalidCauses(err), func(c metav1.StatusCause) bool {
+		return c.Field == "metadata.ownerReferences" && strings.Contains(c.Message, "Only one reference can have Controller set to true")
+	})
 }
 
 // staleLock reports whether err is the conflict of an apply whose
