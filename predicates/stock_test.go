@@ -34,32 +34,11 @@ func TestWhatTheStockPredicateMisses(t *testing.T) {
 	env.Require(t)
 	ctx := context.Background()
 	ns := env.Namespace(t)
-	wc, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
 	w := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "w", Finalizers: []string{"test.steady.dev/ours", "test.steady.dev/theirs"}}}
 	if err := env.Client.Create(ctx, w); err != nil {
 		t.Fatal(err)
 	}
-	watcher, err := wc.Watch(ctx, &testapi.WidgetList{}, client.InNamespace(ns), client.MatchingFields{"metadata.name": "w"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer watcher.Stop()
-	next := func(what string) *testapi.Widget {
-		t.Helper()
-		for {
-			select {
-			case e := <-watcher.ResultChan():
-				if e.Type == watch.Modified {
-					return e.Object.(*testapi.Widget)
-				}
-			case <-time.After(10 * time.Second):
-				t.Fatalf("no watch event for %s", what)
-			}
-		}
-	}
+	next := watchModified(t, ctx, &testapi.WidgetList{}, ns, "w")
 	patch := func(p string) {
 		t.Helper()
 		if err := env.Client.Patch(ctx, &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "w"}}, client.RawPatch(types.MergePatchType, []byte(p))); err != nil {
@@ -84,7 +63,7 @@ func TestWhatTheStockPredicateMisses(t *testing.T) {
 		}, true, true, true},
 	} {
 		step.do()
-		cur := next(step.what)
+		cur := next(step.what).(*testapi.Widget)
 		ue := event.UpdateEvent{ObjectOld: old, ObjectNew: cur}
 		if bumped := cur.Generation != old.Generation; bumped != step.genBumped {
 			t.Errorf("%s: generation %d -> %d; want bumped %v", step.what, old.Generation, cur.Generation, step.genBumped)
@@ -109,10 +88,6 @@ func TestWhatTheStockPredicateMissesWithoutAGeneration(t *testing.T) {
 	env.Require(t)
 	ctx := context.Background()
 	ns := env.Namespace(t)
-	wc, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cm", Finalizers: []string{"test.steady.dev/theirs"}}}
 	if err := env.Client.Create(ctx, cm); err != nil {
 		t.Fatal(err)
@@ -120,25 +95,11 @@ func TestWhatTheStockPredicateMissesWithoutAGeneration(t *testing.T) {
 	defer func() { // release it
 		_ = env.Client.Patch(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cm"}}, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`)))
 	}()
-	watcher, err := wc.Watch(ctx, &corev1.ConfigMapList{}, client.InNamespace(ns), client.MatchingFields{"metadata.name": "cm"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer watcher.Stop()
+	next := watchModified(t, ctx, &corev1.ConfigMapList{}, ns, "cm")
 	if err := env.Client.Delete(ctx, cm); err != nil {
 		t.Fatal(err)
 	}
-	var cur *corev1.ConfigMap
-	for cur == nil {
-		select {
-		case e := <-watcher.ResultChan():
-			if e.Type == watch.Modified {
-				cur = e.Object.(*corev1.ConfigMap)
-			}
-		case <-time.After(10 * time.Second):
-			t.Fatal("no watch event for the deletion")
-		}
-	}
+	cur := next("the deletion").(*corev1.ConfigMap)
 	ue := event.UpdateEvent{ObjectOld: cm, ObjectNew: cur}
 	if cur.DeletionTimestamp == nil || cur.Generation != 0 || cm.Generation != 0 {
 		t.Fatalf("deletionTimestamp %v, generation %d -> %d; want a deletion started, no generation", cur.DeletionTimestamp, cm.Generation, cur.Generation)
@@ -148,5 +109,35 @@ func TestWhatTheStockPredicateMissesWithoutAGeneration(t *testing.T) {
 	}
 	if !predicates.GenerationChanged().Update(ue) {
 		t.Error("GenerationChanged drops the start of the deletion")
+	}
+}
+
+// watchModified watches the object of list's kind named name in ns through
+// a watch of its own, and returns a function that waits for the next
+// MODIFIED event (what names the change, for the failure) and returns its
+// object. The watch stops with the test.
+func watchModified(t *testing.T, ctx context.Context, list client.ObjectList, ns, name string) func(what string) client.Object {
+	t.Helper()
+	wc, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	watcher, err := wc.Watch(ctx, list, client.InNamespace(ns), client.MatchingFields{"metadata.name": name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(watcher.Stop)
+	return func(what string) client.Object {
+		t.Helper()
+		for {
+			select {
+			case e := <-watcher.ResultChan():
+				if e.Type == watch.Modified {
+					return e.Object.(client.Object)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatalf("no watch event for %s", what)
+			}
+		}
 	}
 }
