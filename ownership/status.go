@@ -18,7 +18,7 @@ import (
 // CreateOrUpdate does not compare the status of a kind with one, which its
 // update cannot write. A kind is known per cluster (the State of c's): one CRD may have a
 // status subresource in one cluster of a fleet and none in another.
-const factStatus = "status subresource"
+const factStatus = scope.FactStatusSubresource
 
 // learnStatusSubresource learns from the answer to an update of an object
 // whose status live was (the update was locked on live's resourceVersion)

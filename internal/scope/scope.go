@@ -232,6 +232,11 @@ func (s *State) Learn(gvk schema.GroupVersionKind, fact string, v bool) {
 	}
 }
 
+// FactStatusSubresource is the fact of a kind that has a status subresource
+// (true) or none (false) in the State's cluster: ownership learns it from
+// its updates, the Patcher from its status writes.
+const FactStatusSubresource = "status subresource"
+
 type kindFact struct {
 	gvk  schema.GroupVersionKind
 	fact string
