@@ -93,6 +93,10 @@ func (w WithOptimisticLock) ApplyToFor(o *ForOptions) { o.PatchOptions = append(
 // reconciled object. For a kind without a status subresource, where a
 // status write bumps the generation, it records the generation that write
 // produces, and a change of observedGeneration alone is not written.
+// [For] sets it only after a body that returned no error: a failed
+// reconcile did not observe the generation, and the status keeps the
+// number of the last one that did (as cluster-api's controllers pass
+// WithStatusObservedGeneration only when reterr is nil).
 //
 // The object's Go type needs an int64 status field observedGeneration
 // (kubebuilder's scaffold has none: add it to the type and its CRD). [For]
@@ -206,7 +210,11 @@ type readySummaryOption struct {
 }
 
 // WithReadySummary sets the Ready condition from the others after the body
-// ran (see [conditions.SetSummary]). The object's Go type needs its
+// ran (see [conditions.SetSummary]). After a body that returned an error,
+// Ready claims no generation the conditions it summarizes did not observe:
+// its observedGeneration is the lowest of theirs (never lower than it was),
+// so a reconcile of a new generation that failed before marking anything
+// leaves Ready at the previous one. The object's Go type needs its
 // conditions: GetConditions and SetConditions methods, or, as kubebuilder
 // scaffolds it, a status.conditions field of type []metav1.Condition;
 // [For] refuses it on any other type with an error that names the type.

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -205,15 +207,68 @@ func For[T any, P interface {
 		if released > 0 {
 			res = requeueWithin(res, released)
 		}
+		patchOpts := cfg.PatchOptions
 		if cfg.ReadySummary {
-			conditions.SetSummary(setter(obj), conditions.Ready, cfg.SummaryOptions...)
+			s := setter(obj)
+			var before *metav1.Condition
+			if c := conditions.Get(s, conditions.Ready); c != nil {
+				before = c.DeepCopy()
+			}
+			conditions.SetSummary(s, conditions.Ready, cfg.SummaryOptions...)
+			if fnErr != nil {
+				unobserved(s, before, cfg.SummaryOptions)
+			}
 		}
-		patchErr := p.patch(ctx, obj, false, cfg.PatchOptions) // the last: p is dropped after it
+		if fnErr != nil {
+			// A failed reconcile did not observe the generation: the
+			// status of the last one that did keeps its number.
+			patchOpts = append(slices.Clip(patchOpts), withoutObservedGeneration{})
+		}
+		patchErr := p.patch(ctx, obj, false, patchOpts) // the last: p is dropped after it
 		if d, ok := notFailed(ctx, patchErr); ok && fnErr == nil {
 			return requeueWithin(res, d), nil
 		}
 		return res, errors.Join(fnErr, patchErr)
 	}), nil
+}
+
+// withoutObservedGeneration turns WithObservedGeneration off for one Patch:
+// For's after a failed body.
+type withoutObservedGeneration struct{}
+
+func (withoutObservedGeneration) ApplyToPatch(o *PatchOptions) { o.ObservedGeneration = false }
+
+// unobserved keeps the Ready summary a failed body left from claiming a
+// generation the conditions it summarizes did not observe: its
+// observedGeneration becomes the lowest of theirs (those that carry one),
+// never lower than before (a live value is never written lower), never
+// higher than SetSummary made it. A body that marked its conditions before
+// failing (MarkFalse, then return the error) observed the generation in
+// them, and the summary says so.
+func unobserved(s conditions.Setter, before *metav1.Condition, opts []conditions.SummaryOption) {
+	o := conditions.SummaryOptions{}
+	for _, opt := range opts {
+		opt.ApplyToSummary(&o)
+	}
+	conds := slices.Clone(s.GetConditions())
+	i := slices.IndexFunc(conds, func(c metav1.Condition) bool { return c.Type == conditions.Ready })
+	if i < 0 {
+		return
+	}
+	gen := conds[i].ObservedGeneration
+	for _, c := range conds {
+		if c.Type == conditions.Ready || c.ObservedGeneration <= 0 || len(o.ConditionTypes) > 0 && !slices.Contains(o.ConditionTypes, c.Type) {
+			continue
+		}
+		gen = min(gen, c.ObservedGeneration)
+	}
+	if before != nil {
+		gen = max(gen, before.ObservedGeneration)
+	}
+	if gen < conds[i].ObservedGeneration {
+		conds[i].ObservedGeneration = gen
+		s.SetConditions(conds)
+	}
 }
 
 // notFailed reports whether err, a Patch's, is no failure but a reason to
