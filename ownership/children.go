@@ -21,6 +21,13 @@ import (
 // lists and filters otherwise; either way it keeps only children of this
 // owner's UID. Through a direct client every call costs two LISTs: the
 // indexed one, which the API server rejects, then the plain one.
+//
+// Through a manager's client it lists the cache, which may not yet show a
+// child this process just created, or may still show one it deleted:
+// steady.NewClient remembers those writes for reconcile.For and
+// CreateOrUpdate, not for lists. A reconcile that decides from the children
+// (counts them, allows one at a time) reads them through a client of
+// cachewait.NewClient, whose Lists wait for this process's writes.
 func ListChildren(ctx context.Context, c client.Client, owner client.Object, list client.ObjectList, opts ...client.ListOption) error {
 	gvk, err := object.GVK(owner, c.Scheme())
 	if err != nil {
