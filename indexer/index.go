@@ -191,7 +191,9 @@ func (i *Index[T]) Find(ctx context.Context, r client.Reader, scheme *runtime.Sc
 func notRegistered(err error) bool {
 	msg := strings.ToLower(err.Error())
 	return strings.Contains(msg, "index with name") && strings.Contains(msg, "does not exist") ||
-		strings.Contains(msg, "field label not supported") || strings.Contains(msg, "field selector")
+		strings.Contains(msg, "field label not supported") || strings.Contains(msg, "field selector") ||
+		// Jobs: `field label "x" not supported for Job`.
+		strings.Contains(msg, "field label") && strings.Contains(msg, "not supported")
 }
 
 // newObject returns a new, empty T: an error where T is no pointer to a
