@@ -210,9 +210,9 @@ func For[T any, P interface {
 		patchOpts := cfg.PatchOptions
 		if cfg.ReadySummary {
 			s := setter(obj)
-			var before *metav1.Condition
+			var before int64 // Ready's observedGeneration before the summary
 			if c := conditions.Get(s, conditions.Ready); c != nil {
-				before = c.DeepCopy()
+				before = c.ObservedGeneration
 			}
 			conditions.SetSummary(s, conditions.Ready, cfg.SummaryOptions...)
 			if fnErr != nil {
@@ -245,7 +245,7 @@ func (withoutObservedGeneration) ApplyToPatch(o *PatchOptions) { o.ObservedGener
 // higher than SetSummary made it. A body that marked its conditions before
 // failing (MarkFalse, then return the error) observed the generation in
 // them, and the summary says so.
-func unobserved(s conditions.Setter, before *metav1.Condition, opts []conditions.SummaryOption) {
+func unobserved(s conditions.Setter, before int64, opts []conditions.SummaryOption) {
 	o := conditions.SummaryOptions{}
 	for _, opt := range opts {
 		opt.ApplyToSummary(&o)
@@ -262,9 +262,7 @@ func unobserved(s conditions.Setter, before *metav1.Condition, opts []conditions
 		}
 		gen = min(gen, c.ObservedGeneration)
 	}
-	if before != nil {
-		gen = max(gen, before.ObservedGeneration)
-	}
+	gen = max(gen, before)
 	if gen < conds[i].ObservedGeneration {
 		conds[i].ObservedGeneration = gen
 		s.SetConditions(conds)

@@ -75,7 +75,7 @@ func (w *Writer) write(ctx context.Context, obj client.Object, st *state, p *par
 		}
 		if err == nil {
 			w.State.RecordWrite(w.Key, target)
-			if p.status {
+			if p.status && !w.hasStatusSubresource() {
 				w.State.Learn(w.Key.GVK, scope.FactStatusSubresource, true)
 			}
 			if p.status || p.fallback {
