@@ -88,27 +88,10 @@ func (r *run) prune(ctx context.Context, members []*member, gks sets.Set[schema.
 			keep.Insert(id.GroupKind)
 			continue
 		}
-		action, err := Detached, error(nil)
-		if keepAnnotated(d) {
-			before := d.DeepCopy()
-			labels := d.GetLabels()
-			delete(labels, PartOfLabel)
-			d.SetLabels(labels)
-			err = r.s.c.Patch(ctx, d, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}))
-		} else {
-			// Delete only the object we listed: a recreated one of the same
-			// name has another UID and is left alone. An unstructured object
-			// needs no scheme (a client without apiextensions can delete a
-			// CRD).
-			del := &unstructured.Unstructured{}
-			del.SetGroupVersionKind(d.GroupVersionKind())
-			del.SetNamespace(d.GetNamespace())
-			del.SetName(d.GetName())
-			uid := d.GetUID()
-			action, err = Pruned, r.s.c.Delete(ctx, del, client.Preconditions{UID: &uid}, client.PropagationPolicy(metav1.DeletePropagationBackground))
-			if apierrors.IsNotFound(err) {
-				err = nil
-			}
+		action, err := r.pruneOne(ctx, d)
+		if action == Skipped {
+			r.res.add(id, Skipped, err)
+			continue
 		}
 		if err != nil {
 			r.res.add(id, Failed, err)
@@ -119,6 +102,54 @@ func (r *run) prune(ctx context.Context, members []*member, gks sets.Set[schema.
 		r.res.add(id, action, nil)
 	}
 	return keep, ok
+}
+
+// pruneOne deletes d, a member as listed at the start of Apply, or
+// detaches it when it is annotated to be kept. The delete is locked on the
+// UID and resourceVersion listed: an object changed since (relabelled into
+// another set, its part-of label removed, annotated to be kept) is read
+// again and judged anew, and one that is no longer a member is left alone
+// (Skipped); a recreated one of the same name (another UID) is not
+// deleted either.
+func (r *run) pruneOne(ctx context.Context, d *unstructured.Unstructured) (Action, error) {
+	for attempt := 1; ; attempt++ {
+		if keepAnnotated(d) {
+			before := d.DeepCopy()
+			labels := d.GetLabels()
+			delete(labels, PartOfLabel)
+			d.SetLabels(labels)
+			return Detached, r.s.c.Patch(ctx, d, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}))
+		}
+		// An unstructured object needs no scheme (a client without
+		// apiextensions can delete a CRD).
+		del := &unstructured.Unstructured{}
+		del.SetGroupVersionKind(d.GroupVersionKind())
+		del.SetNamespace(d.GetNamespace())
+		del.SetName(d.GetName())
+		uid, rv := d.GetUID(), d.GetResourceVersion()
+		err := r.s.c.Delete(ctx, del, client.Preconditions{UID: &uid, ResourceVersion: &rv}, client.PropagationPolicy(metav1.DeletePropagationBackground))
+		if err == nil || apierrors.IsNotFound(err) {
+			return Pruned, nil
+		}
+		if !apierrors.IsConflict(err) || attempt == 3 {
+			return Pruned, err
+		}
+		// Changed since it was listed: read it again.
+		live := &unstructured.Unstructured{}
+		live.SetGroupVersionKind(d.GroupVersionKind())
+		if gerr := r.s.c.Get(ctx, client.ObjectKeyFromObject(d), live); apierrors.IsNotFound(gerr) {
+			return Pruned, nil
+		} else if gerr != nil {
+			return Pruned, fmt.Errorf("%w; reading it again: %w", err, gerr)
+		}
+		switch {
+		case live.GetUID() != uid:
+			return Pruned, err // another object of the name now: not the member listed
+		case live.GetLabels()[PartOfLabel] != r.s.ID():
+			return Skipped, fmt.Errorf("not pruned: it left the set since it was listed (its %s label is %q now)", PartOfLabel, live.GetLabels()[PartOfLabel])
+		}
+		d = live
+	}
 }
 
 // needed says why d, no longer wanted, must not be deleted: it is a
