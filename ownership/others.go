@@ -15,9 +15,13 @@ import (
 	"github.com/steadyk8s/steady/internal/object"
 )
 
-// otherSets returns the field sets (managedFields, of the object itself,
-// not of its status) of live's field managers but this controller's, the
-// one that set the controller reference want carries. It returns none
+// otherSets returns the field sets (managedFields) of live's field
+// managers but this controller's, the one that set the controller
+// reference want carries. Those of a subresource's writes are others' too:
+// an autoscaler owns spec.replicas through the scale subresource, a
+// Deployment's controller its revision annotation through the status
+// subresource, and an update of the object removes both (their status
+// fields are not compared: see othersRemoved). It returns none
 // where no manager set that reference, or live has no managedFields
 // (stripped by a cache transform): others cannot be told from ours.
 func otherSets(live, want client.Object) []managerSet {
@@ -36,7 +40,7 @@ func otherSets(live, want client.Object) []managerSet {
 	if ours == "" {
 		return nil
 	}
-	return fieldSets(live, func(f metav1.ManagedFieldsEntry) bool { return f.Subresource != "" || f.Manager == ours })
+	return fieldSets(live, func(f metav1.ManagedFieldsEntry) bool { return f.Manager == ours })
 }
 
 // fieldSets decodes the field sets of obj's managedFields entries but
