@@ -38,6 +38,8 @@ type memo struct {
 // labels, annotations, finalizers and owner references. A workload's own
 // controller writing its status (a Deployment's replicas, a Job's
 // conditions) does not make a converged child cost a write.
+// (A kind whose generation does not follow its changes, a PriorityClass,
+// is remembered without one: see frozenGeneration.)
 func (m memo) holds(live client.Object) bool {
 	if m.uid != live.GetUID() {
 		return false
@@ -193,11 +195,24 @@ func rememberWritten(key memKey, live client.Object) {
 	rememberVerdict(key, live, memo{})
 }
 
-// rememberVerdict remembers m, a verdict, on live as it is.
+// rememberVerdict remembers m, a verdict, on live as it is. Of a kind
+// whose generation does not follow its changes (see frozenGeneration) the
+// generation is not remembered: the verdict then holds at the
+// resourceVersion alone.
 func rememberVerdict(key memKey, live client.Object, m memo) {
 	if live.GetUID() == "" || live.GetResourceVersion() == "" {
 		return
 	}
 	m.uid, m.rv, m.gen, m.meta = live.GetUID(), live.GetResourceVersion(), live.GetGeneration(), metaDigest(live)
+	if frozenGeneration[key.obj.GVK.GroupKind()] {
+		m.gen = 0
+	}
 	keep(key, live, m)
+}
+
+// frozenGeneration are the kinds whose API sets metadata.generation and
+// never bumps it: a change of their fields by another writer leaves it as
+// it was (a PriorityClass's description, globalDefault).
+var frozenGeneration = map[schema.GroupKind]bool{
+	{Group: "scheduling.k8s.io", Kind: "PriorityClass"}: true,
 }
