@@ -260,3 +260,71 @@ func waitCachedAny(t *testing.T, c client.Reader, empty, obj client.Object) {
 		return nil
 	})
 }
+
+// TestPatcherRemovesOnlyOursWithoutAStatusSubresource: the same on a kind
+// without a status subresource (PlainThing, unstructured), where status is
+// written with the object after the status subresource's 404: kubectl
+// patch adds a label, a finalizer, a condition and a spec field between
+// our read and our write; our reconcile drops one label, our finalizer and
+// one condition: only those go.
+func TestPatcherRemovesOnlyOursWithoutAStatusSubresource(t *testing.T) {
+	env.Require(t)
+	ctx := context.Background()
+	ns := env.Namespace(t)
+	now := time.Now().UTC().Format(time.RFC3339)
+	cond := func(typ string) map[string]any {
+		return map[string]any{"type": typ, "status": "True", "reason": "R", "message": "m", "lastTransitionTime": now}
+	}
+	u := newUnstructured("PlainThing", ns, "p")
+	u.SetLabels(map[string]string{"ours-1": "x", "ours-2": "x"})
+	u.SetFinalizers([]string{"steady.dev/ours"})
+	u.Object["spec"] = map[string]any{"size": int64(1)}
+	u.Object["status"] = map[string]any{"conditions": []any{cond("OurReady"), cond("OurStale")}}
+	u = createU(t, u)
+	t.Cleanup(func() {
+		_ = env.Client.Patch(context.Background(), newUnstructured("PlainThing", ns, "p"),
+			client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`)))
+	})
+	c := steadyDirect(t)
+	obj := newUnstructured("PlainThing", ns, "p")
+	if err := c.Get(ctx, client.ObjectKeyFromObject(u), obj); err != nil {
+		t.Fatal(err)
+	}
+	p, err := reconcile.NewPatcher(c, obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	their := fmt.Sprintf(`[{"op":"add","path":"/metadata/labels/their","value":"1"},
+		{"op":"add","path":"/metadata/finalizers/-","value":"example.com/their"},
+		{"op":"add","path":"/status/conditions/-","value":{"type":"TheirReady","status":"True","reason":"R","message":"m","lastTransitionTime":%q}},
+		{"op":"add","path":"/spec/owner","value":"their"}]`, now)
+	if err := env.Client.Patch(ctx, newUnstructured("PlainThing", ns, "p"), client.RawPatch(types.JSONPatchType, []byte(their)), client.FieldOwner("kubectl-patch")); err != nil {
+		t.Fatal(err)
+	}
+	labels := obj.GetLabels()
+	delete(labels, "ours-1")
+	obj.SetLabels(labels)
+	obj.SetFinalizers(nil)
+	conds, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
+	conds = slices.DeleteFunc(conds, func(c any) bool { return c.(map[string]any)["type"] == "OurStale" })
+	_ = unstructured.SetNestedSlice(obj.Object, conds, "status", "conditions")
+	_ = unstructured.SetNestedField(obj.Object, int64(7), "spec", "size")
+	if err := p.Patch(ctx, obj); err != nil {
+		t.Fatal(err)
+	}
+	got := getU(t, u)
+	var types []string
+	conds, _, _ = unstructured.NestedSlice(got.Object, "status", "conditions")
+	for _, c := range conds {
+		types = append(types, c.(map[string]any)["type"].(string))
+	}
+	slices.Sort(types)
+	owner, _, _ := unstructured.NestedString(got.Object, "spec", "owner")
+	size, _, _ := unstructured.NestedInt64(got.Object, "spec", "size")
+	if l := got.GetLabels(); l["their"] != "1" || l["ours-2"] != "x" || l["ours-1"] != "" ||
+		!slices.Equal(got.GetFinalizers(), []string{"example.com/their"}) ||
+		!slices.Equal(types, []string{"OurReady", "TheirReady"}) || owner != "their" || size != 7 {
+		t.Errorf("after our reconcile: labels %v, finalizers %v, conditions %v, spec %v; want ours-1, our finalizer and OurStale gone, the rest kept",
+			l, got.GetFinalizers(), types, got.Object["spec"])
+	}
+}
