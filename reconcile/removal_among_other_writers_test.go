@@ -328,3 +328,47 @@ func TestPatcherRemovesOnlyOursWithoutAStatusSubresource(t *testing.T) {
 			l, got.GetFinalizers(), types, got.Object["spec"])
 	}
 }
+
+// TestDroppingOurMapKeepsAKeyALaggingCacheDidNotShow: our reconcile drops
+// a whole map of ours (spec.params = nil) on a Thing read from a cache held
+// 300 ms back, which does not show the key kubectl added to that map just
+// before: the key is kubectl's, and stays; ours goes.
+func TestDroppingOurMapKeepsAKeyALaggingCacheDidNotShow(t *testing.T) {
+	env.Require(t)
+	ctx := context.Background()
+	ns := env.Namespace(t)
+	th := &Thing{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "t"}, Spec: ThingSpec{Params: map[string]string{"ours": "1"}}}
+	if err := env.Client.Create(ctx, th); err != nil {
+		t.Fatal(err)
+	}
+	cc := testapi.StartManager(t, env, testapi.ManagerOptions{Delay: 300 * time.Millisecond, Informers: []client.Object{&Thing{}}, Namespace: ns})
+	testenv.Eventually(t, "the cache shows the Thing", func() error {
+		return cc.Client.Get(ctx, client.ObjectKeyFromObject(th), &Thing{})
+	})
+	if err := env.Client.Patch(ctx, &Thing{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "t"}},
+		client.RawPatch(types.MergePatchType, []byte(`{"spec":{"params":{"theirs":"1"}}}`)), client.FieldOwner("kubectl-patch")); err != nil {
+		t.Fatal(err)
+	}
+	obj := &Thing{}
+	if err := cc.Client.Get(ctx, client.ObjectKeyFromObject(th), obj); err != nil {
+		t.Fatal(err)
+	}
+	if obj.Spec.Params["theirs"] != "" {
+		t.Logf("the cache showed kubectl's key already: the read is not stale")
+	}
+	p, err := reconcile.NewPatcher(cc.Client, obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	obj.Spec.Params = nil
+	if err := p.Patch(ctx, obj); err != nil {
+		t.Fatal(err)
+	}
+	got := &Thing{}
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(th), got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Spec.Params["theirs"] != "1" || got.Spec.Params["ours"] != "" {
+		t.Errorf("spec.params %v; want theirs kept, ours gone", got.Spec.Params)
+	}
+}
