@@ -22,6 +22,9 @@ type run struct {
 	// listed holds the members listed live per kind and namespace, for the
 	// checks and for prune; a kind not served at the start is absent.
 	listed map[listKey][]*unstructured.Unstructured
+	// others holds, per kind and namespace listed, the objects labelled
+	// part of another set: their names and that set's ID.
+	others map[listKey]map[string]string
 	// unlisted holds the lists that failed.
 	unlisted sets.Set[listKey]
 	// crdWritten holds the kinds defined by the CRDs this Apply wrote.
@@ -71,11 +74,13 @@ func (r *run) apply(ctx context.Context, objs []*unstructured.Unstructured) erro
 		return err
 	}
 	for _, m := range members {
-		for _, l := range r.listed[listKey{m.id.GroupKind, m.id.Namespace}] {
+		k := listKey{m.id.GroupKind, m.id.Namespace}
+		for _, l := range r.listed[k] {
 			if l.GetName() == m.id.Name {
 				m.live = l
 			}
 		}
+		m.other = r.others[k][m.id.Name]
 	}
 
 	// Validate before the first write all that can be: not the members whose
@@ -153,7 +158,9 @@ func (r *run) list(ctx context.Context, gks sets.Set[schema.GroupKind], namespac
 			continue // a CRD of the set, or not served: prune decides
 		}
 		for _, ns := range scopes(mapping, namespaces) {
-			items, err := r.s.listMembers(ctx, mapping, ns)
+			// Every object labelled part of a set: this set's members, and
+			// those of another set that the input names (see check).
+			items, others, err := r.s.listLabelled(ctx, mapping, ns, client.HasLabels{PartOfLabel})
 			if apierrors.IsNotFound(err) {
 				break // the mapping is stale, the kind not served: prune decides
 			}
@@ -167,6 +174,12 @@ func (r *run) list(ctx context.Context, gks sets.Set[schema.GroupKind], namespac
 				continue
 			}
 			r.listed[listKey{gk, ns}] = items
+			if others != nil {
+				if r.others == nil {
+					r.others = map[listKey]map[string]string{}
+				}
+				r.others[listKey{gk, ns}] = others
+			}
 		}
 	}
 	return nil

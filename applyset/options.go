@@ -11,7 +11,8 @@ type SetOptions struct {
 	// "steady/v0.1.0" when empty. The parent is written by the field manager
 	// "<name>-applyset", as kubectl does.
 	Tooling string
-	// Force takes over fields of members owned by other field managers.
+	// Force takes over fields of members owned by other field managers, and
+	// members of another set.
 	Force bool
 	// Adopt takes over a parent that another tool manages, or an existing
 	// Secret or ConfigMap that is not yet a parent.
@@ -43,7 +44,9 @@ type Tooling string
 // ApplyToSet implements [SetOption].
 func (t Tooling) ApplyToSet(o *SetOptions) { o.Tooling = string(t) }
 
-// Force takes over conflicting fields of members from other field managers.
+// Force takes over conflicting fields of members from other field managers,
+// and members of another set (labelled part of it), which are refused
+// without it.
 type Force struct{}
 
 // ApplyToSet implements [SetOption].

@@ -19,6 +19,7 @@ type member struct {
 	id      ObjectID
 	mapping *meta.RESTMapping          // nil until its CRD is established
 	live    *unstructured.Unstructured // as listed with the part-of label; nil if not listed
+	other   string                     // the ID of another set it is listed a member of ("": none)
 	checked bool                       // validated (by the fast path or a dry run)
 	changed bool                       // an apply would change it
 }

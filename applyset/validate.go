@@ -32,6 +32,14 @@ type listKey struct {
 // unstructured objects, which even a manager's client reads from the API
 // server.
 func (s *Set) listMembers(ctx context.Context, mapping *meta.RESTMapping, namespace string) ([]*unstructured.Unstructured, error) {
+	ours, _, err := s.listLabelled(ctx, mapping, namespace, client.MatchingLabels{PartOfLabel: s.ID()})
+	return ours, err
+}
+
+// listLabelled lists the objects of mapping's kind in namespace that sel
+// selects, and returns those labelled part of the set and, by name, the
+// set ID of those labelled part of another set.
+func (s *Set) listLabelled(ctx context.Context, mapping *meta.RESTMapping, namespace string, sel client.ListOption) ([]*unstructured.Unstructured, map[string]string, error) {
 	gvk := mapping.GroupVersionKind
 	list := &unstructured.UnstructuredList{}
 	list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
@@ -39,25 +47,33 @@ func (s *Set) listMembers(ctx context.Context, mapping *meta.RESTMapping, namesp
 	// an informer cache refuses it (non-exact field match): a client that
 	// lists unstructured objects from a cache, which may be stale, is
 	// refused rather than trusted.
-	opts := []client.ListOption{client.MatchingLabels{PartOfLabel: s.ID()}, client.MatchingFieldsSelector{Selector: everyName}}
+	opts := []client.ListOption{sel, client.MatchingFieldsSelector{Selector: everyName}}
 	if namespace != "" {
 		opts = append(opts, client.InNamespace(namespace))
 	}
 	if err := s.c.List(ctx, list, opts...); err != nil {
 		if strings.Contains(err.Error(), "non-exact field matches are not supported by the cache") {
-			return nil, fmt.Errorf("%w: %w", errCachedClient, err)
+			return nil, nil, fmt.Errorf("%w: %w", errCachedClient, err)
 		}
-		return nil, err
+		return nil, nil, err
 	}
 	out := make([]*unstructured.Unstructured, 0, len(list.Items))
+	var others map[string]string
 	for i := range list.Items {
 		item := &list.Items[i]
 		item.SetGroupVersionKind(gvk)
-		if item.GetLabels()[PartOfLabel] == s.ID() {
+		switch set := item.GetLabels()[PartOfLabel]; set {
+		case s.ID():
 			out = append(out, item)
+		case "":
+		default:
+			if others == nil {
+				others = map[string]string{}
+			}
+			others[item.GetName()] = set
 		}
 	}
-	return out, nil
+	return out, others, nil
 }
 
 // everyName selects every object.
@@ -98,10 +114,21 @@ func (r *run) check(ctx context.Context, members []*member) error {
 			live := object.EmptyLike(m.obj)
 			if err := r.s.c.Get(ctx, client.ObjectKeyFromObject(m.obj), live); err == nil && live.GetLabels()[PartOfLabel] == r.s.ID() {
 				m.live = live
+			} else if err == nil && live.GetLabels()[PartOfLabel] != "" {
+				m.other = live.GetLabels()[PartOfLabel]
 			} else if err != nil && !apierrors.IsNotFound(err) {
 				failures = append(failures, fmt.Errorf("%s: reading it failed: %w", m.id, err))
 				continue
 			}
+		}
+		if m.other != "" && !r.s.o.Force {
+			// Another set's: applying it would relabel it part of this
+			// one, whose next prune could delete it while that set holds
+			// it. With distinct field managers the API server refuses it
+			// too (a conflict on the label); with one, nothing would.
+			errs = append(errs, &ObjectError{Index: m.index, ID: m.id, Field: "metadata.labels[" + PartOfLabel + "]",
+				Err: fmt.Errorf("it is a member of another set (%s); pass Force to take it over", m.other)})
+			continue
 		}
 		if m.live != nil && knownUnchanged(m.obj, m.live, r.s.o.FieldManager) {
 			m.changed = false
