@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -257,9 +258,11 @@ func updateChild(ctx context.Context, c client.Client, owner, live, child client
 	if err := validateScope(ctx, c, owner, child); err != nil {
 		return controllerutil.OperationResultNone, err
 	}
-	if sets := otherSets(live, child); len(sets) > 0 {
+	others, ours := otherSets(live, child)
+	var named []string
+	if len(others) > 0 {
 		if err := maps(); err == nil {
-			warnOthersRemoved(ctx, name, sets, liveMap, wantMap)
+			named = warnOthersRemoved(ctx, name, others, liveMap, wantMap)
 		}
 	}
 	if wantMap == nil {
@@ -281,6 +284,12 @@ func updateChild(ctx context.Context, c client.Client, owner, live, child client
 			child.SetManagedFields(managed)
 		}
 		return controllerutil.OperationResultNone, fmt.Errorf("ownership: updating %s: %w", name, immutable(err))
+	}
+	if _, untyped := live.(*unstructured.Unstructured); len(others) > 0 && !untyped {
+		// A typed child shows only what its Go type holds: what the update
+		// removed of others' that the type could not show, the answer's
+		// field sets tell.
+		warnOthersLost(ctx, name, others, ours, child, named)
 	}
 	// What the answer tells of the kind's status subresource; nothing when
 	// neither object has a status (a ConfigMap): the answer is not

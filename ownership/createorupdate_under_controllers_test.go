@@ -249,6 +249,7 @@ func TestWholeWriteUnderControllersIsLogged(t *testing.T) {
 		t.Fatalf("the whole write: %s, %v", op, err)
 	}
 	got := logged()
+	t.Logf("logged: %s", got)
 	for _, want := range []string{
 		"metadata.annotations.note (kubectl-annotate)",
 		"spec.replicas (horizontal-pod-autoscaler)",

@@ -12,7 +12,8 @@
 // when the result differs from the live object, writes the whole object
 // with the resourceVersion it read: a child changed since is a conflict to
 // requeue on, never an overwrite, and what mutate does not set again is
-// removed, another writer's fields too. [Apply] server-side applies an
+// removed, another writer's fields too (and those a typed child's Go type
+// lacks, whatever mutate does). [Apply] server-side applies an
 // apply configuration with a field manager: only the fields it sets are
 // sent, owned and compared, so a child that others edit too (an
 // autoscaler's replicas, kubectl rollout restart's annotation) is Apply's.

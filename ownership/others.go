@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -24,13 +25,12 @@ import (
 // fields are not compared: see othersRemoved). It returns none
 // where no manager set that reference, or live has no managedFields
 // (stripped by a cache transform): others cannot be told from ours.
-func otherSets(live, want client.Object) []managerSet {
+func otherSets(live, want client.Object) (sets []managerSet, ours string) {
 	ref := metav1.GetControllerOf(want)
 	if ref == nil {
-		return nil
+		return nil, ""
 	}
 	reference := fmt.Sprintf(`k:{\"uid\":\"%s\"}`, ref.UID) // as the field set names the reference
-	ours := ""
 	for _, f := range live.GetManagedFields() {
 		if f.Subresource == "" && f.FieldsV1 != nil && strings.Contains(string(f.FieldsV1.Raw), reference) {
 			ours = f.Manager
@@ -38,9 +38,9 @@ func otherSets(live, want client.Object) []managerSet {
 		}
 	}
 	if ours == "" {
-		return nil
+		return nil, ""
 	}
-	return fieldSets(live, func(f metav1.ManagedFieldsEntry) bool { return f.Manager == ours })
+	return fieldSets(live, func(f metav1.ManagedFieldsEntry) bool { return f.Manager == ours }), ours
 }
 
 // fieldSets decodes the field sets of obj's managedFields entries but
@@ -175,11 +175,83 @@ func fieldPath(path, k string) string {
 // (sets) an update of wantMap over liveMap removes (see othersRemoved): a
 // shared child written whole, which Apply, or a mutate that sets fields one
 // by one, would keep.
-func warnOthersRemoved(ctx context.Context, name fmt.Stringer, sets []managerSet, liveMap, wantMap map[string]any) {
+func warnOthersRemoved(ctx context.Context, name fmt.Stringer, sets []managerSet, liveMap, wantMap map[string]any) []string {
 	removed := othersRemoved(sets, liveMap, wantMap)
 	if len(removed) == 0 {
-		return
+		return nil
 	}
 	log.FromContext(ctx).Info(fmt.Sprintf("ownership: updating %s removes what other field managers set: %s; "+
 		"set the child's fields one by one on the child as read, or use ownership.Apply, to keep them", name, strings.Join(removed, "; ")))
+	return removed
+}
+
+// warnOthersLost logs, on ctx's logger, what of other field managers'
+// (before, their sets in the child as read) an update of a typed child
+// removed that the child's Go type could not show (a field added to the
+// kind since the type was built): the field sets of those managers in
+// answer, the API server's answer, no longer hold it, and neither does
+// ours (the manager that set the controller reference: a value it set
+// again is a change, not a removal). named are the fields logged before
+// the update (see warnOthersRemoved), not logged again.
+func warnOthersLost(ctx context.Context, name fmt.Stringer, before []managerSet, ours string, answer client.Object, named []string) {
+	after := map[string][]map[string]any{}
+	for _, s := range fieldSets(answer, func(metav1.ManagedFieldsEntry) bool { return false }) {
+		after[s.manager] = append(after[s.manager], s.set)
+	}
+	found := map[string]sets.Set[string]{}
+	for _, b := range before {
+		lostIn(b.set, after[b.manager], after[ours], "", b.manager, found)
+	}
+	var lost []string
+	for path, managers := range found {
+		entry := fmt.Sprintf("%s (%s)", path, strings.Join(sets.List(managers), ", "))
+		if !slices.Contains(named, entry) {
+			lost = append(lost, entry)
+		}
+	}
+	if len(lost) == 0 {
+		return
+	}
+	sort.Strings(lost)
+	log.FromContext(ctx).Info(fmt.Sprintf("ownership: updating %s removed what other field managers set, which its Go type %T cannot hold: %s; "+
+		"read the child as unstructured, or use ownership.Apply, to keep them", name, answer, strings.Join(lost, "; ")))
+}
+
+// lostIn records in found, by path, the fields of node (a node of
+// manager's field set as read) that no node of afters (its sets in the
+// answer) nor of ours holds any more. The status, which an update does
+// not write, is left out.
+func lostIn(node map[string]any, afters, ours []map[string]any, path, manager string, found map[string]sets.Set[string]) {
+	for k, sub := range node {
+		var p string
+		switch {
+		case path == "" && k == "f:status", k == ".":
+			continue
+		case strings.HasPrefix(k, "f:"):
+			p = fieldPath(path, k[2:])
+		case strings.HasPrefix(k, "k:"), strings.HasPrefix(k, "v:"):
+			p = path + "[" + k[2:] + "]"
+		default:
+			continue
+		}
+		nexts, ourNexts := children(afters, k), children(ours, k)
+		if len(nexts) == 0 && len(ourNexts) == 0 {
+			mark(found, p, []managerSet{{manager: manager}})
+			continue
+		}
+		if m, ok := sub.(map[string]any); ok {
+			lostIn(m, nexts, ourNexts, p, manager, found)
+		}
+	}
+}
+
+// children are the nodes under k of nodes.
+func children(nodes []map[string]any, k string) []map[string]any {
+	var out []map[string]any
+	for _, n := range nodes {
+		if c, ok := n[k].(map[string]any); ok {
+			out = append(out, c)
+		}
+	}
+	return out
 }

@@ -48,7 +48,7 @@ func (l *oldGizmoList) DeepCopyObject() runtime.Object {
 	return out
 }
 
-// TestAFieldTheChildsGoTypeLacksIsKept: docs/ownership.md (Do): "Set, in
+// TestAFieldTheChildsGoTypeLacksIsNotLostSilently: docs/ownership.md (Do): "Set, in
 // the mutate function, the fields you own, one by one, on the child as
 // read: what other writers set stays", and a write that removes a field
 // another field manager set "says so on the context's logger". A child
@@ -56,7 +56,7 @@ func (l *oldGizmoList) DeepCopyObject() runtime.Object {
 // patch of spec.color on a Gizmo read as oldGizmo) is written whole by
 // CreateOrUpdate's update: the field must stay, or at least its removal
 // must be logged.
-func TestAFieldTheChildsGoTypeLacksIsKept(t *testing.T) {
+func TestAFieldTheChildsGoTypeLacksIsNotLostSilently(t *testing.T) {
 	env.Require(t)
 	ctx, logged := loggedContext()
 	ns := env.Namespace(t)
@@ -86,6 +86,7 @@ func TestAFieldTheChildsGoTypeLacksIsKept(t *testing.T) {
 		t.Fatalf("update: %s, %v", op, err)
 	}
 	got := logged()
+	t.Logf("logged: %s", got)
 	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(u), u); err != nil {
 		t.Fatal(err)
 	}
