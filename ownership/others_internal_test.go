@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"k8s.io/apimachinery/pkg/util/sets"
 )
 
 // TestOthersRemoved: what another manager owns and a write removes is
@@ -40,6 +42,47 @@ func TestOthersRemoved(t *testing.T) {
 			}
 			got := strings.Join(othersRemoved([]managerSet{{"other", set}}, live, want), "; ")
 			if got != tc.named {
+				t.Errorf("named %q, want %q", got, tc.named)
+			}
+		})
+	}
+}
+
+// TestLostIn: a field another manager's set held before an update and no
+// set holds after it, neither that manager's nor ours, is named; one ours
+// holds after it (a value set again) or the manager still holds is not;
+// nor is the status.
+func TestLostIn(t *testing.T) {
+	decode := func(s string) map[string]any {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(s), &m); err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	ours := decode(`{"f:spec":{".":{},"f:size":{},"f:replicas":{}}}`)
+	for _, tc := range []struct {
+		name, before, after, named string
+	}{
+		{"a field gone", `{"f:spec":{"f:color":{}}}`, ``, "spec.color (other)"},
+		{"a field set again by ours", `{"f:spec":{"f:replicas":{}}}`, ``, ""},
+		{"a field kept", `{"f:spec":{"f:color":{}}}`, `{"f:spec":{"f:color":{}}}`, ""},
+		{"one of two gone", `{"f:spec":{"f:color":{},"f:shape":{}}}`, `{"f:spec":{"f:shape":{}}}`, "spec.color (other)"},
+		{"a keyed element gone", `{"f:spec":{"f:ports":{"k:{\"port\":80}":{".":{},"f:port":{}}}}}`, ``, `spec.ports (other)`},
+		{"the status", `{"f:status":{"f:phase":{}}}`, ``, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var afters []map[string]any
+			if tc.after != "" {
+				afters = append(afters, decode(tc.after))
+			}
+			found := map[string]sets.Set[string]{}
+			lostIn(decode(tc.before), afters, []map[string]any{ours}, "", "other", found)
+			var got []string
+			for p, m := range found {
+				got = append(got, p+" ("+strings.Join(sets.List(m), ", ")+")")
+			}
+			if strings.Join(got, "; ") != tc.named {
 				t.Errorf("named %q, want %q", got, tc.named)
 			}
 		})
