@@ -372,3 +372,41 @@ func TestDroppingOurMapKeepsAKeyALaggingCacheDidNotShow(t *testing.T) {
 		t.Errorf("spec.params %v; want theirs kept, ours gone", got.Spec.Params)
 	}
 }
+
+// TestDroppingATypedMapKeepsAFieldItsTypeLacks: docs/reconcile.md says
+// that dropping a whole map "removes the keys you read, never one another
+// writer added since". A typed object reads only what its Go type holds:
+// kubectl added spec.topology.extra, which Topology lacks, before our read;
+// our reconcile drops spec.topology (Topology = nil). We never read extra
+// (the type cannot): it is kubectl's, and stays; our class goes.
+func TestDroppingATypedMapKeepsAFieldItsTypeLacks(t *testing.T) {
+	env.Require(t)
+	ctx := context.Background()
+	ns := env.Namespace(t)
+	th := &Thing{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "t"}, Spec: ThingSpec{Topology: &Topology{Class: "ours"}, Replicas: 1}}
+	if err := env.Client.Create(ctx, th); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Client.Patch(ctx, &Thing{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "t"}},
+		client.RawPatch(types.MergePatchType, []byte(`{"spec":{"topology":{"extra":"theirs"}}}`)), client.FieldOwner("kubectl-patch")); err != nil {
+		t.Fatal(err)
+	}
+	obj := &Thing{}
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(th), obj); err != nil {
+		t.Fatal(err)
+	}
+	p, err := reconcile.NewPatcher(env.Client, obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	obj.Spec.Topology = nil
+	if err := p.Patch(ctx, obj); err != nil {
+		t.Fatal(err)
+	}
+	got := getU(t, newUnstructured("Thing", ns, "t"))
+	extra, _, _ := unstructured.NestedString(got.Object, "spec", "topology", "extra")
+	class, _, _ := unstructured.NestedString(got.Object, "spec", "topology", "class")
+	if extra != "theirs" || class != "" {
+		t.Errorf("spec %v; want topology.extra kept (kubectl's, never read), class gone", got.Object["spec"])
+	}
+}
