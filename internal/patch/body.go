@@ -17,6 +17,13 @@ import (
 // from an older generation than latest's, or one of its conditions is
 // older than the live one: writing it would write the past.
 func (p *part) body(latest map[string]any, o Options) (body map[string]any, lock bool, stale string, err error) {
+	return p.bodyWith(latest, nil, o)
+}
+
+// bodyWith is body where latest is the object as its Go type reads it,
+// and owned the field sets of its managedFields, which name the fields its
+// type may not show (see mapDrop.removal); nil for none.
+func (p *part) bodyWith(latest map[string]any, owned []map[string]any, o Options) (body map[string]any, lock bool, stale string, err error) {
 	// A live observedGeneration above the live generation observed no
 	// generation of this object (a status restored or copied onto it): it
 	// is no newer observation than ours.
@@ -29,7 +36,11 @@ func (p *part) body(latest map[string]any, o Options) (body map[string]any, lock
 	body = runtime.DeepCopyJSON(p.diff) // plan made it JSON types (object.AsJSON)
 	for _, d := range p.drops {
 		cur, _, _ := unstructured.NestedFieldNoCopy(latest, d.path...)
-		v, keep, exact := d.removal(cur)
+		at := owned
+		for _, k := range d.path {
+			at = fieldChildren(at, k)
+		}
+		v, keep, exact := d.removalOwned(cur, at)
 		if !keep {
 			unstructured.RemoveNestedField(body, d.path...)
 			continue
@@ -193,11 +204,19 @@ type mapDrop struct {
 // so that a key another writer added is kept. keep is false where nothing
 // is to be sent: cur is no map (another writer replaced it, or it is gone).
 func (d mapDrop) removal(cur any) (v any, keep, exact bool) {
+	return d.removalOwned(cur, nil)
+}
+
+// removalOwned is removal where cur is read through a Go type, and owned
+// are the nodes at cur's place of the object's field sets: a field they
+// name that cur lacks (one the Go type does not hold, which the reconcile
+// never read) is another writer's, kept as a key not read.
+func (d mapDrop) removalOwned(cur any, owned []map[string]any) (v any, keep, exact bool) {
 	cm, ok := cur.(map[string]any)
 	if !ok {
 		return nil, false, false
 	}
-	if !d.keyByKey && onlyRead(d.read, cm) {
+	if !d.keyByKey && onlyRead(d.read, cm) && !hiddenBelow(owned, cm) {
 		return nil, true, true
 	}
 	out := map[string]any{}
@@ -207,7 +226,7 @@ func (d mapDrop) removal(cur any) (v any, keep, exact bool) {
 			continue
 		}
 		if rm, isMap := rv.(map[string]any); isMap {
-			if v, keep, ex := (mapDrop{read: rm}).removal(c); keep {
+			if v, keep, ex := (mapDrop{read: rm}).removalOwned(c, fieldChildren(owned, k)); keep {
 				out[k] = v
 				exact = exact || ex
 			}
@@ -216,6 +235,39 @@ func (d mapDrop) removal(cur any) (v any, keep, exact bool) {
 		out[k] = nil
 	}
 	return out, true, exact
+}
+
+// hiddenBelow reports whether a node of owned (field sets at cur's place)
+// names a field that cur, the object as its Go type reads it, lacks, at any
+// depth of maps.
+func hiddenBelow(owned []map[string]any, cur map[string]any) bool {
+	for _, n := range owned {
+		for k := range n {
+			name, ok := strings.CutPrefix(k, "f:")
+			if !ok {
+				continue
+			}
+			c, present := cur[name]
+			if !present {
+				return true
+			}
+			if cm, isMap := c.(map[string]any); isMap && hiddenBelow(fieldChildren([]map[string]any{n}, name), cm) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// fieldChildren are the nodes of the field name under nodes (field sets).
+func fieldChildren(nodes []map[string]any, name string) []map[string]any {
+	var out []map[string]any
+	for _, n := range nodes {
+		if c, ok := n["f:"+name].(map[string]any); ok {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 // onlyRead reports whether cur holds only keys that read has, at every

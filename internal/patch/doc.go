@@ -8,7 +8,9 @@
 // written as a null; prune drops the empty objects that change nothing.
 // Only the scalars and map keys this change set or removed are sent, and
 // ours win; a map dropped whole keeps the keys another writer added since
-// (mapDrop), and labels and annotations are always removed key by key.
+// (mapDrop), and, on a typed object, those its Go type does not hold (the
+// object's managedFields name them), and labels and annotations are always
+// removed key by key.
 //
 // Lists that a merge patch replaces whole and that other writers also
 // change are rebased on the latest object before each write (rebase.go,

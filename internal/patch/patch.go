@@ -2,12 +2,14 @@ package patch
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"reflect"
 	"strings"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -134,6 +136,9 @@ func (w *Writer) Patch(ctx context.Context, before, obj client.Object, o Options
 		return Result{}, err
 	}
 	st := &state{m: bm, rv: before.GetResourceVersion(), uid: string(before.GetUID())}
+	if _, untyped := before.(*unstructured.Unstructured); !untyped {
+		st.typed, st.managed = true, before.GetManagedFields()
+	}
 	parts, err := plan(bm, obj, o)
 	if err != nil {
 		return Result{}, err
@@ -180,6 +185,11 @@ type state struct {
 	rv    string
 	uid   string
 	stale int // stale re-reads so far
+	// typed: the object is read through a Go type, which shows only the
+	// fields it holds; managed are then the latest object's managedFields,
+	// which name every field it has (see mapDrop.removal).
+	typed   bool
+	managed []metav1.ManagedFieldsEntry
 }
 
 // latest returns the latest object as a map.
@@ -197,6 +207,25 @@ func (st *state) latest() (map[string]any, error) {
 // set makes obj, an answer or a fresh read, the latest state.
 func (st *state) set(obj client.Object) {
 	st.m, st.obj, st.rv = nil, obj, obj.GetResourceVersion()
+	if st.typed {
+		st.managed = obj.GetManagedFields()
+	}
+}
+
+// fieldSets are the field sets of st.managed, decoded (nil where the object
+// is unstructured, whose maps hold every field, or carries none).
+func (st *state) fieldSets() []map[string]any {
+	var out []map[string]any
+	for _, f := range st.managed {
+		if f.FieldsV1 == nil {
+			continue
+		}
+		var m map[string]any
+		if json.Unmarshal(f.FieldsV1.Raw, &m) == nil {
+			out = append(out, m)
+		}
+	}
+	return out
 }
 
 // unchanged reports, without converting to JSON, that obj is exactly the

@@ -42,7 +42,11 @@ func (w *Writer) write(ctx context.Context, obj client.Object, st *state, p *par
 		if err != nil {
 			return nil, false, err
 		}
-		body, lists, stale, err := p.body(latest, o)
+		var owned []map[string]any
+		if len(p.drops) > 0 {
+			owned = st.fieldSets()
+		}
+		body, lists, stale, err := p.bodyWith(latest, owned, o)
 		if err != nil {
 			return nil, false, err
 		}
