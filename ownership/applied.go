@@ -59,15 +59,15 @@ func asApplied(live client.Object, u *unstructured.Unstructured, fieldManager st
 // otherFields are the field sets of live's other managers (every entry but
 // fieldManager's applied one), decoded.
 func otherFields(live client.Object, fieldManager string) []managerSet {
-	return fieldSets(live, func(f metav1.ManagedFieldsEntry) bool { return isApplied(f, fieldManager) })
+	return object.FieldSets(live, func(f metav1.ManagedFieldsEntry) bool { return isApplied(f, fieldManager) })
 }
 
 // descend is the nodes of others under k.
 func descend(others []managerSet, k string) []managerSet {
 	var out []managerSet
 	for _, o := range others {
-		if sub, ok := o.set[k].(map[string]any); ok {
-			out = append(out, managerSet{o.manager, sub})
+		if sub, ok := o.Set[k].(map[string]any); ok {
+			out = append(out, managerSet{Manager: o.Manager, Set: sub})
 		}
 	}
 	return out
@@ -79,7 +79,7 @@ func descend(others []managerSet, k string) []managerSet {
 // whose fields it lost (another manager took them), or sent empty.
 func granular(others []managerSet) bool {
 	for _, o := range others {
-		for k := range o.set {
+		for k := range o.Set {
 			if k != "." {
 				return true
 			}

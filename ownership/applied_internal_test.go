@@ -95,7 +95,7 @@ func TestSameFieldsMemberWithoutChildren(t *testing.T) {
 	if !sameFields(sent, fields.(map[string]any), live) {
 		t.Error("an atomic map, equal: want true")
 	}
-	if sameFields(sent, fields.(map[string]any), live, managerSet{"other", other.(map[string]any)}) {
+	if sameFields(sent, fields.(map[string]any), live, managerSet{Manager: "other", Set: other.(map[string]any)}) {
 		t.Error("a granular map whose field another manager owns: want false (the apply owns it too)")
 	}
 }

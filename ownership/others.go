@@ -40,23 +40,7 @@ func otherSets(live, want client.Object) (sets []managerSet, ours string) {
 	if ours == "" {
 		return nil, ""
 	}
-	return fieldSets(live, func(f metav1.ManagedFieldsEntry) bool { return f.Manager == ours }), ours
-}
-
-// fieldSets decodes the field sets of obj's managedFields entries but
-// those skip names.
-func fieldSets(obj metav1.Object, skip func(metav1.ManagedFieldsEntry) bool) []managerSet {
-	var sets []managerSet
-	for _, f := range obj.GetManagedFields() {
-		if f.FieldsV1 == nil || skip(f) {
-			continue
-		}
-		var set map[string]any
-		if json.Unmarshal(f.FieldsV1.GetRawBytes(), &set) == nil {
-			sets = append(sets, managerSet{f.Manager, set})
-		}
-	}
-	return sets
+	return object.FieldSets(live, func(f metav1.ManagedFieldsEntry) bool { return f.Manager == ours }), ours
 }
 
 // othersRemoved names the fields of liveMap that the managers of others
@@ -75,12 +59,8 @@ func othersRemoved(others []managerSet, liveMap, wantMap map[string]any) []strin
 	return out
 }
 
-// managerSet is one field manager's field set (a fieldsV1 tree), or a
-// node of it.
-type managerSet struct {
-	manager string
-	set     map[string]any
-}
+// managerSet is one field manager's field set, or a node of it.
+type managerSet = object.FieldSet
 
 // removedIn records in found, by path, the managers of others that own a
 // field of live (a map) that want does not have, under path.
@@ -125,7 +105,7 @@ func removedIn(live, want map[string]any, path string, others []managerSet, foun
 // want has not.
 func removedElements(live, want []any, path string, others []managerSet, found map[string]sets.Set[string]) {
 	for _, s := range others {
-		for k := range s.set {
+		for k := range s.Set {
 			var in func([]any) bool
 			switch {
 			case strings.HasPrefix(k, "k:"):
@@ -155,7 +135,7 @@ func mark(found map[string]sets.Set[string], path string, under []managerSet) {
 		found[path] = sets.New[string]()
 	}
 	for _, s := range under {
-		found[path].Insert(s.manager)
+		found[path].Insert(s.Manager)
 	}
 }
 
@@ -195,12 +175,12 @@ func warnOthersRemoved(ctx context.Context, name fmt.Stringer, sets []managerSet
 // the update (see warnOthersRemoved), not logged again.
 func warnOthersLost(ctx context.Context, name fmt.Stringer, before []managerSet, ours string, answer client.Object, named []string) {
 	after := map[string][]map[string]any{}
-	for _, s := range fieldSets(answer, func(metav1.ManagedFieldsEntry) bool { return false }) {
-		after[s.manager] = append(after[s.manager], s.set)
+	for _, s := range object.FieldSets(answer, nil) {
+		after[s.Manager] = append(after[s.Manager], s.Set)
 	}
 	found := map[string]sets.Set[string]{}
 	for _, b := range before {
-		lostIn(b.set, after[b.manager], after[ours], "", b.manager, found)
+		lostIn(b.Set, after[b.Manager], after[ours], "", b.Manager, found)
 	}
 	var lost []string
 	for path, managers := range found {
@@ -234,24 +214,13 @@ func lostIn(node map[string]any, afters, ours []map[string]any, path, manager st
 		default:
 			continue
 		}
-		nexts, ourNexts := children(afters, k), children(ours, k)
+		nexts, ourNexts := object.FieldChildren(afters, k), object.FieldChildren(ours, k)
 		if len(nexts) == 0 && len(ourNexts) == 0 {
-			mark(found, p, []managerSet{{manager: manager}})
+			mark(found, p, []managerSet{{Manager: manager}})
 			continue
 		}
 		if m, ok := sub.(map[string]any); ok {
 			lostIn(m, nexts, ourNexts, p, manager, found)
 		}
 	}
-}
-
-// children are the nodes under k of nodes.
-func children(nodes []map[string]any, k string) []map[string]any {
-	var out []map[string]any
-	for _, n := range nodes {
-		if c, ok := n[k].(map[string]any); ok {
-			out = append(out, c)
-		}
-	}
-	return out
 }

@@ -40,7 +40,7 @@ func TestOthersRemoved(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			got := strings.Join(othersRemoved([]managerSet{{"other", set}}, live, want), "; ")
+			got := strings.Join(othersRemoved([]managerSet{{Manager: "other", Set: set}}, live, want), "; ")
 			if got != tc.named {
 				t.Errorf("named %q, want %q", got, tc.named)
 			}

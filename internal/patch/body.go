@@ -15,15 +15,11 @@ import (
 // locked on latest's resourceVersion (it sends a list, or removes a whole
 // map). stale is set, and nothing is to be sent, when p is status computed
 // from an older generation than latest's, or one of its conditions is
-// older than the live one: writing it would write the past.
-func (p *part) body(latest map[string]any, o Options) (body map[string]any, lock bool, stale string, err error) {
-	return p.bodyWith(latest, nil, o)
-}
-
-// bodyWith is body where latest is the object as its Go type reads it,
-// and owned the field sets of its managedFields, which name the fields its
-// type may not show (see mapDrop.removal); nil for none.
-func (p *part) bodyWith(latest map[string]any, owned []map[string]any, o Options) (body map[string]any, lock bool, stale string, err error) {
+// older than the live one: writing it would write the past. Where latest
+// is the object as its Go type reads it, owned are the field sets of its
+// managedFields, which name the fields the type may not show (see
+// mapDrop.removal); nil otherwise.
+func (p *part) body(latest map[string]any, owned []map[string]any, o Options) (body map[string]any, lock bool, stale string, err error) {
 	// A live observedGeneration above the live generation observed no
 	// generation of this object (a status restored or copied onto it): it
 	// is no newer observation than ours.
@@ -38,9 +34,9 @@ func (p *part) bodyWith(latest map[string]any, owned []map[string]any, o Options
 		cur, _, _ := unstructured.NestedFieldNoCopy(latest, d.path...)
 		at := owned
 		for _, k := range d.path {
-			at = fieldChildren(at, k)
+			at = object.FieldChildren(at, "f:"+k)
 		}
-		v, keep, exact := d.removalOwned(cur, at)
+		v, keep, exact := d.removal(cur, at)
 		if !keep {
 			unstructured.RemoveNestedField(body, d.path...)
 			continue
@@ -203,15 +199,11 @@ type mapDrop struct {
 // not read, at any depth; else the keys we read, each removed the same way,
 // so that a key another writer added is kept. keep is false where nothing
 // is to be sent: cur is no map (another writer replaced it, or it is gone).
-func (d mapDrop) removal(cur any) (v any, keep, exact bool) {
-	return d.removalOwned(cur, nil)
-}
-
-// removalOwned is removal where cur is read through a Go type, and owned
-// are the nodes at cur's place of the object's field sets: a field they
-// name that cur lacks (one the Go type does not hold, which the reconcile
-// never read) is another writer's, kept as a key not read.
-func (d mapDrop) removalOwned(cur any, owned []map[string]any) (v any, keep, exact bool) {
+// Where cur is read through a Go type, owned are the nodes at cur's place
+// of the object's field sets: a field they name that cur lacks (one the Go
+// type does not hold, which the reconcile never read) is another writer's,
+// kept as a key not read.
+func (d mapDrop) removal(cur any, owned []map[string]any) (v any, keep, exact bool) {
 	cm, ok := cur.(map[string]any)
 	if !ok {
 		return nil, false, false
@@ -226,7 +218,7 @@ func (d mapDrop) removalOwned(cur any, owned []map[string]any) (v any, keep, exa
 			continue
 		}
 		if rm, isMap := rv.(map[string]any); isMap {
-			if v, keep, ex := (mapDrop{read: rm}).removalOwned(c, fieldChildren(owned, k)); keep {
+			if v, keep, ex := (mapDrop{read: rm}).removal(c, object.FieldChildren(owned, "f:"+k)); keep {
 				out[k] = v
 				exact = exact || ex
 			}
@@ -251,23 +243,12 @@ func hiddenBelow(owned []map[string]any, cur map[string]any) bool {
 			if !present {
 				return true
 			}
-			if cm, isMap := c.(map[string]any); isMap && hiddenBelow(fieldChildren([]map[string]any{n}, name), cm) {
+			if cm, isMap := c.(map[string]any); isMap && hiddenBelow(object.FieldChildren([]map[string]any{n}, k), cm) {
 				return true
 			}
 		}
 	}
 	return false
-}
-
-// fieldChildren are the nodes of the field name under nodes (field sets).
-func fieldChildren(nodes []map[string]any, name string) []map[string]any {
-	var out []map[string]any
-	for _, n := range nodes {
-		if c, ok := n["f:"+name].(map[string]any); ok {
-			out = append(out, c)
-		}
-	}
-	return out
 }
 
 // onlyRead reports whether cur holds only keys that read has, at every

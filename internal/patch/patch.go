@@ -2,7 +2,6 @@ package patch
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"reflect"
@@ -216,14 +215,8 @@ func (st *state) set(obj client.Object) {
 // is unstructured, whose maps hold every field, or carries none).
 func (st *state) fieldSets() []map[string]any {
 	var out []map[string]any
-	for _, f := range st.managed {
-		if f.FieldsV1 == nil {
-			continue
-		}
-		var m map[string]any
-		if json.Unmarshal(f.FieldsV1.Raw, &m) == nil {
-			out = append(out, m)
-		}
+	for _, f := range object.FieldSets(&metav1.ObjectMeta{ManagedFields: st.managed}, nil) {
+		out = append(out, f.Set)
 	}
 	return out
 }
