@@ -96,7 +96,11 @@ func (w WithOptimisticLock) ApplyToFor(o *ForOptions) { o.PatchOptions = append(
 // [For] sets it only after a body that returned no error: a failed
 // reconcile did not observe the generation, and the status keeps the
 // number of the last one that did (as cluster-api's controllers pass
-// WithStatusObservedGeneration only when reterr is nil).
+// WithStatusObservedGeneration only when reterr is nil). A failure that
+// only a change from outside can fix (bad input) is no error to return:
+// mark it Stalled (conditions.MarkStalled) and return nil, so that the
+// status observes the generation and kstatus reads the object as Failed,
+// not as still in progress.
 //
 // The object's Go type needs an int64 status field observedGeneration
 // (kubebuilder's scaffold has none: add it to the type and its CRD). [For]
