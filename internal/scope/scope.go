@@ -101,6 +101,21 @@ func (s *State) Len() int {
 	return len(s.objects)
 }
 
+// Memos is the number of memos the State holds: one per object and slot
+// a caller remembers something in (see [State.Remember]).
+func (s *State) Memos() int {
+	if s == nil {
+		return 0
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, e := range s.objects {
+		n += len(e.memos)
+	}
+	return n
+}
+
 // carrier is a client that carries a State: the one [Wrap] returns.
 type carrier struct {
 	client.Client
