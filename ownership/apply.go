@@ -24,10 +24,16 @@ import (
 	"github.com/steadyk8s/steady/internal/scope"
 )
 
-// appliedSlot is where Apply remembers, per child and owner (the slot
-// ends in the owner's UID), its last successful answer (UID and
-// resourceVersion) and a sum of the configuration it applied.
-const appliedSlot = "apply|"
+// appliedSlot is where Apply remembers, per child, its last successful
+// answer (UID and resourceVersion) and a sum of the configuration it
+// applied, owner references included: one slot whatever the owner, so
+// that what is remembered of a child is bounded by the child (which the
+// informer ends), not by the owners that ever applied it (an owner deleted
+// and created again under its name, with a new UID, takes back the child
+// that outlived it: what the old one left would stay until the child
+// goes). The sum tells one owner's configuration from another's; the
+// answer is the child's, whoever applied it.
+const appliedSlot = "apply"
 
 // createOnly is the resourceVersion of an apply that must create the
 // child: server-side apply ignores the resourceVersion when it creates, and
@@ -140,7 +146,7 @@ func apply(ctx context.Context, c client.Client, owner client.Object, config run
 	}
 	r := k.record(ref.Name, owner.GetNamespace())
 	withReferences(u, ref, r, o.Record)
-	key := childKey(ctx, c, gvk, child, appliedSlot+string(owner.GetUID()))
+	key := childKey(ctx, c, gvk, child, appliedSlot)
 	applyOpts := []client.ApplyOption{client.FieldOwner(fieldManager)}
 	if o.Force {
 		applyOpts = append(applyOpts, client.ForceOwnership)
