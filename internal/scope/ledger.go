@@ -46,6 +46,52 @@ func (s *State) RecordWrite(k Key, obj client.Object) {
 	}
 	e.uid, e.rv = uid, rv
 	s.mu.Unlock()
+	if s.shownGone(k, obj) {
+		s.mu.Lock()
+		if e, ok := s.objects[k]; ok && e.uid == uid && e.rv == rv {
+			e.uid, e.rv = "", ""
+			s.dropIfEmpty(k, e)
+		}
+		s.mu.Unlock()
+	}
+}
+
+// shownGone reports whether obj, the answer to a write of the object k
+// just remembered, is an object the write released (marked for deletion,
+// with no finalizer left nor a grace period pending: the API server
+// deleted it) that its informer may have shown deleted already: its store
+// no longer holds that UID. The write's answer can come after the
+// deletion's watch event (the write itself deleted the object), whose
+// handler then found nothing to end, and no event will come again: what
+// was remembered would stay for good. The store is updated before the
+// handlers are told, so where it still holds the object, the deletion's
+// event is still to come and ends the entry. (A store that never held
+// the object does not hold it either: nothing is lost there but the
+// memory of an object that is gone.)
+func (s *State) shownGone(k Key, obj client.Object) bool {
+	g := obj.GetDeletionGracePeriodSeconds()
+	if obj.GetDeletionTimestamp() == nil || len(obj.GetFinalizers()) != 0 || g != nil && *g != 0 {
+		return false
+	}
+	s.mu.Lock()
+	store := s.stores[hookKey{gvk: k.GVK, typ: reflect.TypeOf(obj)}]
+	s.mu.Unlock()
+	if store == nil {
+		return false
+	}
+	key := k.Name
+	if k.Namespace != "" {
+		key = k.Namespace + "/" + k.Name
+	}
+	item, exists, err := store.GetByKey(key)
+	if err != nil {
+		return false
+	}
+	if !exists {
+		return true
+	}
+	m, err := meta.Accessor(item)
+	return err == nil && m.GetUID() != obj.GetUID()
 }
 
 // OwnWriteAhead reports whether this process wrote obj (the object k
@@ -153,6 +199,9 @@ func (s *State) hook(gvk schema.GroupVersionKind, obj client.Object) bool {
 	}
 	s.mu.Lock()
 	s.hooked[hk] = err == nil
+	if st, ok := inf.(interface{ GetStore() toolscache.Store }); ok && err == nil {
+		s.stores[hk] = st.GetStore()
+	}
 	s.mu.Unlock()
 	return err == nil
 }

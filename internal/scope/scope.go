@@ -25,6 +25,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
@@ -45,6 +46,9 @@ type State struct {
 	// prune objects; hookMu makes one hook at a time.
 	hooked map[hookKey]bool
 	hookMu sync.Mutex
+	// stores are the stores of the hooked informers that expose theirs
+	// (client-go's shared informers): see [State.shownGone].
+	stores map[hookKey]toolscache.Store
 
 	kinds sync.Map // kindFact -> bool
 }
@@ -80,6 +84,7 @@ func New(c client.Client, apiReader client.Reader, informers cache.Informers) *S
 		informers: informers,
 		objects:   map[Key]*entry{},
 		hooked:    map[hookKey]bool{},
+		stores:    map[hookKey]toolscache.Store{},
 	}
 }
 
@@ -235,6 +240,9 @@ func (s *State) Remember(k Key, obj client.Object, slot string, v any) {
 	}
 	e.memos[slot] = v
 	s.mu.Unlock()
+	if s.shownGone(k, obj) {
+		s.Forget(k, slot)
+	}
 }
 
 // Forget forgets what slot remembers of the object k.
