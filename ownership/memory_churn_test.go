@@ -3,6 +3,7 @@ package ownership_test
 import (
 	"context"
 	"fmt"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -95,5 +96,78 @@ func TestApplyForgetsOwnersGone(t *testing.T) {
 			}
 		}
 		cacheShowsWidgets(t, cc, ns, 0)
+	}
+}
+
+// TestAChildDeletedBeforeItsAnswerIsForgotten: the answer to a write of
+// a child can come after the informer showed the child deleted (someone
+// else, the garbage collector say, deleted it right after the write, and
+// the watch event beat the answer): what the call then remembers of the
+// child must end all the same. A client's Update deletes the child once
+// it is written and returns only after the manager's informer (and
+// steady's handler on it) showed the deletion; the update's verdict is
+// remembered after that. Once the cache shows the children gone, nothing
+// is remembered of any of them.
+func TestAChildDeletedBeforeItsAnswerIsForgotten(t *testing.T) {
+	env.Require(t)
+	ctx := context.Background()
+	cc := testapi.StartManager(t, env, testapi.ManagerOptions{Informers: []client.Object{&testapi.Widget{}, &corev1.ConfigMap{}}})
+	ns := env.Namespace(t)
+	o := owner(t, ns, "owner")
+	s := scope.Held(cc.Client)
+	// A direct client of the manager's cluster (its REST mapper: the
+	// manager's memory is that cluster's).
+	direct, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Scheme, Mapper: cc.Manager.GetRESTMapper()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	deleting := interceptor.NewClient(direct, interceptor.Funcs{
+		Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
+			if err := c.Update(ctx, obj, opts...); err != nil {
+				return err
+			}
+			key := client.ObjectKeyFromObject(obj)
+			if err := env.Client.Delete(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}); err != nil {
+				return err
+			}
+			testenv.Eventually(t, "the informer shows "+key.Name+" deleted", func() error {
+				if err := cc.Manager.GetClient().Get(ctx, key, &corev1.ConfigMap{}); err == nil {
+					return fmt.Errorf("still cached")
+				}
+				if ownership.Remembered(ctx, cc.Client, obj) {
+					return fmt.Errorf("steady's handler has not seen the deletion")
+				}
+				return nil
+			})
+			return nil
+		},
+	})
+	through := scope.Wrap(deleting, s) // the manager's memory, the deleting writer
+	const n = 20
+	for i := range n {
+		name := fmt.Sprint("child-", i)
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+		if op, err := ownership.CreateOrUpdate(ctx, cc.Client, o, cm, func() error { cm.Data = map[string]string{"v": "1"}; return nil }); err != nil || op != controllerutil.OperationResultCreated {
+			t.Fatalf("%s: %s, %v", name, op, err)
+		}
+		if !ownership.Remembered(ctx, cc.Client, cm) {
+			t.Fatalf("%s: nothing remembered of its create", name)
+		}
+		cm = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+		if op, err := ownership.CreateOrUpdate(ctx, through, o, cm, func() error { cm.Data = map[string]string{"v": "2"}; return nil }); err != nil || op != controllerutil.OperationResultUpdated {
+			t.Fatalf("%s: %s, %v", name, op, err)
+		}
+	}
+	var l corev1.ConfigMapList
+	if err := cc.Manager.GetClient().List(ctx, &l, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	for _, cm := range l.Items {
+		if cm.Name != "kube-root-ca.crt" {
+			t.Fatalf("the cache still holds %s", cm.Name)
+		}
+	}
+	if got := s.Len(); got != 0 {
+		t.Errorf("%d objects remembered of %d children the informer showed deleted; want 0", got, n)
 	}
 }
