@@ -246,6 +246,9 @@ func apply(ctx context.Context, c client.Client, owner client.Object, config run
 				op = controllerutil.OperationResultNone
 			}
 			if sumErr == nil {
+				// child, of the type the informer holds, as answered.
+				child.SetUID(answer.GetUID())
+				child.SetResourceVersion(answer.GetResourceVersion())
 				keep(key, child, memo{uid: answer.GetUID(), rv: answer.GetResourceVersion(), sum: sent})
 			}
 			if err := answerInto(config, answer, gvk); err != nil {

@@ -56,27 +56,26 @@ func (s *State) RecordWrite(k Key, obj client.Object) {
 	}
 }
 
-// shownGone reports whether obj, the answer to a write of the object k
-// just remembered, is an object the write released (marked for deletion,
-// with no finalizer left nor a grace period pending: the API server
-// deleted it) that its informer may have shown deleted already: its store
-// no longer holds that UID. The write's answer can come after the
-// deletion's watch event (the write itself deleted the object), whose
-// handler then found nothing to end, and no event will come again: what
-// was remembered would stay for good. The store is updated before the
-// handlers are told, so where it still holds the object, the deletion's
-// event is still to come and ends the entry. (A store that never held
-// the object does not hold it either: nothing is lost there but the
-// memory of an object that is gone.)
+// shownGone reports whether the informer of obj's kind may have shown the
+// object deleted (or replaced, or out of its sight) before obj, the answer
+// to a write of the object k just remembered, was: the deletion's watch
+// event can beat the write's answer (the write itself deleted the object,
+// removing its last finalizer; or someone else deleted it right after),
+// and its handler then found nothing to end, and no event will come again:
+// what was remembered would stay for good. It holds where the informer's
+// events have carried a resourceVersion no older than obj's to the hook
+// (it has shown the write, or what came after it) and its store, which is
+// updated before the handlers are told, no longer holds obj's UID nor
+// anything older of the name: the object is gone from it, and a read of
+// the cache shows nothing older than the write. Else an event of the
+// object is still to come and ends the entry.
 func (s *State) shownGone(k Key, obj client.Object) bool {
-	g := obj.GetDeletionGracePeriodSeconds()
-	if obj.GetDeletionTimestamp() == nil || len(obj.GetFinalizers()) != 0 || g != nil && *g != 0 {
-		return false
-	}
+	hk := hookKey{gvk: k.GVK, typ: reflect.TypeOf(obj)}
 	s.mu.Lock()
-	store := s.stores[hookKey{gvk: k.GVK, typ: reflect.TypeOf(obj)}]
+	store, seen := s.stores[hk], s.seen[hk]
 	s.mu.Unlock()
-	if store == nil {
+	rv := obj.GetResourceVersion()
+	if store == nil || seen == "" || rv == "" || obj.GetUID() == "" || OlderRV(seen, rv) {
 		return false
 	}
 	key := k.Name
@@ -91,7 +90,25 @@ func (s *State) shownGone(k Key, obj client.Object) bool {
 		return true
 	}
 	m, err := meta.Accessor(item)
-	return err == nil && m.GetUID() != obj.GetUID()
+	return err == nil && m.GetUID() != obj.GetUID() && !OlderRV(m.GetResourceVersion(), rv)
+}
+
+// saw notes the resourceVersion of o, an event's object of the informer
+// hk names, before the event's handler runs (see [State.shownGone]).
+func (s *State) saw(hk hookKey, o any) {
+	if d, ok := o.(toolscache.DeletedFinalStateUnknown); ok {
+		o = d.Obj
+	}
+	m, err := meta.Accessor(o)
+	if err != nil {
+		return
+	}
+	rv := m.GetResourceVersion()
+	s.mu.Lock()
+	if cur := s.seen[hk]; cur == "" || OlderRV(cur, rv) {
+		s.seen[hk] = rv
+	}
+	s.mu.Unlock()
 }
 
 // OwnWriteAhead reports whether this process wrote obj (the object k
@@ -192,9 +209,9 @@ func (s *State) hook(gvk schema.GroupVersionKind, obj client.Object) bool {
 	inf, err := s.informers.GetInformer(context.Background(), obj, cache.BlockUntilSynced(false))
 	if err == nil {
 		_, err = inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-			AddFunc:    func(o any) { s.shown(gvk, o) },
-			UpdateFunc: func(_, o any) { s.shown(gvk, o) },
-			DeleteFunc: func(o any) { s.deleted(gvk, o) },
+			AddFunc:    func(o any) { s.saw(hk, o); s.shown(gvk, o) },
+			UpdateFunc: func(_, o any) { s.saw(hk, o); s.shown(gvk, o) },
+			DeleteFunc: func(o any) { s.saw(hk, o); s.deleted(gvk, o) },
 		})
 	}
 	s.mu.Lock()

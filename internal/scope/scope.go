@@ -47,8 +47,10 @@ type State struct {
 	hooked map[hookKey]bool
 	hookMu sync.Mutex
 	// stores are the stores of the hooked informers that expose theirs
-	// (client-go's shared informers): see [State.shownGone].
+	// (client-go's shared informers), and seen the newest resourceVersion
+	// each informer's events carried to the hook: see [State.shownGone].
 	stores map[hookKey]toolscache.Store
+	seen   map[hookKey]string
 
 	kinds sync.Map // kindFact -> bool
 }
@@ -85,6 +87,7 @@ func New(c client.Client, apiReader client.Reader, informers cache.Informers) *S
 		objects:   map[Key]*entry{},
 		hooked:    map[hookKey]bool{},
 		stores:    map[hookKey]toolscache.Store{},
+		seen:      map[hookKey]string{},
 	}
 }
 
@@ -221,7 +224,9 @@ func (s *State) Recall(k Key, slot string) (any, bool) {
 }
 
 // Remember remembers v in slot for the object k, whose current form is obj
-// (its type tells the informer that prunes the entry). Where no informer
+// (its type tells the informer that prunes the entry; its UID and
+// resourceVersion, where set, that the informer has not shown it gone
+// before: see [State.shownGone]). Where no informer
 // ends the entry (a State without informers, an object that is not of a
 // Go type: see [State.hook]) it remembers nothing: nothing would end the
 // entry of an object deleted by someone else.
