@@ -8,10 +8,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/steadyk8s/steady"
 	"github.com/steadyk8s/steady/finalizer"
 	"github.com/steadyk8s/steady/internal/scope"
 	"github.com/steadyk8s/steady/internal/testapi"
@@ -340,4 +343,63 @@ func retryOnConflict(f func() error) error {
 			return err
 		}
 	}
+}
+
+// TestMemoryOfWritesTheCacheNeverHolds: a manager whose cache holds only
+// the ConfigMaps labelled app=seen (cache.Options.ByObject), whose
+// reconciler writes children without the label: the informer never shows
+// them, created nor deleted. What steady remembers of them must end all
+// the same once the informer has moved past them (here: a labelled
+// ConfigMap created and deleted after the children were): they are
+// out of its sight, and no event of theirs will come.
+func TestMemoryOfWritesTheCacheNeverHolds(t *testing.T) {
+	env.Require(t)
+	ctx := context.Background()
+	ns := env.Namespace(t)
+	mgr := env.StartManager(t, testenv.WithManagerOptions(ctrl.Options{Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
+		&corev1.ConfigMap{}: {Label: labels.SelectorFromSet(labels.Set{"app": "seen"})},
+	}}}))
+	c := steady.NewClient(mgr)
+	s := scope.Held(c)
+	o := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "owner"}}
+	if err := env.Client.Create(ctx, o); err != nil {
+		t.Fatal(err)
+	}
+	const n = 50
+	for i := range n {
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprint("unseen-", i)}}
+		if _, err := ownership.CreateOrUpdate(ctx, c, o, cm, func() error { cm.Data = map[string]string{"i": fmt.Sprint(i)}; return nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := s.Len(); got != n {
+		t.Fatalf("%d objects remembered after creating %d children, want %d", got, n, n)
+	}
+	if err := env.Client.DeleteAllOf(ctx, &corev1.ConfigMap{}, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	// The informer moves on: a ConfigMap it holds, created and deleted
+	// after every child was.
+	seen := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "seen", Labels: map[string]string{"app": "seen"}}}
+	if err := env.Client.Create(ctx, seen); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, "the cache shows the labelled ConfigMap", func() error {
+		return mgr.GetClient().Get(ctx, client.ObjectKeyFromObject(seen), &corev1.ConfigMap{})
+	})
+	if err := env.Client.Delete(ctx, seen); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, "the cache shows the labelled ConfigMap gone", func() error {
+		if err := mgr.GetClient().Get(ctx, client.ObjectKeyFromObject(seen), &corev1.ConfigMap{}); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("%v", err)
+		}
+		return nil
+	})
+	testenv.Eventually(t, "nothing remembered of the children the cache never held", func() error {
+		if got := s.Len(); got != 0 {
+			return fmt.Errorf("%d objects remembered", got)
+		}
+		return nil
+	})
 }
