@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/resourceversion"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -45,44 +46,57 @@ func (s *State) RecordWrite(k Key, obj client.Object) {
 		return // an answer that arrived after a newer one
 	}
 	e.uid, e.rv = uid, rv
+	s.track(k, obj)
 	s.mu.Unlock()
-	if s.shownGone(k, obj) {
-		s.mu.Lock()
-		if e, ok := s.objects[k]; ok && e.uid == uid && e.rv == rv {
-			e.uid, e.rv = "", ""
-			s.dropIfEmpty(k, e)
-		}
-		s.mu.Unlock()
-	}
 }
 
-// shownGone reports whether the informer of obj's kind may have shown the
-// object deleted (or replaced, or out of its sight) before obj, the answer
-// to a write of the object k just remembered, was: the deletion's watch
-// event can beat the write's answer (the write itself deleted the object,
-// removing its last finalizer; or someone else deleted it right after),
-// and its handler then found nothing to end, and no event will come again:
-// what was remembered would stay for good. It holds where the informer's
-// events have carried a resourceVersion no older than obj's to the hook
-// (it has shown the write, or what came after it) and its store, which is
-// updated before the handlers are told, no longer holds obj's UID nor
-// anything older of the name: the object is gone from it, and a read of
-// the cache shows nothing older than the write. Else an event of the
-// object is still to come and ends the entry.
-func (s *State) shownGone(k Key, obj client.Object) bool {
+// written is a write of an object: its UID and resourceVersion.
+type written struct {
+	uid types.UID
+	rv  string
+}
+
+// track makes sure what was just remembered of the object k, at obj (the
+// answer to a write of it), ends although the informer may never show
+// obj's deletion: the deletion's watch event can beat the write's answer
+// (the write itself deleted the object, removing its last finalizer; or
+// someone else deleted it right after), or the object is out of the
+// informer's sight (its label selector), and the informer tells nothing
+// of it, ever. Where the informer has shown obj's resourceVersion or
+// later already, it is settled now (see [State.gone]); else at the first
+// event past it. s.mu is held.
+func (s *State) track(k Key, obj client.Object) {
 	hk := hookKey{gvk: k.GVK, typ: reflect.TypeOf(obj)}
-	s.mu.Lock()
-	store, seen := s.stores[hk], s.seen[hk]
-	s.mu.Unlock()
-	rv := obj.GetResourceVersion()
-	if store == nil || seen == "" || rv == "" || obj.GetUID() == "" || OlderRV(seen, rv) {
-		return false
+	w := written{uid: obj.GetUID(), rv: obj.GetResourceVersion()}
+	if s.stores[hk] == nil || w.uid == "" || w.rv == "" {
+		return // no store to look in, or no write to tell
 	}
+	if seen := s.seen[hk]; seen != "" && !OlderRV(seen, w.rv) {
+		if s.gone(hk, k, w) {
+			s.end(k, w)
+		}
+		return
+	}
+	u := s.unshown[hk]
+	if u == nil {
+		u = map[Key]written{}
+		s.unshown[hk] = u
+	}
+	u[k] = w
+}
+
+// gone reports whether the store of hk's informer, which has shown w's
+// resourceVersion or later, holds neither w's object (its UID) nor
+// anything older of the name: the object is gone from it (deleted, or
+// out of its sight), and its deletion's event, if any, came already or is
+// on its way (the store is updated before the handlers are told). A read
+// of the cache shows nothing older than w then. s.mu is held.
+func (s *State) gone(hk hookKey, k Key, w written) bool {
 	key := k.Name
 	if k.Namespace != "" {
 		key = k.Namespace + "/" + k.Name
 	}
-	item, exists, err := store.GetByKey(key)
+	item, exists, err := s.stores[hk].GetByKey(key)
 	if err != nil {
 		return false
 	}
@@ -90,11 +104,27 @@ func (s *State) shownGone(k Key, obj client.Object) bool {
 		return true
 	}
 	m, err := meta.Accessor(item)
-	return err == nil && m.GetUID() != obj.GetUID() && !OlderRV(m.GetResourceVersion(), rv)
+	return err == nil && m.GetUID() != w.uid && !OlderRV(m.GetResourceVersion(), w.rv)
+}
+
+// end drops what is remembered of the object k, written at w, which its
+// informer does not hold: the ledger's entry of that write and the memos.
+// s.mu is held.
+func (s *State) end(k Key, w written) {
+	e, ok := s.objects[k]
+	if !ok {
+		return
+	}
+	if e.uid == w.uid {
+		e.uid, e.rv = "", ""
+	}
+	e.memos = nil
+	s.dropIfEmpty(k, e)
 }
 
 // saw notes the resourceVersion of o, an event's object of the informer
-// hk names, before the event's handler runs (see [State.shownGone]).
+// hk names, and settles the writes its informer has now gone past (see
+// [State.track]), before the event's handler runs.
 func (s *State) saw(hk hookKey, o any) {
 	if d, ok := o.(toolscache.DeletedFinalStateUnknown); ok {
 		o = d.Obj
@@ -105,10 +135,20 @@ func (s *State) saw(hk hookKey, o any) {
 	}
 	rv := m.GetResourceVersion()
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	if cur := s.seen[hk]; cur == "" || OlderRV(cur, rv) {
 		s.seen[hk] = rv
 	}
-	s.mu.Unlock()
+	seen := s.seen[hk]
+	for k, w := range s.unshown[hk] {
+		if OlderRV(seen, w.rv) {
+			continue
+		}
+		delete(s.unshown[hk], k)
+		if s.gone(hk, k, w) {
+			s.end(k, w)
+		}
+	}
 }
 
 // OwnWriteAhead reports whether this process wrote obj (the object k

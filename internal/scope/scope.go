@@ -51,6 +51,10 @@ type State struct {
 	// each informer's events carried to the hook: see [State.shownGone].
 	stores map[hookKey]toolscache.Store
 	seen   map[hookKey]string
+	// unshown holds, per hook, the objects remembered at a write the
+	// informer had not shown yet (the resourceVersion of the write): the
+	// first event past it settles each (see [State.settle]).
+	unshown map[hookKey]map[Key]written
 
 	kinds sync.Map // kindFact -> bool
 }
@@ -88,6 +92,7 @@ func New(c client.Client, apiReader client.Reader, informers cache.Informers) *S
 		hooked:    map[hookKey]bool{},
 		stores:    map[hookKey]toolscache.Store{},
 		seen:      map[hookKey]string{},
+		unshown:   map[hookKey]map[Key]written{},
 	}
 }
 
@@ -244,10 +249,8 @@ func (s *State) Remember(k Key, obj client.Object, slot string, v any) {
 		e.memos = map[string]any{}
 	}
 	e.memos[slot] = v
+	s.track(k, obj)
 	s.mu.Unlock()
-	if s.shownGone(k, obj) {
-		s.Forget(k, slot)
-	}
 }
 
 // Forget forgets what slot remembers of the object k.
