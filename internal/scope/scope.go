@@ -10,7 +10,11 @@
 // What a State remembers of an object is bounded by what the cluster's
 // informers hold: an entry is dropped when the informer of its kind shows
 // the object deleted, the ledger's entry of a write too (or when it shows
-// the object replaced by another of the name). A State made without
+// the object replaced by another of the name), or, where the informer has
+// gone past the write without holding the object (its deletion's event
+// came before the write's answer was recorded, or the object is out of
+// its sight: a label selector), at the first event past it. A State made
+// without
 // informers (reconcile.For's own, for a client that carries none) keeps
 // only the ledger, whose entries its reads end (For reads every object it
 // reconciles, and a deleted one as not found), and remembers no callers'
