@@ -33,69 +33,81 @@ func cacheShowsWidgets(t *testing.T, cc *testapi.Cached, ns string, want int) {
 	})
 }
 
-// TestApplyForgetsOwnersGone: Apply's memory of a child is bounded by the
-// child, not by the owners that ever applied it. Owners are deleted (no
-// garbage collector runs here: their children stay, as orphaned or
-// restored children do) and created again under their names, with new
-// UIDs; each new owner takes its child back (RecordOwner) with Apply. Once
-// the informer shows the old owners gone, nothing is remembered of them:
-// the State holds as many memos as before, one per child, round after
-// round.
+// TestApplyForgetsOwnersGone: what CreateOrUpdate and Apply remember of a
+// child is bounded by the child, not by the owners that ever wrote it.
+// Owners are deleted (no garbage collector runs here: their children
+// stay, as orphaned or restored children do) and created again under
+// their names, with new UIDs; each new owner takes its child back
+// (RecordOwner): updated, controlled by the new owner (nothing remembered
+// of the old owner's write makes the call skip it), and then converged
+// (a second call writes nothing). Once the informer shows the old owners
+// gone, nothing is remembered of them: the State holds as many memos as
+// after the first round, round after round.
 func TestApplyForgetsOwnersGone(t *testing.T) {
 	env.Require(t)
 	ctx := context.Background()
 	cc := startCached(t)
-	ns := env.Namespace(t)
-	s := scope.Held(cc.Client)
-	const n, rounds = 100, 3
-	owners := make([]*testapi.Widget, n)
-	apply := func(round int) {
-		t.Helper()
-		for i, o := range owners {
-			cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprint("child-", i)}}
-			op, err := applyFn(ctx, cc.Client, o, cm, func() error { cm.Data = map[string]string{"k": "v"}; return nil }, ownership.RecordOwner{})
-			if err != nil {
-				t.Fatalf("round %d, child %d: %v", round, i, err)
+	for _, fn := range allFns {
+		t.Run(fn.name, func(t *testing.T) {
+			ns := env.Namespace(t)
+			s := scope.Held(cc.Client)
+			const n, rounds = 100, 3
+			owners := make([]*testapi.Widget, n)
+			write := func(round int, want controllerutil.OperationResult) {
+				t.Helper()
+				cc.Counter.Reset()
+				for i, o := range owners {
+					cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprint("child-", i)}}
+					op, err := fn.fn(ctx, cc.Client, o, cm, func() error { cm.Data = map[string]string{"k": "v"}; return nil }, ownership.RecordOwner{})
+					if err != nil {
+						t.Fatalf("round %d, child %d: %v", round, i, err)
+					}
+					if op != want {
+						t.Fatalf("round %d, child %d: %s, want %s", round, i, op, want)
+					}
+				}
 			}
-			if want := map[bool]controllerutil.OperationResult{true: "created", false: "updated"}[round == 0]; op != want {
-				t.Fatalf("round %d, child %d: %s, want %s", round, i, op, want)
+			start, base := s.Memos(), 0 // the memos of other subtests' children
+			for round := range rounds {
+				for i := range owners {
+					owners[i] = owner(t, ns, fmt.Sprint("owner-", i))
+				}
+				cacheShowsWidgets(t, cc, ns, n)
+				write(round, map[bool]controllerutil.OperationResult{true: "created", false: "updated"}[round == 0])
+				for i, o := range owners {
+					var cm corev1.ConfigMap
+					if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: fmt.Sprint("child-", i)}, &cm); err != nil {
+						t.Fatal(err)
+					}
+					if !metav1.IsControlledBy(&cm, o) {
+						t.Fatalf("round %d: %s not controlled by its owner of this round: %v", round, cm.Name, cm.OwnerReferences)
+					}
+					cachedSees(t, cc, &cm)
+				}
+				write(round, controllerutil.OperationResultNone)
+				if w := cc.Counter.Writes(); w != 0 {
+					t.Errorf("round %d: %d writes for converged children", round, w)
+				}
+				if round == 0 {
+					base = s.Memos() - start
+					if base < n {
+						t.Fatalf("%d memos after writing %d children, want at least %d", base, n, n)
+					}
+				}
+				if got := s.Memos() - start; got != base {
+					t.Errorf("round %d: %d memos, want %d (one per child, as after the first round): what is remembered of deleted owners is not forgotten", round, got, base)
+				}
+				if round == rounds-1 {
+					break
+				}
+				for _, o := range owners {
+					if err := env.Client.Delete(ctx, o); err != nil {
+						t.Fatal(err)
+					}
+				}
+				cacheShowsWidgets(t, cc, ns, 0)
 			}
-		}
-	}
-	var base int
-	for round := range rounds {
-		for i := range owners {
-			owners[i] = owner(t, ns, fmt.Sprint("owner-", i))
-		}
-		cacheShowsWidgets(t, cc, ns, n)
-		apply(round)
-		if round == 0 {
-			base = s.Memos()
-			if base < n {
-				t.Fatalf("%d memos after applying %d children, want at least %d", base, n, n)
-			}
-		}
-		for i, o := range owners {
-			var cm corev1.ConfigMap
-			if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: fmt.Sprint("child-", i)}, &cm); err != nil {
-				t.Fatal(err)
-			}
-			if !metav1.IsControlledBy(&cm, o) {
-				t.Fatalf("round %d: %s not controlled by its owner of this round: %v", round, cm.Name, cm.OwnerReferences)
-			}
-		}
-		if got := s.Memos(); got != base {
-			t.Errorf("round %d: %d memos, want %d (one per child, as after the first round): what is remembered of deleted owners is not forgotten", round, got, base)
-		}
-		if round == rounds-1 {
-			break
-		}
-		for _, o := range owners {
-			if err := env.Client.Delete(ctx, o); err != nil {
-				t.Fatal(err)
-			}
-		}
-		cacheShowsWidgets(t, cc, ns, 0)
+		})
 	}
 }
 
