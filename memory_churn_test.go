@@ -177,8 +177,8 @@ func TestMemoryChurn(t *testing.T) {
 		}
 		waitCache(fmt.Sprintf("round %d: the cache shows everything gone", round), 0, 0)
 		testenv.Eventually(t, fmt.Sprintf("round %d: the memory back to %d objects, %d memos", round, base, baseMemos), func() error {
-			if l, mm := s.Len(), s.Memos(); l != base || mm != baseMemos {
-				return fmt.Errorf("%d objects, %d memos remembered", l, mm)
+			if l, mm, u := s.Len(), s.Memos(), s.Unshown(); l != base || mm != baseMemos || u != 0 {
+				return fmt.Errorf("%d objects, %d memos remembered, %d writes unshown", l, mm, u)
 			}
 			return nil
 		})
@@ -397,8 +397,8 @@ func TestMemoryOfWritesTheCacheNeverHolds(t *testing.T) {
 		return nil
 	})
 	testenv.Eventually(t, "nothing remembered of the children the cache never held", func() error {
-		if got := s.Len(); got != 0 {
-			return fmt.Errorf("%d objects remembered", got)
+		if got, u := s.Len(), s.Unshown(); got != 0 || u != 0 {
+			return fmt.Errorf("%d objects remembered, %d writes unshown", got, u)
 		}
 		return nil
 	})

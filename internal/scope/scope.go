@@ -133,6 +133,22 @@ func (s *State) Memos() int {
 	return n
 }
 
+// Unshown is the number of writes the State waits for an informer event
+// past, to settle (see [State.track]): at most one per object remembered,
+// none once the informers have gone past every write.
+func (s *State) Unshown() int {
+	if s == nil {
+		return 0
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, u := range s.unshown {
+		n += len(u)
+	}
+	return n
+}
+
 // carrier is a client that carries a State: the one [Wrap] returns.
 type carrier struct {
 	client.Client
