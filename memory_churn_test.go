@@ -80,9 +80,21 @@ func churnReconciler(t *testing.T, c client.Client) func(ctx context.Context, re
 // was remembered of the first does not make the second skip a write.
 func TestMemoryChurn(t *testing.T) {
 	env.Require(t)
+	t.Run("cluster-wide cache", func(t *testing.T) { memoryChurn(t, false) })
+	// A cache of one namespace (cache.Options.DefaultNamespaces), as a
+	// namespace-scoped operator's: controller-runtime's multi-namespace
+	// cache, whose informers are one per namespace.
+	t.Run("namespaced cache", func(t *testing.T) { memoryChurn(t, true) })
+}
+
+func memoryChurn(t *testing.T, namespaced bool) {
 	ctx := context.Background()
 	ns := env.Namespace(t)
-	m := testapi.StartManager(t, env, testapi.ManagerOptions{Informers: []client.Object{&testapi.Widget{}, &corev1.ConfigMap{}}})
+	o := testapi.ManagerOptions{Informers: []client.Object{&testapi.Widget{}, &corev1.ConfigMap{}}}
+	if namespaced {
+		o.Namespace = ns
+	}
+	m := testapi.StartManager(t, env, o)
 	s := scope.Held(m.Client)
 	reconcileOne := churnReconciler(t, m.Client)
 	const n = 150
