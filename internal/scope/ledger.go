@@ -4,8 +4,10 @@ import (
 	"context"
 	"reflect"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/resourceversion"
@@ -56,6 +58,33 @@ type written struct {
 	rv  string
 }
 
+// look is where to look up an object a hooked informer holds: its store
+// (client-go's shared informer, which controller-runtime's cache hands
+// out), or, for an informer that does not expose one (the multi-namespace
+// cache's, one informer per namespace, each with its own watch), the
+// cache read as a client (the store of the object's namespace).
+type look struct {
+	store  toolscache.Store
+	reader client.Reader
+}
+
+// seenKey names what [State.saw] notes: an informer's, in one namespace
+// where it is one informer per namespace (each watch is ordered by
+// resourceVersion, not several together), else in all ("").
+type seenKey struct {
+	hk        hookKey
+	namespace string
+}
+
+// seenKeyOf is the seenKey of an object of namespace ns of the informer
+// hk names. s.mu is held.
+func (s *State) seenKeyOf(hk hookKey, ns string) seenKey {
+	if s.looks[hk].store != nil {
+		ns = ""
+	}
+	return seenKey{hk: hk, namespace: ns}
+}
+
 // track makes sure what was just remembered of the object k, at obj (the
 // answer to a write of it), ends although the informer may never show
 // obj's deletion: the deletion's watch event can beat the write's answer
@@ -68,10 +97,10 @@ type written struct {
 func (s *State) track(k Key, obj client.Object) {
 	hk := hookKey{gvk: k.GVK, typ: reflect.TypeOf(obj)}
 	w := written{uid: obj.GetUID(), rv: obj.GetResourceVersion()}
-	if s.stores[hk] == nil || w.uid == "" || w.rv == "" {
-		return // no store to look in, or no write to tell
+	if l := s.looks[hk]; l.store == nil && l.reader == nil || w.uid == "" || w.rv == "" {
+		return // nowhere to look, or no write to tell
 	}
-	if seen := s.seen[hk]; seen != "" && !OlderRV(seen, w.rv) {
+	if seen := s.seen[s.seenKeyOf(hk, k.Namespace)]; seen != "" && !OlderRV(seen, w.rv) {
 		if s.gone(hk, k, w) {
 			s.end(k, w)
 		}
@@ -92,19 +121,43 @@ func (s *State) track(k Key, obj client.Object) {
 // on its way (the store is updated before the handlers are told). A read
 // of the cache shows nothing older than w then. s.mu is held.
 func (s *State) gone(hk hookKey, k Key, w written) bool {
-	key := k.Name
-	if k.Namespace != "" {
-		key = k.Namespace + "/" + k.Name
-	}
-	item, exists, err := s.stores[hk].GetByKey(key)
-	if err != nil {
+	var held metav1.Object
+	switch l := s.looks[hk]; {
+	case l.store != nil:
+		key := k.Name
+		if k.Namespace != "" {
+			key = k.Namespace + "/" + k.Name
+		}
+		item, exists, err := l.store.GetByKey(key)
+		if err != nil {
+			return false
+		}
+		if !exists {
+			return true
+		}
+		if held, err = meta.Accessor(item); err != nil {
+			return false
+		}
+	case l.reader != nil:
+		obj, ok := reflect.New(hk.typ.Elem()).Interface().(client.Object)
+		if !ok {
+			return false
+		}
+		if u, ok := obj.(*unstructured.Unstructured); ok {
+			u.SetGroupVersionKind(hk.gvk)
+		}
+		err := l.reader.Get(context.Background(), client.ObjectKey{Namespace: k.Namespace, Name: k.Name}, obj)
+		if apierrors.IsNotFound(err) {
+			return true
+		}
+		if err != nil {
+			return false
+		}
+		held = obj
+	default:
 		return false
 	}
-	if !exists {
-		return true
-	}
-	m, err := meta.Accessor(item)
-	return err == nil && m.GetUID() != w.uid && !OlderRV(m.GetResourceVersion(), w.rv)
+	return held.GetUID() != w.uid && !OlderRV(held.GetResourceVersion(), w.rv)
 }
 
 // end drops what is remembered of the object k, written at w, which its
@@ -136,12 +189,13 @@ func (s *State) saw(hk hookKey, o any) {
 	rv := m.GetResourceVersion()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if cur := s.seen[hk]; cur == "" || OlderRV(cur, rv) {
-		s.seen[hk] = rv
+	sk := s.seenKeyOf(hk, m.GetNamespace())
+	if cur := s.seen[sk]; cur == "" || OlderRV(cur, rv) {
+		s.seen[sk] = rv
 	}
-	seen := s.seen[hk]
+	seen := s.seen[sk]
 	for k, w := range s.unshown[hk] {
-		if OlderRV(seen, w.rv) {
+		if OlderRV(seen, w.rv) || sk.namespace != "" && k.Namespace != sk.namespace {
 			continue
 		}
 		delete(s.unshown[hk], k)
@@ -256,8 +310,12 @@ func (s *State) hook(gvk schema.GroupVersionKind, obj client.Object) bool {
 	}
 	s.mu.Lock()
 	s.hooked[hk] = err == nil
-	if st, ok := inf.(interface{ GetStore() toolscache.Store }); ok && err == nil {
-		s.stores[hk] = st.GetStore()
+	if err == nil {
+		if st, ok := inf.(interface{ GetStore() toolscache.Store }); ok {
+			s.looks[hk] = look{store: st.GetStore()}
+		} else if r, ok := s.informers.(client.Reader); ok {
+			s.looks[hk] = look{reader: r}
+		}
 	}
 	s.mu.Unlock()
 	return err == nil

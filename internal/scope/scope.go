@@ -29,7 +29,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
@@ -50,11 +49,12 @@ type State struct {
 	// prune objects; hookMu makes one hook at a time.
 	hooked map[hookKey]bool
 	hookMu sync.Mutex
-	// stores are the stores of the hooked informers that expose theirs
-	// (client-go's shared informers), and seen the newest resourceVersion
-	// each informer's events carried to the hook: see [State.shownGone].
-	stores map[hookKey]toolscache.Store
-	seen   map[hookKey]string
+	// looks say where to look up an object a hooked informer holds, and
+	// seen is the newest resourceVersion each informer's events carried to
+	// the hook (per namespace where it is one informer per namespace):
+	// see [State.track].
+	looks map[hookKey]look
+	seen  map[seenKey]string
 	// unshown holds, per hook, the objects remembered at a write the
 	// informer had not shown yet (the resourceVersion of the write): the
 	// first event past it settles each (see [State.settle]).
@@ -94,8 +94,8 @@ func New(c client.Client, apiReader client.Reader, informers cache.Informers) *S
 		informers: informers,
 		objects:   map[Key]*entry{},
 		hooked:    map[hookKey]bool{},
-		stores:    map[hookKey]toolscache.Store{},
-		seen:      map[hookKey]string{},
+		looks:     map[hookKey]look{},
+		seen:      map[seenKey]string{},
 		unshown:   map[hookKey]map[Key]written{},
 	}
 }
