@@ -21,8 +21,11 @@
 //     namespaced kind).
 //
 // What it remembers of an object ends when the manager's informer shows
-// the object deleted: it is bounded by what the cache already holds, never
-// by a count or a time. It is never shared: two
+// the object deleted, or goes past this process's write of it without
+// holding the object (the deletion's event came before the write's answer,
+// or the object is outside the cache's selectors): it is bounded by what
+// the cache already holds, never by a count or a time. It is never
+// shared: two
 // managers, two clusters of a fleet or two tests in one process each have
 // their own, and it lives as long as the manager's cache (whose informers
 // hold its event handlers). Take one per manager and hand it to every
