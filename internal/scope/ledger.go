@@ -311,7 +311,7 @@ func (s *State) hook(gvk schema.GroupVersionKind, obj client.Object) bool {
 	s.mu.Lock()
 	s.hooked[hk] = err == nil
 	if err == nil {
-		if st, ok := inf.(interface{ GetStore() toolscache.Store }); ok {
+		if st, ok := inf.(interface{ GetStore() toolscache.Store }); ok && st.GetStore() != nil {
 			s.looks[hk] = look{store: st.GetStore()}
 		} else if r, ok := s.informers.(client.Reader); ok {
 			s.looks[hk] = look{reader: r}

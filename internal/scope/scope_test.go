@@ -3,6 +3,7 @@ package scope
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -314,5 +315,91 @@ func TestLearn(t *testing.T) {
 	none.Learn(cmGVK, "status", true)
 	if _, known := none.Learned(cmGVK, "status"); known {
 		t.Error("the nil State learned")
+	}
+}
+
+// TestSettledByTheInformerGoingPast: what is remembered of a write ends
+// where the informer has gone past the write without holding the object
+// (its deletion's event came before the write was recorded, or the object
+// is out of its sight), and only there: a write the informer has not
+// shown yet, of an object its store lacks or holds older, is kept (the
+// ledger is for a cache behind our own write). The informer's store is
+// kept here as an informer keeps it: updated before the handlers are told.
+func TestSettledByTheInformerGoingPast(t *testing.T) {
+	s, inf := newState(t)
+	fi, err := inf.FakeInformerFor(context.Background(), &corev1.ConfigMap{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.RecordWrite(key("hook"), cm("hook", "uh", "1")) // hooks the informer
+	store := toolscache.NewStore(toolscache.MetaNamespaceKeyFunc)
+	s.mu.Lock()
+	s.looks[hookKey{gvk: cmGVK, typ: reflect.TypeOf(&corev1.ConfigMap{})}] = look{store: store}
+	s.mu.Unlock()
+	event := func(o *corev1.ConfigMap) {
+		t.Helper()
+		if err := store.Add(o); err != nil {
+			t.Fatal(err)
+		}
+		fi.Add(o)
+	}
+	kept := func(name, rv string) bool {
+		_, behind := s.OwnWriteAhead(key(name), cm(name, "u-"+name, rv))
+		return behind
+	}
+
+	// Written at 10; the store lacks it and the informer has shown
+	// nothing as new: kept, also past an older event.
+	s.RecordWrite(key("a"), cm("a", "u-a", "10"))
+	event(cm("b", "u-b", "5"))
+	if !kept("a", "9") || s.Unshown() != 1 {
+		t.Fatalf("a write the informer has not shown: kept %v, %d unshown; want kept, 1", kept("a", "9"), s.Unshown())
+	}
+	// Its own event: the store holds it; kept until it is deleted.
+	event(cm("a", "u-a", "10"))
+	if !kept("a", "9") || s.Unshown() != 0 {
+		t.Errorf("a write the informer showed: kept %v, %d unshown; want kept, 0", kept("a", "9"), s.Unshown())
+	}
+
+	// Written at 20, never in the store (out of the informer's sight):
+	// ended at the first event past it.
+	s.RecordWrite(key("c"), cm("c", "u-c", "20"))
+	s.Remember(key("c"), cm("c", "u-c", "20"), "update", 1)
+	if !kept("c", "19") {
+		t.Fatal("ended before the informer went past it")
+	}
+	event(cm("b", "u-b", "25"))
+	if _, ok := s.Recall(key("c"), "update"); ok || kept("c", "19") {
+		t.Error("a write the informer went past without holding the object is still remembered")
+	}
+
+	// Recorded after the informer went past it (its deletion shown
+	// before the answer): ended at once. Another of the name held, older
+	// than the write: kept (the store has not shown the write); newer:
+	// ended. The object held, older than the write: kept.
+	s.RecordWrite(key("d"), cm("d", "u-d", "22"))
+	if kept("d", "21") {
+		t.Error("a write recorded after the informer went past it, of an object its store lacks, is kept")
+	}
+	if err := store.Add(cm("e", "u-old", "21")); err != nil {
+		t.Fatal(err)
+	}
+	s.RecordWrite(key("e"), cm("e", "u-e", "23"))
+	if !kept("e", "22") {
+		t.Error("ended where the store holds an older object of the name")
+	}
+	if err := store.Add(cm("f", "u-f", "18")); err != nil {
+		t.Fatal(err)
+	}
+	s.RecordWrite(key("f"), cm("f", "u-f", "24"))
+	if !kept("f", "23") {
+		t.Error("ended where the store holds the object older than the write")
+	}
+	if err := store.Add(cm("g", "u-new", "24")); err != nil {
+		t.Fatal(err)
+	}
+	s.RecordWrite(key("g"), cm("g", "u-g", "23"))
+	if kept("g", "22") {
+		t.Error("kept where the store holds a newer object of the name")
 	}
 }
