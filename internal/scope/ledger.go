@@ -311,7 +311,10 @@ func (s *State) hook(gvk schema.GroupVersionKind, obj client.Object) bool {
 	s.mu.Lock()
 	s.hooked[hk] = err == nil
 	if err == nil {
-		if st, ok := inf.(interface{ GetStore() toolscache.Store }); ok && st.GetStore() != nil {
+		// An informer with a store (client-go's) is looked up in it;
+		// one whose store is nil (a fake's) nowhere; one without a store
+		// (the multi-namespace cache's) through the cache.
+		if st, ok := inf.(interface{ GetStore() toolscache.Store }); ok {
 			s.looks[hk] = look{store: st.GetStore()}
 		} else if r, ok := s.informers.(client.Reader); ok {
 			s.looks[hk] = look{reader: r}
