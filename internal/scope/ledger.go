@@ -146,7 +146,13 @@ func (s *State) gone(hk hookKey, k Key, w written) bool {
 		if u, ok := obj.(*unstructured.Unstructured); ok {
 			u.SetGroupVersionKind(hk.gvk)
 		}
-		err := l.reader.Get(context.Background(), client.ObjectKey{Namespace: k.Namespace, Name: k.Name}, obj)
+		// s.mu is held: the read must not wait for an informer to sync
+		// (a cache read waits until its context ends), so its context has
+		// ended already; an informer not synced yet answers an error, and
+		// the entry stays.
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		err := l.reader.Get(ctx, client.ObjectKey{Namespace: k.Namespace, Name: k.Name}, obj)
 		if apierrors.IsNotFound(err) {
 			return true
 		}
