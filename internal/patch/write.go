@@ -79,9 +79,6 @@ func (w *Writer) write(ctx context.Context, obj client.Object, st *state, p *par
 		}
 		if err == nil {
 			w.State.RecordWrite(w.Key, target)
-			if p.status && !w.hasStatusSubresource() {
-				w.State.Learn(w.Key.GVK, scope.FactStatusSubresource, true)
-			}
 			if p.status || p.fallback {
 				res.StatusBase, res.StatusAnswer = latest, target
 			}
@@ -89,10 +86,6 @@ func (w *Writer) write(ctx context.Context, obj client.Object, st *state, p *par
 			return target, false, nil
 		}
 		switch {
-		case apierrors.IsNotFound(err) && p.status && w.hasStatusSubresource():
-			// The kind has a status subresource (a status write of this
-			// cluster succeeded): its 404 says the object is gone.
-			return nil, true, nil
 		case apierrors.IsNotFound(err) && p.status:
 			// Gone, or a kind without a status subresource: then status is
 			// written with the object, in one write with the rest (a
@@ -129,13 +122,6 @@ func (w *Writer) write(ctx context.Context, obj client.Object, st *state, p *par
 			return nil, false, err
 		}
 	}
-}
-
-// hasStatusSubresource reports whether the kind is known to have a status
-// subresource in the Writer's cluster.
-func (w *Writer) hasStatusSubresource() bool {
-	v, known := w.State.Learned(w.Key.GVK, scope.FactStatusSubresource)
-	return known && v
 }
 
 // setPrecondition sets metadata.<field> of the merge patch body (its own
