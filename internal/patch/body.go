@@ -1,7 +1,9 @@
 package patch
 
 import (
+	"encoding/json"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 
@@ -17,9 +19,9 @@ import (
 // from an older generation than latest's, or one of its conditions is
 // older than the live one: writing it would write the past. Where latest
 // is the object as its Go type reads it, owned are the field sets of its
-// managedFields, which name the fields the type may not show (see
-// mapDrop.removal); nil otherwise.
-func (p *part) body(latest map[string]any, owned []map[string]any, o Options) (body map[string]any, lock bool, stale string, err error) {
+// managedFields, which name the fields the type may not show, and typ is
+// that Go type (see mapDrop.removal); nil otherwise.
+func (p *part) body(latest map[string]any, owned []map[string]any, typ reflect.Type, o Options) (body map[string]any, lock bool, stale string, err error) {
 	// A live observedGeneration above the live generation observed no
 	// generation of this object (a status restored or copied onto it): it
 	// is no newer observation than ours.
@@ -32,11 +34,12 @@ func (p *part) body(latest map[string]any, owned []map[string]any, o Options) (b
 	body = runtime.DeepCopyJSON(p.diff) // plan made it JSON types (object.AsJSON)
 	for _, d := range p.drops {
 		cur, _, _ := unstructured.NestedFieldNoCopy(latest, d.path...)
-		at := owned
+		at, t := owned, typ
 		for _, k := range d.path {
 			at = object.FieldChildren(at, "f:"+k)
+			t, _ = fieldType(t, k)
 		}
-		v, keep, exact := d.removal(cur, at)
+		v, keep, exact := d.removal(cur, at, t)
 		if !keep {
 			unstructured.RemoveNestedField(body, d.path...)
 			continue
@@ -202,13 +205,15 @@ type mapDrop struct {
 // Where cur is read through a Go type, owned are the nodes at cur's place
 // of the object's field sets: a field they name that cur lacks (one the Go
 // type does not hold, which the reconcile never read) is another writer's,
-// kept as a key not read.
-func (d mapDrop) removal(cur any, owned []map[string]any) (v any, keep, exact bool) {
+// kept as a key not read; typ is the Go type at cur's place (nil: one that
+// holds any field), which tells a field it lacks from one it holds but
+// omits (a zero value under omitempty), which is no other writer's.
+func (d mapDrop) removal(cur any, owned []map[string]any, typ reflect.Type) (v any, keep, exact bool) {
 	cm, ok := cur.(map[string]any)
 	if !ok {
 		return nil, false, false
 	}
-	if !d.keyByKey && onlyRead(d.read, cm) && !hiddenBelow(owned, cm) {
+	if !d.keyByKey && onlyRead(d.read, cm) && !hiddenBelow(owned, cm, typ) {
 		return nil, true, true
 	}
 	out := map[string]any{}
@@ -218,7 +223,8 @@ func (d mapDrop) removal(cur any, owned []map[string]any) (v any, keep, exact bo
 			continue
 		}
 		if rm, isMap := rv.(map[string]any); isMap {
-			if v, keep, ex := (mapDrop{read: rm}).removal(c, object.FieldChildren(owned, "f:"+k)); keep {
+			ft, _ := fieldType(typ, k)
+			if v, keep, ex := (mapDrop{read: rm}).removal(c, object.FieldChildren(owned, "f:"+k), ft); keep {
 				out[k] = v
 				exact = exact || ex
 			}
@@ -230,26 +236,76 @@ func (d mapDrop) removal(cur any, owned []map[string]any) (v any, keep, exact bo
 }
 
 // hiddenBelow reports whether a node of owned (field sets at cur's place)
-// names a field that cur, the object as its Go type reads it, lacks, at any
-// depth of maps.
-func hiddenBelow(owned []map[string]any, cur map[string]any) bool {
+// names a field that cur, the object as its Go type reads it, lacks and
+// that the Go type, typ at cur's place, does not hold, at any depth of
+// maps. A field the type holds that cur lacks is a zero value it omits.
+func hiddenBelow(owned []map[string]any, cur map[string]any, typ reflect.Type) bool {
 	for _, n := range owned {
 		for k := range n {
 			name, ok := strings.CutPrefix(k, "f:")
 			if !ok {
 				continue
 			}
+			ft, holds := fieldType(typ, name)
 			c, present := cur[name]
 			if !present {
-				return true
+				if !holds {
+					return true
+				}
+				continue
 			}
-			if cm, isMap := c.(map[string]any); isMap && hiddenBelow(object.FieldChildren([]map[string]any{n}, k), cm) {
+			if cm, isMap := c.(map[string]any); isMap && hiddenBelow(object.FieldChildren([]map[string]any{n}, k), cm, ft) {
 				return true
 			}
 		}
 	}
 	return false
 }
+
+// fieldType is the Go type of the JSON field name of t, and whether t
+// holds such a field: a struct's field (through pointers, and embedded or
+// inlined structs), a map's element. A type that decodes itself (a
+// json.Unmarshaler) or an interface holds any field: nil, true; so does a
+// nil t.
+func fieldType(t reflect.Type, name string) (reflect.Type, bool) {
+	for t != nil && t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t == nil || t.Kind() == reflect.Interface || reflect.PointerTo(t).Implements(unmarshaler) {
+		return nil, true
+	}
+	switch t.Kind() {
+	case reflect.Map:
+		return t.Elem(), true
+	case reflect.Struct:
+		for i := range t.NumField() {
+			f := t.Field(i)
+			tag := f.Tag.Get("json")
+			if tag == "-" {
+				continue
+			}
+			n, opts, _ := strings.Cut(tag, ",")
+			if f.Anonymous && n == "" || slices.Contains(strings.Split(opts, ","), "inline") {
+				if ft, ok := fieldType(f.Type, name); ok {
+					return ft, true
+				}
+				continue
+			}
+			if !f.IsExported() {
+				continue
+			}
+			if n == "" {
+				n = f.Name
+			}
+			if n == name {
+				return f.Type, true
+			}
+		}
+	}
+	return nil, false
+}
+
+var unmarshaler = reflect.TypeFor[json.Unmarshaler]()
 
 // onlyRead reports whether cur holds only keys that read has, at every
 // depth of maps.

@@ -24,7 +24,7 @@ func TestAPathNamedTwiceIsOneList(t *testing.T) {
 		if err != nil || len(parts) != 1 {
 			t.Fatalf("%v: plan = %d parts, %v", lists, len(parts), err)
 		}
-		body, _, _, err := parts[0].body(latest, nil, o)
+		body, _, _, err := parts[0].body(latest, nil, nil, o)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -42,7 +42,7 @@ func FuzzMerge(f *testing.F) {
 		}
 		result := latest
 		for _, p := range parts {
-			body, _, stale, err := p.body(result, nil, Options{})
+			body, _, stale, err := p.body(result, nil, nil, Options{})
 			if err != nil || stale != "" {
 				t.Fatalf("body: %v %q", err, stale)
 			}

@@ -404,8 +404,8 @@ func TestPlanAsBeforeTheDiet(t *testing.T) {
 			}
 			var first []byte
 			for attempt := range 3 { // a retry builds the body again
-				nb, nlock, ns, nerr := newParts[i].body(latest, nil, o)
-				ob, olock, os, oerr := oldParts[i].body(latest, nil, o)
+				nb, nlock, ns, nerr := newParts[i].body(latest, nil, nil, o)
+				ob, olock, os, oerr := oldParts[i].body(latest, nil, nil, o)
 				if (nerr == nil) != (oerr == nil) || ns != os || nlock != olock || !reflect.DeepEqual(withoutNow(nb), withoutNow(ob)) {
 					t.Fatalf("seed %d part %d attempt %d: body %v %v %q %v, before the diet %v %v %q %v", seed, i, attempt, nb, nlock, ns, nerr, ob, olock, os, oerr)
 				}

@@ -136,7 +136,7 @@ func (w *Writer) Patch(ctx context.Context, before, obj client.Object, o Options
 	}
 	st := &state{m: bm, rv: before.GetResourceVersion(), uid: string(before.GetUID())}
 	if _, untyped := before.(*unstructured.Unstructured); !untyped {
-		st.typed, st.managed = true, before.GetManagedFields()
+		st.typed, st.managed, st.typ = true, before.GetManagedFields(), reflect.TypeOf(before)
 	}
 	parts, err := plan(bm, obj, o)
 	if err != nil {
@@ -189,6 +189,7 @@ type state struct {
 	// which name every field it has (see mapDrop.removal).
 	typed   bool
 	managed []metav1.ManagedFieldsEntry
+	typ     reflect.Type // the object's Go type, where typed
 }
 
 // latest returns the latest object as a map.

@@ -238,7 +238,7 @@ func TestPlanLeavesTheSnapshotWhole(t *testing.T) {
 		t.Fatalf("%d parts, want status and the rest", len(parts))
 	}
 	for _, p := range parts {
-		if _, _, _, err := p.body(snap, nil, o); err != nil {
+		if _, _, _, err := p.body(snap, nil, nil, o); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -267,7 +267,7 @@ func TestPlanKeysAndOwnedConditions(t *testing.T) {
 	}
 	got := map[string]any{}
 	for _, p := range parts {
-		body, _, _, err := p.body(latest, nil, o)
+		body, _, _, err := p.body(latest, nil, nil, o)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -318,7 +318,7 @@ func TestBodyLeavesItsInputsWhole(t *testing.T) {
 	}
 	var first string
 	for i := range 2 {
-		body, _, stale, err := st.body(latest, nil, o)
+		body, _, stale, err := st.body(latest, nil, nil, o)
 		if err != nil || stale != "" {
 			t.Fatalf("body: %v %q", err, stale)
 		}
@@ -372,7 +372,7 @@ func TestSiblingMapsDroppedDeep(t *testing.T) {
 		if len(parts) != 1 {
 			t.Fatalf("%d parts, want 1", len(parts))
 		}
-		body, lock, _, err := parts[0].body(latest, nil, Options{})
+		body, lock, _, err := parts[0].body(latest, nil, nil, Options{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -46,7 +46,7 @@ func (w *Writer) write(ctx context.Context, obj client.Object, st *state, p *par
 		if len(p.drops) > 0 {
 			owned = st.fieldSets()
 		}
-		body, lists, stale, err := p.body(latest, owned, o)
+		body, lists, stale, err := p.body(latest, owned, st.typ, o)
 		if err != nil {
 			return nil, false, err
 		}
