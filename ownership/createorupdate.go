@@ -289,7 +289,7 @@ func updateChild(ctx context.Context, c client.Client, owner, live, child client
 		// A typed child shows only what its Go type holds: what the update
 		// removed of others' that the type could not show, the answer's
 		// field sets tell.
-		warnOthersLost(ctx, name, others, ours, child, named)
+		warnOthersLost(ctx, name, others, ours, liveMap, child, named)
 	}
 	// What the answer tells of the kind's status subresource; nothing when
 	// neither object has a status (a ConfigMap): the answer is not

@@ -171,16 +171,18 @@ func warnOthersRemoved(ctx context.Context, name fmt.Stringer, sets []managerSet
 // kind since the type was built): the field sets of those managers in
 // answer, the API server's answer, no longer hold it, and neither does
 // ours (the manager that set the controller reference: a value it set
-// again is a change, not a removal). named are the fields logged before
-// the update (see warnOthersRemoved), not logged again.
-func warnOthersLost(ctx context.Context, name fmt.Stringer, before []managerSet, ours string, answer client.Object, named []string) {
+// again is a change, not a removal). liveMap is the child as read, as its
+// Go type shows it (nil: unknown): a field it shows the type holds, and its
+// removal is the mutate's (see warnOthersRemoved), not the type's. named
+// are the fields logged before the update, not logged again.
+func warnOthersLost(ctx context.Context, name fmt.Stringer, before []managerSet, ours string, liveMap map[string]any, answer client.Object, named []string) {
 	after := map[string][]map[string]any{}
 	for _, s := range object.FieldSets(answer, nil) {
 		after[s.Manager] = append(after[s.Manager], s.Set)
 	}
 	found := map[string]sets.Set[string]{}
 	for _, b := range before {
-		lostIn(b.Set, after[b.Manager], after[ours], "", b.Manager, found)
+		lostIn(b.Set, after[b.Manager], after[ours], liveMap, "", b.Manager, found)
 	}
 	var lost []string
 	for path, managers := range found {
@@ -199,28 +201,61 @@ func warnOthersLost(ctx context.Context, name fmt.Stringer, before []managerSet,
 
 // lostIn records in found, by path, the fields of node (a node of
 // manager's field set as read) that no node of afters (its sets in the
-// answer) nor of ours holds any more. The status, which an update does
-// not write, is left out.
-func lostIn(node map[string]any, afters, ours []map[string]any, path, manager string, found map[string]sets.Set[string]) {
+// answer) nor of ours holds any more, and that live (the node of the child
+// as its Go type read it; nil where it shows none) does not show: a field
+// it shows the Go type holds. The status, which an update does not write,
+// is left out.
+func lostIn(node map[string]any, afters, ours []map[string]any, live any, path, manager string, found map[string]sets.Set[string]) {
 	for k, sub := range node {
 		var p string
+		var shown any // the field in live, nil where it does not show it
 		switch {
 		case path == "" && k == "f:status", k == ".":
 			continue
 		case strings.HasPrefix(k, "f:"):
 			p = fieldPath(path, k[2:])
+			if m, ok := live.(map[string]any); ok {
+				shown = m[k[2:]]
+			}
 		case strings.HasPrefix(k, "k:"), strings.HasPrefix(k, "v:"):
 			p = path + "[" + k[2:] + "]"
+			shown = element(live, k)
 		default:
 			continue
 		}
 		nexts, ourNexts := object.FieldChildren(afters, k), object.FieldChildren(ours, k)
-		if len(nexts) == 0 && len(ourNexts) == 0 {
+		if len(nexts) == 0 && len(ourNexts) == 0 && shown == nil {
 			mark(found, p, []managerSet{{Manager: manager}})
 			continue
 		}
 		if m, ok := sub.(map[string]any); ok {
-			lostIn(m, nexts, ourNexts, p, manager, found)
+			lostIn(m, nexts, ourNexts, shown, p, manager, found)
 		}
 	}
+}
+
+// element is the element of live, a list, that k names ("k:{...}" by its
+// key, "v:..." by its value); nil where there is none.
+func element(live any, k string) any {
+	list, ok := live.([]any)
+	if !ok {
+		return nil
+	}
+	switch {
+	case strings.HasPrefix(k, "k:"):
+		var key map[string]any
+		if json.Unmarshal([]byte(k[2:]), &key) == nil {
+			if e, at := elementWithKey(list, key); at >= 0 {
+				return e
+			}
+		}
+	case strings.HasPrefix(k, "v:"):
+		var v any
+		if json.Unmarshal([]byte(k[2:]), &v) == nil {
+			if at := indexOfValue(list, v); at >= 0 {
+				return list[at]
+			}
+		}
+	}
+	return nil
 }

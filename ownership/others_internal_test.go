@@ -70,6 +70,8 @@ func TestLostIn(t *testing.T) {
 		{"one of two gone", `{"f:spec":{"f:color":{},"f:shape":{}}}`, `{"f:spec":{"f:shape":{}}}`, "spec.color (other)"},
 		{"a keyed element gone", `{"f:spec":{"f:ports":{"k:{\"port\":80}":{".":{},"f:port":{}}}}}`, ``, `spec.ports (other)`},
 		{"the status", `{"f:status":{"f:phase":{}}}`, ``, ""},
+		{"a field the type shows", `{"f:metadata":{"f:annotations":{"f:note":{}}}}`, ``, ""},
+		{"a field the type lacks under one it shows", `{"f:metadata":{"f:annotations":{"f:note":{}}},"f:spec":{"f:color":{}}}`, ``, "spec.color (other)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var afters []map[string]any
@@ -77,7 +79,7 @@ func TestLostIn(t *testing.T) {
 				afters = append(afters, decode(tc.after))
 			}
 			found := map[string]sets.Set[string]{}
-			lostIn(decode(tc.before), afters, []map[string]any{ours}, "", "other", found)
+			lostIn(decode(tc.before), afters, []map[string]any{ours}, decode(`{"metadata":{"annotations":{"note":"theirs"}},"spec":{"size":1}}`), "", "other", found)
 			var got []string
 			for p, m := range found {
 				got = append(got, p+" ("+strings.Join(sets.List(m), ", ")+")")
