@@ -158,9 +158,15 @@ func (r *run) list(ctx context.Context, gks sets.Set[schema.GroupKind], namespac
 			continue // a CRD of the set, or not served: prune decides
 		}
 		for _, ns := range scopes(mapping, namespaces) {
-			// Every object labelled part of a set: this set's members, and
-			// those of another set that the input names (see check).
-			items, others, err := r.s.listLabelled(ctx, mapping, ns, client.HasLabels{PartOfLabel})
+			// This set's members. Without a dry run, which tells a member
+			// that exists (see check), every object labelled part of a
+			// set: those of another set that the input names are told
+			// from the list.
+			sel := client.ListOption(client.MatchingLabels{PartOfLabel: r.s.ID()})
+			if r.s.o.NoDryRun && !r.s.o.Force {
+				sel = client.HasLabels{PartOfLabel}
+			}
+			items, others, err := r.s.listLabelled(ctx, mapping, ns, sel)
 			if apierrors.IsNotFound(err) {
 				break // the mapping is stale, the kind not served: prune decides
 			}

@@ -121,13 +121,16 @@ func (r *run) check(ctx context.Context, members []*member) error {
 				continue
 			}
 		}
+		// Another set's: applying it would relabel it part of this one,
+		// whose next prune could delete it while that set holds it. With
+		// distinct field managers the API server refuses it too (a
+		// conflict on the label); with one, nothing would.
+		another := func() error {
+			return &ObjectError{Index: m.index, ID: m.id, Field: "metadata.labels[" + PartOfLabel + "]",
+				Err: fmt.Errorf("it is a member of another set (%s); pass Force to take it over", m.other)}
+		}
 		if m.other != "" && !r.s.o.Force {
-			// Another set's: applying it would relabel it part of this
-			// one, whose next prune could delete it while that set holds
-			// it. With distinct field managers the API server refuses it
-			// too (a conflict on the label); with one, nothing would.
-			errs = append(errs, &ObjectError{Index: m.index, ID: m.id, Field: "metadata.labels[" + PartOfLabel + "]",
-				Err: fmt.Errorf("it is a member of another set (%s); pass Force to take it over", m.other)})
+			errs = append(errs, another())
 			continue
 		}
 		if m.live != nil && knownUnchanged(m.obj, m.live, r.s.o.FieldManager) {
@@ -145,6 +148,22 @@ func (r *run) check(ctx context.Context, members []*member) error {
 		} else if err != nil {
 			failures = append(failures, fmt.Errorf("%s: dry run failed: %w", m.id, err))
 			continue
+		}
+		if m.live == nil && out.GetResourceVersion() != "" && !r.s.o.Force && !r.unlisted.Has(listKey{m.id.GroupKind, m.id.Namespace}) {
+			// It exists (a dry run of a new object has no
+			// resourceVersion) and is not listed as this set's: read its
+			// part-of label, another set's or none (an object to adopt).
+			// Only such a member costs the GET: a converged set's are all
+			// listed, and a new one does not exist.
+			live := object.EmptyLike(m.obj)
+			if err := r.s.c.Get(ctx, client.ObjectKeyFromObject(m.obj), live); err != nil && !apierrors.IsNotFound(err) {
+				failures = append(failures, fmt.Errorf("%s: reading it failed: %w", m.id, err))
+				continue
+			} else if set := live.GetLabels()[PartOfLabel]; err == nil && set != "" && set != r.s.ID() {
+				m.other = set
+				errs = append(errs, another())
+				continue
+			}
 		}
 		if m.id.GroupKind == namespaceGK && out.GetDeletionTimestamp() != nil {
 			// Applying it would not bring it back, and its members would
