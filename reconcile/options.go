@@ -35,6 +35,11 @@ type PatchOptions struct {
 	// Events, when set, records a Kubernetes Event on the object when a
 	// write flips its Ready condition (see [WithEvents]).
 	Events record.EventRecorder
+	// guardGeneration keeps ObservedGeneration's guard (a status computed
+	// from a generation older than the live status.observedGeneration is
+	// not written) where For turned ObservedGeneration off: after a failed
+	// body.
+	guardGeneration bool
 }
 
 // optionError says that an option cannot work on the object's Go type:

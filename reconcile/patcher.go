@@ -292,6 +292,7 @@ func (p *Patcher) patch(ctx context.Context, obj client.Object, resnapshot bool,
 	res, err := p.w.Patch(ctx, p.before, obj, patch.Options{
 		OptimisticLock:     o.OptimisticLock,
 		ObservedGeneration: o.ObservedGeneration,
+		GuardGeneration:    o.guardGeneration,
 		OwnedConditions:    o.OwnedConditions,
 		ConditionLists:     lists,
 		CheckOwnWrites:     true,

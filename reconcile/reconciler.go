@@ -239,11 +239,16 @@ func For[T any, P interface {
 	}), nil
 }
 
-// withoutObservedGeneration turns WithObservedGeneration off for one Patch:
-// For's after a failed body.
+// withoutObservedGeneration turns WithObservedGeneration off for one Patch,
+// For's after a failed body: status.observedGeneration is not written, and
+// a status computed from a generation older than the live one observed is
+// still not written.
 type withoutObservedGeneration struct{}
 
-func (withoutObservedGeneration) ApplyToPatch(o *PatchOptions) { o.ObservedGeneration = false }
+func (withoutObservedGeneration) ApplyToPatch(o *PatchOptions) {
+	o.guardGeneration = o.guardGeneration || o.ObservedGeneration
+	o.ObservedGeneration = false
+}
 
 // unobserved keeps the Ready summary a failed body left from claiming a
 // generation the conditions it summarizes did not observe: its

@@ -26,7 +26,7 @@ func (p *part) body(latest map[string]any, owned []map[string]any, typ reflect.T
 	// generation of this object (a status restored or copied onto it): it
 	// is no newer observation than ours.
 	liveGen, _, _ := unstructured.NestedInt64(latest, "metadata", "generation")
-	if (p.status || p.fallback) && o.ObservedGeneration {
+	if (p.status || p.fallback) && (o.ObservedGeneration || o.GuardGeneration) {
 		if live, ok, _ := unstructured.NestedInt64(latest, "status", "observedGeneration"); ok && live > p.gen && live <= liveGen {
 			return nil, false, fmt.Sprintf("status was computed from generation %d; the live status has observed generation %d", p.gen, live), nil
 		}

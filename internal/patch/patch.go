@@ -24,6 +24,10 @@ type Options struct {
 	// ObservedGeneration sets status.observedGeneration to the object's
 	// generation.
 	ObservedGeneration bool
+	// GuardGeneration refuses, as ObservedGeneration does, a status
+	// computed from a generation older than the live
+	// status.observedGeneration (Result.Stale), without setting it.
+	GuardGeneration bool
 	// OwnedConditions are condition types whose value this change imposes
 	// on a rebase even where it did not change them.
 	OwnedConditions []string
