@@ -252,9 +252,9 @@ func (withoutObservedGeneration) ApplyToPatch(o *PatchOptions) {
 
 // unobserved keeps the Ready summary a failed body left from claiming a
 // generation the conditions it summarizes did not observe: its
-// observedGeneration becomes the lowest of theirs (those that carry one),
-// never lower than before (a live value is never written lower), never
-// higher than SetSummary made it. A body that marked its conditions before
+// observedGeneration becomes the lowest of theirs (where one carries none,
+// or none is summarized, Ready's before), never lower than before (a live
+// value is never written lower), never higher than SetSummary made it. A body that marked its conditions before
 // failing (MarkFalse, then return the error) observed the generation in
 // them, and the summary says so.
 func unobserved(s conditions.Setter, before int64, opts []conditions.SummaryOption) {
@@ -268,11 +268,22 @@ func unobserved(s conditions.Setter, before int64, opts []conditions.SummaryOpti
 		return
 	}
 	gen := conds[i].ObservedGeneration
+	observed := false // a summarized condition says the generation it observed
 	for _, c := range conds {
-		if c.Type == conditions.Ready || c.ObservedGeneration <= 0 || len(o.ConditionTypes) > 0 && !slices.Contains(o.ConditionTypes, c.Type) {
+		if c.Type == conditions.Ready || len(o.ConditionTypes) > 0 && !slices.Contains(o.ConditionTypes, c.Type) {
 			continue
 		}
+		if c.ObservedGeneration <= 0 {
+			// It says none (meta.SetStatusCondition without one): no
+			// newer than Ready said before.
+			gen = min(gen, before)
+			continue
+		}
+		observed = true
 		gen = min(gen, c.ObservedGeneration)
+	}
+	if !observed {
+		gen = min(gen, before) // nothing summarized says a generation
 	}
 	gen = max(gen, before)
 	if gen < conds[i].ObservedGeneration {
