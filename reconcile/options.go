@@ -98,10 +98,11 @@ func (w WithOptimisticLock) ApplyToFor(o *ForOptions) { o.PatchOptions = append(
 // reconciled object. For a kind without a status subresource, where a
 // status write bumps the generation, it records the generation that write
 // produces, and a change of observedGeneration alone is not written.
-// [For] sets it only after a body that returned no error: a failed
-// reconcile did not observe the generation, and the status keeps the
-// number of the last one that did (as cluster-api's controllers pass
-// WithStatusObservedGeneration only when reterr is nil). A failure that
+// [For] (and [Patcher.PatchOnExit]) sets it only after a body that
+// returned no error: a failed reconcile did not observe the generation,
+// and the status keeps the number of the last one that did (as
+// cluster-api's controllers pass WithStatusObservedGeneration only when
+// reterr is nil). A failure that
 // only a change from outside can fix (bad input) is no error to return:
 // mark it Stalled (conditions.MarkStalled) and return nil, so that the
 // status observes the generation and kstatus reads the object as Failed,

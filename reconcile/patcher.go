@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -195,8 +196,14 @@ func (e *StaleError) Error() string {
 // at most 100 milliseconds or 1 second). controller-runtime then requeues
 // quietly instead of logging "Reconciler error" and backing off. Any other
 // error, or one the reconcile returns itself, is joined into *reterr. With
-// a nil res every error of Patch is joined into *reterr.
+// a nil res every error of Patch is joined into *reterr. After a reconcile
+// that returned an error, [WithObservedGeneration] is not applied, as in
+// [For].
 func (p *Patcher) PatchOnExit(ctx context.Context, obj client.Object, res *ctrl.Result, reterr *error, opts ...PatchOption) {
+	if *reterr != nil {
+		// A failed reconcile did not observe the generation (as in For).
+		opts = append(slices.Clip(opts), withoutObservedGeneration{})
+	}
 	err := p.Patch(ctx, obj, opts...)
 	if err == nil {
 		return
