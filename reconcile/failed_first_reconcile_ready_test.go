@@ -40,3 +40,42 @@ func TestAFirstReconcileThatFailsIsNotReady(t *testing.T) {
 		t.Errorf("Ready %+v (status.observedGeneration %d) after the only reconcile failed", ready, got.Status.ObservedGeneration)
 	}
 }
+
+// A reconcile that failed after marking its condition True does not make
+// Ready True: Ready False from the last reconcile that ended stays, with
+// its reason, while the condition the body marked is written.
+func TestAFailedReconcileDoesNotMakeReadyTrue(t *testing.T) {
+	env.Require(t)
+	ctx := context.Background()
+	w := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: env.Namespace(t), Name: "w"}}
+	must(t, env.Client.Create(ctx, w))
+	fail := errors.New("creating the second child: connection refused")
+	failing := false
+	r, err := reconcile.For(env.Client, func(ctx context.Context, w *testapi.Widget) (ctrl.Result, error) {
+		if !failing {
+			conditions.MarkFalse(w, "ChildReady", "Pending", "waiting for the child")
+			return ctrl.Result{}, nil
+		}
+		conditions.MarkTrue(w, "ChildReady", "Created", "")
+		return ctrl.Result{}, fail
+	}, reconcile.WithReadySummary())
+	must(t, err)
+	req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(w)}
+	if _, err := r.Reconcile(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	if ready := conditions.Get(get(t, w), conditions.Ready); ready == nil || ready.Status != metav1.ConditionFalse {
+		t.Fatalf("Ready %+v after a reconcile that found the child pending, want False", ready)
+	}
+	failing = true
+	if _, err := r.Reconcile(ctx, req); !errors.Is(err, fail) {
+		t.Fatalf("reconcile = %v, want the body's error", err)
+	}
+	got := get(t, w)
+	if c := conditions.Get(got, "ChildReady"); c == nil || c.Status != metav1.ConditionTrue {
+		t.Errorf("ChildReady %+v, want the body's True written", c)
+	}
+	if ready := conditions.Get(got, conditions.Ready); ready == nil || ready.Status != metav1.ConditionFalse || ready.Reason != "Pending" {
+		t.Errorf("Ready %+v after a failed reconcile, want False, Pending, as it was", ready)
+	}
+}

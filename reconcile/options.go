@@ -221,12 +221,13 @@ type readySummaryOption struct {
 
 // WithReadySummary sets the Ready condition from the others after the body
 // ran (see [conditions.SetSummary]). After a body that returned an error,
-// Ready claims no generation the conditions it summarizes did not observe:
-// its observedGeneration is the lowest of theirs (never lower than it was;
-// a condition without one, as meta.SetStatusCondition leaves it, or none
-// to summarize, keeps it as it was),
-// so a reconcile of a new generation that failed before marking anything
-// leaves Ready at the previous one. The object's Go type needs its
+// Ready is not made True where it was not (absent, False or Unknown: it
+// stays as it was), and claims no generation the conditions it summarizes
+// did not observe: its observedGeneration is the lowest of theirs (never
+// lower than it was; a condition without one, as meta.SetStatusCondition
+// leaves it, or none to summarize, keeps it as it was), so a reconcile of
+// a new generation that failed before marking anything leaves Ready at the
+// previous one. The object's Go type needs its
 // conditions: GetConditions and SetConditions methods, or, as kubebuilder
 // scaffolds it, a status.conditions field of type []metav1.Condition;
 // [For] refuses it on any other type with an error that names the type.

@@ -217,9 +217,9 @@ func For[T any, P interface {
 		patchOpts := cfg.PatchOptions
 		if cfg.ReadySummary {
 			s := setter(obj)
-			var before int64 // Ready's observedGeneration before the summary
-			if c := conditions.Get(s, conditions.Ready); c != nil {
-				before = c.ObservedGeneration
+			var before *metav1.Condition // Ready before the summary, after a failed body
+			if c := conditions.Get(s, conditions.Ready); c != nil && fnErr != nil {
+				before = c.DeepCopy()
 			}
 			conditions.SetSummary(s, conditions.Ready, cfg.SummaryOptions...)
 			if fnErr != nil {
@@ -250,14 +250,32 @@ func (withoutObservedGeneration) ApplyToPatch(o *PatchOptions) {
 	o.ObservedGeneration = false
 }
 
-// unobserved keeps the Ready summary a failed body left from claiming a
-// generation the conditions it summarizes did not observe: its
-// observedGeneration becomes the lowest of theirs (where one carries none,
-// or none is summarized, Ready's before), never lower than before (a live
-// value is never written lower), never higher than SetSummary made it. A body that marked its conditions before
-// failing (MarkFalse, then return the error) observed the generation in
-// them, and the summary says so.
-func unobserved(s conditions.Setter, before int64, opts []conditions.SummaryOption) {
+// unobserved keeps the Ready summary a failed body left from claiming
+// what the body did not observe. It does not make Ready True where it was
+// not (absent, False or Unknown, before: nil where absent): the summary of
+// conditions a failed body did not mark, or of none the first time, is no
+// success, and Ready stays as it was. Else its observedGeneration becomes
+// the lowest of the summarized conditions' (where one carries none, or
+// none is summarized, Ready's before), never lower than before (a live
+// value is never written lower), never higher than SetSummary made it. A
+// body that marked its conditions before failing (MarkFalse, then return
+// the error) observed the generation in them, and the summary says so.
+func unobserved(s conditions.Setter, prev *metav1.Condition, opts []conditions.SummaryOption) {
+	if now := conditions.Get(s, conditions.Ready); now != nil && now.Status == metav1.ConditionTrue &&
+		(prev == nil || prev.Status != metav1.ConditionTrue) {
+		if prev == nil {
+			conditions.Delete(s, conditions.Ready)
+			return
+		}
+		conds := slices.Clone(s.GetConditions()) // prev as it was: Set would stamp the generation
+		conds[slices.IndexFunc(conds, func(c metav1.Condition) bool { return c.Type == conditions.Ready })] = *prev
+		s.SetConditions(conds)
+		return
+	}
+	var before int64
+	if prev != nil {
+		before = prev.ObservedGeneration
+	}
 	o := conditions.SummaryOptions{}
 	for _, opt := range opts {
 		opt.ApplyToSummary(&o)
