@@ -9,11 +9,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/steadyk8s/steady/finalizer"
 	"github.com/steadyk8s/steady/internal/scope"
 	"github.com/steadyk8s/steady/internal/testapi"
 	"github.com/steadyk8s/steady/reconcile"
@@ -132,64 +130,5 @@ func TestForOwnMemoryEndsWithWhatItWrote(t *testing.T) {
 	reconcileAll() // each owner read as not found
 	if got := s.Len(); got != 0 {
 		t.Errorf("For's own memory holds %d objects after every object it wrote was deleted, shown gone and its owner reconciled; want 0", got)
-	}
-}
-
-// TestForOwnMemoryKeepsNoChildFinalizerWrite: as
-// TestForOwnMemoryEndsWithWhatItWrote, for a finalizer Handler of a plain
-// client that the body runs on its child (adding the child's finalizer):
-// For's own memory, which only For's reads end, records no write of the
-// child.
-func TestForOwnMemoryKeepsNoChildFinalizerWrite(t *testing.T) {
-	env.Require(t)
-	ctx := context.Background()
-	cc := testapi.StartManager(t, env, testapi.ManagerOptions{Informers: []client.Object{&testapi.Widget{}, &corev1.ConfigMap{}}})
-	ns := env.Namespace(t)
-	plain := cc.Manager.GetClient()
-	h := finalizer.NewHandler(plain)
-	if err := h.Register("test.steady.dev/child", finalizer.Func(func(context.Context, client.Object) error { return nil })); err != nil {
-		t.Fatal(err)
-	}
-	var st atomic.Pointer[scope.State]
-	r, err := reconcile.For(plain, func(ctx context.Context, w *testapi.Widget) (ctrl.Result, error) {
-		st.Store(scope.Of(ctx, plain))
-		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: w.Namespace, Name: w.Name + "-child"}}
-		if err := plain.Create(ctx, cm); err != nil {
-			return ctrl.Result{}, err
-		}
-		_, err := h.Handle(ctx, cm)
-		return ctrl.Result{}, err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	const n = 50
-	for i := range n {
-		if err := env.Client.Create(ctx, &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprint("w-", i)}}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	cacheHolds(t, cc, &testapi.WidgetList{}, ns, n)
-	t.Cleanup(func() {
-		for i := range n {
-			cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprint("w-", i, "-child")}}
-			_ = env.Client.Patch(context.Background(), cm, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`)))
-		}
-	})
-	for i := range n {
-		if _, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKey{Namespace: ns, Name: fmt.Sprint("w-", i)}}); err != nil {
-			t.Fatalf("w-%d: %v", i, err)
-		}
-	}
-	var cm corev1.ConfigMap
-	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "w-0-child"}, &cm); err != nil || len(cm.Finalizers) != 1 {
-		t.Fatalf("the child's finalizer was not added: %v, %v", err, cm.Finalizers)
-	}
-	s := st.Load()
-	if s == nil {
-		t.Fatal("the body saw no State in its context")
-	}
-	if got := s.Len(); got != 0 {
-		t.Errorf("For's own memory holds %d objects: the writes of the children's finalizers, which no read of For ends; want 0", got)
 	}
 }
