@@ -265,14 +265,13 @@ func (h *Handler) describe(obj client.Object) string {
 }
 
 // writer is the Handler's writer of obj, which records the write in the
-// State of the client's cluster (see [scope.Recorder]: the one the client
-// carries, or reconcile.For's, for the object For reconciles where For
-// keeps its own), so that a reconcile reads its own write of a finalizer
-// as it does its own write of anything else.
+// State of the client's cluster (see [scope.Of]: the one the client
+// carries, or reconcile.For's), so that a reconcile reads its own write of
+// a finalizer as it does its own write of anything else.
 func (h *Handler) writer(ctx context.Context, obj client.Object) *patch.Writer {
 	w := h.w
-	if k, ok := scope.KeyOf(obj, h.c.Scheme()); ok {
-		w.State, w.Key = scope.Recorder(ctx, h.c, k), k
+	if w.State = scope.Of(ctx, h.c); w.State != nil {
+		w.Key, _ = scope.KeyOf(obj, h.c.Scheme())
 	}
 	return &w
 }

@@ -294,7 +294,7 @@ func (p *Patcher) patch(ctx context.Context, obj client.Object, resnapshot bool,
 		return &PatchError{Object: p.describe(), Step: "the patch", Err: err}
 	}
 	if !p.held {
-		p.w.State = scope.Recorder(ctx, p.w.Client, p.w.Key) // reconcile.For's, in its context
+		p.w.State = scope.Of(ctx, p.w.Client) // reconcile.For's, in its context
 	}
 	res, err := p.w.Patch(ctx, p.before, obj, patch.Options{
 		OptimisticLock:     o.OptimisticLock,

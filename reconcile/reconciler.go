@@ -142,8 +142,7 @@ func For[T any, P interface {
 	// record their writes in it; each reconcile's context carries it too,
 	// for the body's calls with another client of c's cluster.
 	st := scope.Held(c)
-	own := st == nil // For's own State, without informers: its reads end its entries
-	if own {
+	if st == nil {
 		st = scope.New(c, nil, nil)
 		c = scope.Wrap(c, st)
 	}
@@ -180,12 +179,6 @@ func For[T any, P interface {
 		key = scope.Key{GVK: gvk, Namespace: obj.GetNamespace(), Name: obj.GetName()}
 		if gvkErr != nil {
 			key, _ = scope.KeyOf(obj, c.Scheme())
-		}
-		if own {
-			// The body's writes through a client that carries no State
-			// enter For's own of this object only: no read of For would
-			// end another's (see scope.Recorder).
-			ctx = scope.Reading(ctx, key)
 		}
 		if _, behind := st.OwnWriteAhead(key, obj); behind {
 			caught, err := readOwnWrite(ctx, c, st, key, obj)

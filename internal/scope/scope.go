@@ -202,37 +202,6 @@ func Of(ctx context.Context, c client.Client) *State {
 	return s
 }
 
-type readingKey struct{}
-
-// Reading returns ctx carrying k, the object the reconcile in ctx reads
-// (reconcile.For's): a State without informers records the writes of that
-// object only (see [Recorder]).
-func Reading(ctx context.Context, k Key) context.Context {
-	return context.WithValue(ctx, readingKey{}, k)
-}
-
-// Recorder returns the State that records this process's write of the
-// object k through c: the one c carries; else the State of c's cluster
-// that ctx carries (see [Of]) where its informers end the entry; else,
-// for a State without informers (reconcile.For's own, whose entries only
-// For's reads of the object it reconciles end), that State only where k is
-// the object the reconcile in ctx reads (see [Reading]): the write of
-// another object (a child written in the body) would stay in its ledger
-// for good. Nil where none records it.
-func Recorder(ctx context.Context, c client.Client, k Key) *State {
-	if s := Held(c); s != nil {
-		return s
-	}
-	s := Of(ctx, c)
-	if s == nil || s.informers != nil {
-		return s
-	}
-	if r, ok := ctx.Value(readingKey{}).(Key); ok && r == k {
-		return s
-	}
-	return nil
-}
-
 // Recall returns what slot remembers of the object k.
 func (s *State) Recall(k Key, slot string) (any, bool) {
 	if s == nil {
