@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -401,5 +402,54 @@ func TestSettledByTheInformerGoingPast(t *testing.T) {
 	s.RecordWrite(key("g"), cm("g", "u-g", "23"))
 	if kept("g", "22") {
 		t.Error("kept where the store holds a newer object of the name")
+	}
+}
+
+// notSynced is a cache read as a multi-namespace cache answers gone's read
+// (its context ended already): the informer of the namespace not synced
+// yet (its initial list's events reach the handlers before the informer
+// counts itself synced) answers a timeout; then, synced, not found.
+type notSynced struct {
+	client.Reader
+	synced bool
+}
+
+func (r *notSynced) Get(_ context.Context, key client.ObjectKey, _ client.Object, _ ...client.GetOption) error {
+	if !r.synced {
+		return apierrors.NewTimeoutError("failed waiting for *v1.ConfigMap Informer to sync", 0)
+	}
+	return apierrors.NewNotFound(corev1.Resource("configmaps"), key.Name)
+}
+
+// TestSettledAfterAReadThatFailed: a read of the cache that fails (an
+// informer of a multi-namespace cache not synced yet, its initial list's
+// events delivered before it counts itself synced) tells nothing of the
+// object: the write stays to settle at a later event, and ends once the
+// cache shows the object gone. (Dropped from those to settle on the
+// failed read, it was remembered for good.)
+func TestSettledAfterAReadThatFailed(t *testing.T) {
+	s, inf := newState(t)
+	fi, err := inf.FakeInformerFor(context.Background(), &corev1.ConfigMap{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.RecordWrite(key("hook"), cm("hook", "uh", "1")) // hooks the informer
+	r := &notSynced{}
+	s.mu.Lock()
+	s.looks[hookKey{gvk: cmGVK, typ: reflect.TypeOf(&corev1.ConfigMap{})}] = look{reader: r}
+	s.mu.Unlock()
+
+	// Written at 10 (released: deleted by the write), the informer of its
+	// namespace listing past it, not synced yet.
+	s.RecordWrite(key("a"), cm("a", "u-a", "10"))
+	fi.Add(cm("b", "u-b", "11"))
+	if _, behind := s.OwnWriteAhead(key("a"), cm("a", "u-a", "9")); !behind {
+		t.Fatal("ended on a read that failed")
+	}
+	// Synced: the cache shows a gone; the next event settles it.
+	r.synced = true
+	fi.Add(cm("c", "u-c", "12"))
+	if _, behind := s.OwnWriteAhead(key("a"), cm("a", "u-a", "9")); behind || s.Unshown() != 0 {
+		t.Errorf("a write the cache shows gone, past a read that failed: kept %v, %d unshown; want ended, 0", behind, s.Unshown())
 	}
 }
