@@ -101,10 +101,14 @@ func (s *State) track(k Key, obj client.Object) {
 		return // nowhere to look, or no write to tell
 	}
 	if seen := s.seen[s.seenKeyOf(hk, k.Namespace)]; seen != "" && !OlderRV(seen, w.rv) {
-		if s.gone(hk, k, w) {
+		gone, sure := s.gone(hk, k, w)
+		if gone {
 			s.end(k, w)
 		}
-		return
+		if sure {
+			return
+		}
+		// A read that failed tells nothing: settled at a later event.
 	}
 	u := s.unshown[hk]
 	if u == nil {
@@ -119,8 +123,10 @@ func (s *State) track(k Key, obj client.Object) {
 // anything older of the name: the object is gone from it (deleted, or
 // out of its sight), and its deletion's event, if any, came already or is
 // on its way (the store is updated before the handlers are told). A read
-// of the cache shows nothing older than w then. s.mu is held.
-func (s *State) gone(hk hookKey, k Key, w written) bool {
+// of the cache shows nothing older than w then. sure is false where the
+// look-up failed (a multi-namespace cache's informer not synced yet): it
+// tells nothing, and w is to be settled again. s.mu is held.
+func (s *State) gone(hk hookKey, k Key, w written) (gone, sure bool) {
 	var held metav1.Object
 	switch l := s.looks[hk]; {
 	case l.store != nil:
@@ -130,18 +136,18 @@ func (s *State) gone(hk hookKey, k Key, w written) bool {
 		}
 		item, exists, err := l.store.GetByKey(key)
 		if err != nil {
-			return false
+			return false, false
 		}
 		if !exists {
-			return true
+			return true, true
 		}
 		if held, err = meta.Accessor(item); err != nil {
-			return false
+			return false, false
 		}
 	case l.reader != nil:
 		obj, ok := reflect.New(hk.typ.Elem()).Interface().(client.Object)
 		if !ok {
-			return false
+			return false, true // nowhere to look: never
 		}
 		if u, ok := obj.(*unstructured.Unstructured); ok {
 			u.SetGroupVersionKind(hk.gvk)
@@ -154,16 +160,16 @@ func (s *State) gone(hk hookKey, k Key, w written) bool {
 		cancel()
 		err := l.reader.Get(ctx, client.ObjectKey{Namespace: k.Namespace, Name: k.Name}, obj)
 		if apierrors.IsNotFound(err) {
-			return true
+			return true, true
 		}
 		if err != nil {
-			return false
+			return false, false
 		}
 		held = obj
 	default:
-		return false
+		return false, true
 	}
-	return held.GetUID() != w.uid && !OlderRV(held.GetResourceVersion(), w.rv)
+	return held.GetUID() != w.uid && !OlderRV(held.GetResourceVersion(), w.rv), true
 }
 
 // end drops what is remembered of the object k, written at w, which its
@@ -204,8 +210,12 @@ func (s *State) saw(hk hookKey, o any) {
 		if OlderRV(seen, w.rv) || sk.namespace != "" && k.Namespace != sk.namespace {
 			continue
 		}
+		gone, sure := s.gone(hk, k, w)
+		if !sure {
+			continue // a read that failed tells nothing: at a later event
+		}
 		delete(s.unshown[hk], k)
-		if s.gone(hk, k, w) {
+		if gone {
 			s.end(k, w)
 		}
 	}
