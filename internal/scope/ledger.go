@@ -1,8 +1,10 @@
 package scope
 
 import (
+	"container/heap"
 	"context"
 	"reflect"
+	"strconv"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -110,12 +112,54 @@ func (s *State) track(k Key, obj client.Object) {
 		}
 		// A read that failed tells nothing: settled at a later event.
 	}
-	u := s.unshown[hk]
-	if u == nil {
-		u = map[Key]written{}
-		s.unshown[hk] = u
+	sk := s.seenKeyOf(hk, k.Namespace)
+	p := s.unshown[sk]
+	if p == nil {
+		p = &pending{byKey: map[Key]written{}}
+		s.unshown[sk] = p
 	}
-	u[k] = w
+	p.byKey[k] = w
+	heap.Push(&p.order, pendingWrite{k: k, w: w, at: rvOrder(w.rv)})
+}
+
+// pending are the writes an informer (in a namespace, where it is one per
+// namespace: see [seenKey]) has not shown yet, to settle at the first
+// event past each: the last write of each object, and the writes in order
+// of resourceVersion (a heap, in which a write since replaced by a later
+// one of its object is left to be skipped), so that an event looks only
+// at the writes it has gone past.
+type pending struct {
+	byKey map[Key]written
+	order pendingOrder
+}
+
+type pendingWrite struct {
+	k  Key
+	w  written
+	at uint64 // w.rv as a number; 0 where it is not one (settled first)
+}
+
+// rvOrder is rv as a number, for ordering; 0 where it is not one.
+func rvOrder(rv string) uint64 {
+	n, err := strconv.ParseUint(rv, 10, 64)
+	if err != nil {
+		return 0
+	}
+	return n
+}
+
+type pendingOrder []pendingWrite
+
+func (o pendingOrder) Len() int           { return len(o) }
+func (o pendingOrder) Less(i, j int) bool { return o[i].at < o[j].at }
+func (o pendingOrder) Swap(i, j int)      { o[i], o[j] = o[j], o[i] }
+func (o *pendingOrder) Push(x any)        { *o = append(*o, x.(pendingWrite)) }
+func (o *pendingOrder) Pop() any {
+	old := *o
+	x := old[len(old)-1]
+	old[len(old)-1] = pendingWrite{}
+	*o = old[:len(old)-1]
+	return x
 }
 
 // gone reports whether the store of hk's informer, which has shown w's
@@ -206,18 +250,31 @@ func (s *State) saw(hk hookKey, o any) {
 		s.seen[sk] = rv
 	}
 	seen := s.seen[sk]
-	for k, w := range s.unshown[hk] {
-		if OlderRV(seen, w.rv) || sk.namespace != "" && k.Namespace != sk.namespace {
+	p := s.unshown[sk]
+	if p == nil {
+		return
+	}
+	var again []pendingWrite
+	for p.order.Len() > 0 && !OlderRV(seen, p.order[0].w.rv) {
+		x := heap.Pop(&p.order).(pendingWrite)
+		if cur, ok := p.byKey[x.k]; !ok || cur != x.w {
+			continue // replaced by a later write of the object
+		}
+		gone, sure := s.gone(hk, x.k, x.w)
+		if !sure {
+			again = append(again, x) // a read that failed tells nothing: at a later event
 			continue
 		}
-		gone, sure := s.gone(hk, k, w)
-		if !sure {
-			continue // a read that failed tells nothing: at a later event
-		}
-		delete(s.unshown[hk], k)
+		delete(p.byKey, x.k)
 		if gone {
-			s.end(k, w)
+			s.end(x.k, x.w)
 		}
+	}
+	for _, x := range again {
+		heap.Push(&p.order, x)
+	}
+	if len(p.byKey) == 0 {
+		delete(s.unshown, sk)
 	}
 }
 

@@ -55,10 +55,11 @@ type State struct {
 	// see [State.track].
 	looks map[hookKey]look
 	seen  map[seenKey]string
-	// unshown holds, per hook, the objects remembered at a write the
-	// informer had not shown yet (the resourceVersion of the write): the
-	// first event past it settles each (see [State.settle]).
-	unshown map[hookKey]map[Key]written
+	// unshown holds, per informer (and namespace, as seen), the objects
+	// remembered at a write the informer had not shown yet (the
+	// resourceVersion of the write): the first event past it settles each
+	// (see [State.track]).
+	unshown map[seenKey]*pending
 
 	kinds sync.Map // kindFact -> bool
 }
@@ -96,7 +97,7 @@ func New(c client.Client, apiReader client.Reader, informers cache.Informers) *S
 		hooked:    map[hookKey]bool{},
 		looks:     map[hookKey]look{},
 		seen:      map[seenKey]string{},
-		unshown:   map[hookKey]map[Key]written{},
+		unshown:   map[seenKey]*pending{},
 	}
 }
 
@@ -143,8 +144,8 @@ func (s *State) Unshown() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	n := 0
-	for _, u := range s.unshown {
-		n += len(u)
+	for _, p := range s.unshown {
+		n += len(p.byKey)
 	}
 	return n
 }
