@@ -375,6 +375,21 @@ func (s *State) hook(gvk schema.GroupVersionKind, obj client.Object) bool {
 	}
 	inf, err := s.informers.GetInformer(context.Background(), obj, cache.BlockUntilSynced(false))
 	if err == nil {
+		// Where to look is known before the first event, which may come
+		// before AddEventHandler returns (the store's objects, replayed
+		// to the handler's goroutine): [State.saw] notes it by it. An
+		// informer with a store (client-go's) is looked up in it; one
+		// whose store is nil (a fake's) nowhere; one without a store (the
+		// multi-namespace cache's) through the cache.
+		var l look
+		if st, ok := inf.(interface{ GetStore() toolscache.Store }); ok {
+			l = look{store: st.GetStore()}
+		} else if r, ok := s.informers.(client.Reader); ok {
+			l = look{reader: r}
+		}
+		s.mu.Lock()
+		s.looks[hk] = l
+		s.mu.Unlock()
 		_, err = inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
 			AddFunc:    func(o any) { s.saw(hk, o); s.shown(gvk, o) },
 			UpdateFunc: func(_, o any) { s.saw(hk, o); s.shown(gvk, o) },
@@ -383,15 +398,8 @@ func (s *State) hook(gvk schema.GroupVersionKind, obj client.Object) bool {
 	}
 	s.mu.Lock()
 	s.hooked[hk] = err == nil
-	if err == nil {
-		// An informer with a store (client-go's) is looked up in it;
-		// one whose store is nil (a fake's) nowhere; one without a store
-		// (the multi-namespace cache's) through the cache.
-		if st, ok := inf.(interface{ GetStore() toolscache.Store }); ok {
-			s.looks[hk] = look{store: st.GetStore()}
-		} else if r, ok := s.informers.(client.Reader); ok {
-			s.looks[hk] = look{reader: r}
-		}
+	if err != nil {
+		delete(s.looks, hk)
 	}
 	s.mu.Unlock()
 	return err == nil
