@@ -87,6 +87,45 @@ func (s *State) seenKeyOf(hk hookKey, ns string) seenKey {
 	return seenKey{hk: hk, namespace: ns}
 }
 
+// seenOf is the newest resourceVersion noted of sk (see [State.saw]), ""
+// for none. s.mu is held.
+func (s *State) seenOf(sk seenKey) string {
+	if sk.namespace == "" {
+		return s.seen[sk]
+	}
+	if rv, ok := s.seenNS[sk]; ok {
+		return rv
+	}
+	rv, ok := s.seenNSOld[sk]
+	if ok {
+		s.note(sk, rv)
+	}
+	return rv
+}
+
+// seenNSBound is how many namespaces' notes the newer generation holds
+// before it becomes the older one (whose notes, unless read or noted
+// again, are then dropped): what is noted per namespace is bounded by the
+// namespaces active lately, not by every namespace an informer of all of
+// them ever showed. A note dropped costs nothing an event would not give
+// back: each event notes its own resourceVersion, the newest of its
+// namespace; only a write recorded after the last event of a namespace
+// quiet since waits for the next one.
+const seenNSBound = 1024
+
+// note notes rv as the newest resourceVersion of sk. s.mu is held.
+func (s *State) note(sk seenKey, rv string) {
+	if sk.namespace == "" {
+		s.seen[sk] = rv
+		return
+	}
+	delete(s.seenNSOld, sk)
+	s.seenNS[sk] = rv
+	if len(s.seenNS) >= seenNSBound {
+		s.seenNSOld, s.seenNS = s.seenNS, make(map[seenKey]string, seenNSBound)
+	}
+}
+
 // track makes sure what was just remembered of the object k, at obj (the
 // answer to a write of it), ends although the informer may never show
 // obj's deletion: the deletion's watch event can beat the write's answer
@@ -102,7 +141,7 @@ func (s *State) track(k Key, obj client.Object) {
 	if l := s.looks[hk]; l.store == nil && l.reader == nil || w.uid == "" || w.rv == "" {
 		return // nowhere to look, or no write to tell
 	}
-	if seen := s.seen[s.seenKeyOf(hk, k.Namespace)]; seen != "" && !OlderRV(seen, w.rv) {
+	if seen := s.seenOf(s.seenKeyOf(hk, k.Namespace)); seen != "" && !OlderRV(seen, w.rv) {
 		gone, sure := s.gone(hk, k, w)
 		if gone {
 			s.end(k, w)
@@ -246,10 +285,11 @@ func (s *State) saw(hk hookKey, o any) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	sk := s.seenKeyOf(hk, m.GetNamespace())
-	if cur := s.seen[sk]; cur == "" || OlderRV(cur, rv) {
-		s.seen[sk] = rv
+	seen := s.seenOf(sk)
+	if seen == "" || OlderRV(seen, rv) {
+		seen = rv
+		s.note(sk, rv)
 	}
-	seen := s.seen[sk]
 	p := s.unshown[sk]
 	if p == nil {
 		return

@@ -51,10 +51,12 @@ type State struct {
 	hookMu sync.Mutex
 	// looks say where to look up an object a hooked informer holds, and
 	// seen is the newest resourceVersion each informer's events carried to
-	// the hook (per namespace where it is one informer per namespace):
-	// see [State.track].
-	looks map[hookKey]look
-	seen  map[seenKey]string
+	// the hook; seenNS, in two generations (see [seenNSBound]), the same
+	// per namespace, where it is one informer per namespace: see
+	// [State.track].
+	looks             map[hookKey]look
+	seen              map[seenKey]string
+	seenNS, seenNSOld map[seenKey]string
 	// unshown holds, per informer (and namespace, as seen), the objects
 	// remembered at a write the informer had not shown yet (the
 	// resourceVersion of the write): the first event past it settles each
@@ -97,6 +99,7 @@ func New(c client.Client, apiReader client.Reader, informers cache.Informers) *S
 		hooked:    map[hookKey]bool{},
 		looks:     map[hookKey]look{},
 		seen:      map[seenKey]string{},
+		seenNS:    map[seenKey]string{},
 		unshown:   map[seenKey]*pending{},
 	}
 }

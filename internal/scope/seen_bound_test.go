@@ -33,7 +33,7 @@ func TestNotesOfNamespacesAreBounded(t *testing.T) {
 		fi.Add(o)
 	}
 	s.mu.Lock()
-	notes := len(s.seen)
+	notes := len(s.seen) + len(s.seenNS) + len(s.seenNSOld)
 	s.mu.Unlock()
 	if notes > namespaces/4 {
 		t.Errorf("%d notes after events from %d namespaces, each quiet since: they add up", notes, namespaces)
