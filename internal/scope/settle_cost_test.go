@@ -52,3 +52,26 @@ func TestSettlingCostsLittlePerEvent(t *testing.T) {
 		t.Errorf("%d events, each settling its own write, took %v: each walks every write not shown yet", n, inLock)
 	}
 }
+
+// TestRewritesWaitingKeepOne: an object written again and again that no
+// event of its informer settles (out of its sight, in a namespace quiet
+// or not watched at all) waits as its last write only.
+func TestRewritesWaitingKeepOne(t *testing.T) {
+	s, _ := newState(t)
+	s.RecordWrite(key("hook"), cm("hook", "uh", "1"))
+	s.mu.Lock()
+	s.looks[hookKey{gvk: cmGVK, typ: reflect.TypeOf(&corev1.ConfigMap{})}] = look{store: toolscache.NewStore(toolscache.MetaNamespaceKeyFunc)}
+	s.mu.Unlock()
+	for i := range 10000 {
+		s.RecordWrite(key("out"), cm("out", "u-out", fmt.Sprint(10+i)))
+	}
+	s.mu.Lock()
+	held := 0
+	for _, p := range s.unshown {
+		held += len(p.order)
+	}
+	s.mu.Unlock()
+	if held > 100 {
+		t.Errorf("%d writes held waiting for 1 object", held)
+	}
+}
