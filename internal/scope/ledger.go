@@ -159,6 +159,15 @@ func (s *State) track(k Key, obj client.Object) {
 	}
 	p.byKey[k] = w
 	heap.Push(&p.order, pendingWrite{k: k, w: w, at: rvOrder(w.rv)})
+	if len(p.order) > 2*len(p.byKey)+32 {
+		// Mostly writes replaced since (an object written again and
+		// again that no event settles): the last of each only.
+		p.order = p.order[:0]
+		for k, w := range p.byKey {
+			p.order = append(p.order, pendingWrite{k: k, w: w, at: rvOrder(w.rv)})
+		}
+		heap.Init(&p.order)
+	}
 }
 
 // pending are the writes an informer (in a namespace, where it is one per
