@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/resourceversion"
+	clientfeatures "k8s.io/client-go/features"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -215,13 +216,29 @@ func (o *pendingOrder) Pop() any {
 // anything older of the name: the object is gone from it (deleted, or
 // out of its sight), and its deletion's event, if any, came already or is
 // on its way (the store is updated before the handlers are told). A read
-// of the cache shows nothing older than w then. sure is false where the
+// of the cache shows nothing older than w then. That holds where the
+// store is updated as a whole, a list at once (client-go's AtomicFIFO, on
+// by default since 1.36), and a store tells how far it has gone
+// (LastStoreSyncResourceVersion); with AtomicFIFO off, nothing is gone
+// here. sure is false where the
 // look-up failed (a multi-namespace cache's informer not synced yet): it
 // tells nothing, and w is to be settled again. s.mu is held.
 func (s *State) gone(hk hookKey, k Key, w written) (gone, sure bool) {
 	var held metav1.Object
+	if !clientfeatures.FeatureGates().Enabled(clientfeatures.AtomicFIFO) {
+		// client-go applies a list to the store batch by batch (1000
+		// objects), in key order: an event of an early object, newer
+		// than w, can come before the store holds w's object, later in
+		// the list. Only the deletion's event tells then.
+		return false, true
+	}
 	switch l := s.looks[hk]; {
 	case l.store != nil:
+		if rv := l.store.LastStoreSyncResourceVersion(); rv == "" || OlderRV(rv, w.rv) {
+			// The store says it has not gone past w (the events noted
+			// say so only where they come in resourceVersion order).
+			return false, rv == ""
+		}
 		key := k.Name
 		if k.Namespace != "" {
 			key = k.Namespace + "/" + k.Name
