@@ -264,6 +264,24 @@ func TestUserLifecycle(t *testing.T) {
 
 func assertNoWrites(t *testing.T, r *usernamespace.Reconciler, counter *testenv.RequestCounter, name string) {
 	t.Helper()
+	// The manager's own controller may still be taking in its last write:
+	// the counter counts its requests too. Wait until its cache holds the
+	// User as it is live and it is idle.
+	live, err := getUser(context.Background(), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the cache to hold the User as it is live", func(ctx context.Context) error {
+		cached := &identityv1alpha1.User{}
+		if err := r.Client.Get(ctx, types.NamespacedName{Name: name}, cached); err != nil {
+			return err
+		}
+		if cached.ResourceVersion != live.ResourceVersion {
+			return fmt.Errorf("cache at %s, live at %s", cached.ResourceVersion, live.ResourceVersion)
+		}
+		return nil
+	})
+	testenv.WaitIdle(t, r.Name)
 	counter.Reset()
 	for range 3 {
 		res, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: types.NamespacedName{Name: name}})
