@@ -204,15 +204,16 @@ func rememberVerdict(key memKey, live client.Object, m memo) {
 		return
 	}
 	m.uid, m.rv, m.gen, m.meta = live.GetUID(), live.GetResourceVersion(), live.GetGeneration(), metaDigest(live)
-	if frozenGeneration[key.obj.GVK.GroupKind()] {
+	if frozenGeneration(key.obj.GVK.GroupKind()) {
 		m.gen = 0
 	}
 	keep(key, live, m)
 }
 
-// frozenGeneration are the kinds whose API sets metadata.generation and
-// never bumps it: a change of their fields by another writer leaves it as
-// it was (a PriorityClass's description, globalDefault).
-var frozenGeneration = map[schema.GroupKind]bool{
-	{Group: "scheduling.k8s.io", Kind: "PriorityClass"}: true,
+// frozenGeneration reports whether gk's API sets metadata.generation and
+// never bumps it: a change of its fields by another writer leaves it as it
+// was (a PriorityClass's description, globalDefault). Of the built-in
+// kinds of Kubernetes 1.36, only PriorityClass.
+func frozenGeneration(gk schema.GroupKind) bool {
+	return gk == schema.GroupKind{Group: "scheduling.k8s.io", Kind: "PriorityClass"}
 }
