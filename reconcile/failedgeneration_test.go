@@ -5,6 +5,7 @@ import (
 	"errors"
 	"testing"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -22,8 +23,26 @@ import (
 // invalid schedule and the reconcile failed at once, the CronJob said
 // observedGeneration 2 and Ready True at generation 2 (from Scheduled of
 // generation 1), which kstatus (Flux, cli-utils) reads as "Current".
+// The body marks its condition with conditions.MarkTrue, and as
+// kubebuilder's scaffold does, with meta.SetStatusCondition, which leaves
+// the condition without an observedGeneration: Ready must not claim
+// generation 2 from a condition that says no generation either.
 func TestFailedReconcileDoesNotObserveTheGeneration(t *testing.T) {
 	env.Require(t)
+	for _, tc := range []struct {
+		name string
+		mark func(w *testapi.Widget)
+	}{
+		{"conditions.MarkTrue", func(w *testapi.Widget) { conditions.MarkTrue(w, "Scheduled", "Scheduled", "") }},
+		{"meta.SetStatusCondition", func(w *testapi.Widget) {
+			meta.SetStatusCondition(&w.Status.Conditions, metav1.Condition{Type: "Scheduled", Status: metav1.ConditionTrue, Reason: "Scheduled"})
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) { failedReconcileDoesNotObserveTheGeneration(t, tc.mark) })
+	}
+}
+
+func failedReconcileDoesNotObserveTheGeneration(t *testing.T, mark func(w *testapi.Widget)) {
 	ctx := context.Background()
 	w := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: env.Namespace(t), Name: "w"}}
 	must(t, env.Client.Create(ctx, w))
@@ -32,7 +51,7 @@ func TestFailedReconcileDoesNotObserveTheGeneration(t *testing.T) {
 		if fail != nil {
 			return ctrl.Result{}, fail
 		}
-		conditions.MarkTrue(w, "Scheduled", "Scheduled", "")
+		mark(w)
 		return ctrl.Result{}, nil
 	}, reconcile.WithObservedGeneration{},
 		reconcile.WithReadySummary(conditions.SummaryOptions{ConditionTypes: []string{"Scheduled"}}))
