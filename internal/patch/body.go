@@ -263,10 +263,10 @@ func hiddenBelow(owned []map[string]any, cur map[string]any, typ reflect.Type) b
 }
 
 // fieldType is the Go type of the JSON field name of t, and whether t
-// holds such a field: a struct's field (through pointers, and embedded or
-// inlined structs), a map's element. A type that decodes itself (a
-// json.Unmarshaler) or an interface holds any field: nil, true; so does a
-// nil t.
+// holds such a field: a struct's field as the Kubernetes JSON decoder
+// finds it (through pointers, and embedded structs: [object.JSONField]), a
+// map's element. A type that decodes itself (a json.Unmarshaler) or an
+// interface holds any field: nil, true; so does a nil t.
 func fieldType(t reflect.Type, name string) (reflect.Type, bool) {
 	for t != nil && t.Kind() == reflect.Pointer {
 		t = t.Elem()
@@ -278,28 +278,8 @@ func fieldType(t reflect.Type, name string) (reflect.Type, bool) {
 	case reflect.Map:
 		return t.Elem(), true
 	case reflect.Struct:
-		for i := range t.NumField() {
-			f := t.Field(i)
-			tag := f.Tag.Get("json")
-			if tag == "-" {
-				continue
-			}
-			n, opts, _ := strings.Cut(tag, ",")
-			if f.Anonymous && n == "" || slices.Contains(strings.Split(opts, ","), "inline") {
-				if ft, ok := fieldType(f.Type, name); ok {
-					return ft, true
-				}
-				continue
-			}
-			if !f.IsExported() {
-				continue
-			}
-			if n == "" {
-				n = f.Name
-			}
-			if n == name {
-				return f.Type, true
-			}
+		if path, ok := object.JSONField(t, name); ok {
+			return t.FieldByIndex(path).Type, true
 		}
 	}
 	return nil, false
